@@ -1,0 +1,201 @@
+//! Routes and request parsing. Handlers only translate HTTP ⇄ engine calls.
+
+use super::{Caller, MAX_BODY};
+use crate::{
+    domain::State,
+    engine::{ListFilter, SubmitRequest},
+    Engine, Error,
+};
+use axum::{
+    body::Body,
+    extract::{Path, Query, State as Shared},
+    http::{HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
+    routing::{delete, get, post},
+    Json, Router,
+};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::{collections::HashMap, sync::Arc};
+
+pub fn router(engine: Arc<Engine>) -> Router {
+    Router::new()
+        .route("/v1/actions", post(submit).get(list))
+        .route("/v1/actions/{id}", get(get_action))
+        .route("/v1/actions/{id}/events", get(events))
+        .route("/v1/actions/{id}/approve", post(approve))
+        .route("/v1/actions/{id}/deny", post(deny))
+        .route("/v1/actions/{id}/cancel", post(cancel))
+        .route("/v1/stops", post(stop))
+        .route("/v1/stops/{scope}", delete(lift_stop))
+        .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
+        .fallback(|| async { Error::NotFound })
+        .method_not_allowed_fallback(|| async {
+            Error::validation("method", "this route does not accept that method")
+        })
+        .with_state(engine)
+}
+
+/// Read a JSON body: size-capped, then parsed so that `param` names the offending field.
+async fn read_json<T: DeserializeOwned>(body: Body) -> Result<T, Error> {
+    let bytes = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| Error::PayloadTooLarge(format!("the body exceeds {MAX_BODY} bytes")))?;
+    if bytes.is_empty() {
+        return Err(Error::validation("body", "a JSON object body is required"));
+    }
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::validation("body", format!("malformed JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(Error::validation("body", "the body must be a JSON object"));
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        let param = match (path.as_str(), unknown_field(&inner)) {
+            (".", Some(field)) => field,
+            (".", None) => missing_field(&inner).unwrap_or_else(|| "body".into()),
+            (p, Some(field)) => format!("{p}.{field}"),
+            (p, None) => p.to_owned(),
+        };
+        Error::validation(&param, inner)
+    })
+}
+
+/// serde says "unknown field `x`, expected …" / "missing field `x`": name that field.
+fn unknown_field(message: &str) -> Option<String> {
+    field_in(message, "unknown field `")
+}
+fn missing_field(message: &str) -> Option<String> {
+    field_in(message, "missing field `")
+}
+fn field_in(message: &str, prefix: &str) -> Option<String> {
+    let rest = message.strip_prefix(prefix)?;
+    rest.split('`').next().map(str::to_owned)
+}
+
+fn action_response(status: StatusCode, action: &crate::domain::Action) -> Response {
+    (status, Json(action.view())).into_response()
+}
+
+async fn submit(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Error> {
+    let key = match headers.get("idempotency-key") {
+        Some(v) => Some(v.to_str().map_err(|_| Error::validation("Idempotency-Key", "must be visible ASCII"))?),
+        None => None,
+    };
+    let req: SubmitRequest = read_json(body).await?;
+    let submitted = engine.submit(&who, req, key).await?;
+    let status = match submitted.action.decision {
+        crate::domain::Decision::RequireApproval => StatusCode::ACCEPTED,
+        crate::domain::Decision::Schedule => StatusCode::CREATED,
+        _ => StatusCode::OK,
+    };
+    let mut response = action_response(status, &submitted.action);
+    if submitted.replayed {
+        response.headers_mut().insert("idempotent-replayed", "true".parse().expect("static header"));
+    }
+    Ok(response)
+}
+
+async fn get_action(Shared(engine): Shared<Arc<Engine>>, Caller(who): Caller, Path(id): Path<String>) -> Result<Response, Error> {
+    Ok(action_response(StatusCode::OK, &engine.get(&who, &id).await?))
+}
+
+async fn list(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, Error> {
+    let mut filter = ListFilter::default();
+    for (name, value) in params {
+        match name.as_str() {
+            "state" => {
+                filter.state = Some(State::parse(&value).ok_or_else(|| {
+                    Error::validation("state", format!("unknown state {value:?}"))
+                })?)
+            }
+            "agent_id" => filter.agent_id = Some(value),
+            "limit" => {
+                filter.limit = Some(value.parse().map_err(|_| Error::validation("limit", "limit must be a whole number"))?)
+            }
+            "cursor" => filter.cursor = Some(value),
+            other => return Err(Error::validation(other, format!("unknown query parameter {other:?}"))),
+        }
+    }
+    let (actions, next_cursor) = engine.list(&who, filter).await?;
+    let data: Vec<Value> = actions.iter().map(|a| a.view()).collect();
+    Ok(Json(json!({"data": data, "next_cursor": next_cursor})).into_response())
+}
+
+async fn events(Shared(engine): Shared<Arc<Engine>>, Caller(who): Caller, Path(id): Path<String>) -> Result<Response, Error> {
+    let events = engine.events(&who, &id).await?;
+    Ok(Json(json!({"data": events})).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApproveBody {
+    context_digest: String,
+}
+
+async fn approve(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response, Error> {
+    let body: ApproveBody = read_json(body).await?;
+    Ok(action_response(StatusCode::OK, &engine.approve(&who, &id, &body.context_digest).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DenyBody {
+    reason: String,
+}
+
+async fn deny(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response, Error> {
+    let body: DenyBody = read_json(body).await?;
+    Ok(action_response(StatusCode::OK, &engine.deny(&who, &id, &body.reason).await?))
+}
+
+async fn cancel(Shared(engine): Shared<Arc<Engine>>, Caller(who): Caller, Path(id): Path<String>) -> Result<Response, Error> {
+    Ok(action_response(StatusCode::OK, &engine.cancel(&who, &id).await?))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct StopBody {
+    #[serde(default)]
+    agent_id: Option<String>,
+}
+
+async fn stop(Shared(engine): Shared<Arc<Engine>>, Caller(who): Caller, body: Body) -> Result<Response, Error> {
+    let bytes = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| Error::PayloadTooLarge(format!("the body exceeds {MAX_BODY} bytes")))?;
+    // An empty body stops the whole tenant.
+    let body: StopBody = if bytes.iter().all(u8::is_ascii_whitespace) {
+        StopBody::default()
+    } else {
+        read_json(Body::from(bytes)).await?
+    };
+    let stop = engine.stop(&who, body.agent_id.as_deref()).await?;
+    Ok((StatusCode::CREATED, Json(json!(stop))).into_response())
+}
+
+async fn lift_stop(Shared(engine): Shared<Arc<Engine>>, Caller(who): Caller, Path(scope): Path<String>) -> Result<Response, Error> {
+    engine.lift_stop(&who, &scope).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

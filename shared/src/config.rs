@@ -1,0 +1,316 @@
+//! The one configuration document (SPEC §5): tenants, hashed keys with roles, policy, declared
+//! action kinds and the tool catalog. Validated once at load; every error names its entry.
+
+use crate::domain::{canonical, policy::Rule, window::WindowRules, Decision};
+use jiff::{tz::TimeZone, SignedDuration};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+#[derive(Debug, thiserror::Error)]
+#[error("config: {0}")]
+pub struct ConfigError(pub String);
+
+fn bad(at: impl std::fmt::Display, what: impl std::fmt::Display) -> ConfigError {
+    ConfigError(format!("{at}: {what}"))
+}
+
+// ---------- the document as written ----------
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    limits: RawLimits,
+    tenants: BTreeMap<String, RawTenant>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    min_window: Option<String>,
+    sweep_interval: Option<String>,
+    run_deadline: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTenant {
+    time_zone: String,
+    approval_ttl: Option<String>,
+    #[serde(default)]
+    action_kinds: Vec<String>,
+    #[serde(default)]
+    keys: Vec<RawKey>,
+    #[serde(default)]
+    policy: Vec<RawRule>,
+    #[serde(default)]
+    tools: BTreeMap<String, RawTool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKey {
+    id: String,
+    role: Role,
+    sha256: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    tool: String,
+    decision: Decision,
+    result: Option<toml::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    executor: String,
+    url: Option<String>,
+    secret_env: Option<String>,
+    timeout: Option<String>,
+    #[serde(default)]
+    recovery: Recovery,
+}
+
+// ---------- the validated configuration ----------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Agent,
+    Approver,
+    Admin,
+}
+
+/// Who a key belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub tenant: String,
+    pub role: Role,
+    /// The agent id for agent keys; the person or service id otherwise.
+    pub id: String,
+}
+
+/// What the sweep does with an expired lease (SC-REC-02).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recovery {
+    /// Idempotent tools: re-claim with a new epoch, same Idempotency-Key, inside the window.
+    Retry,
+    /// Seal `failed` with reason `outcome_unknown`, for reconciliation.
+    #[default]
+    Fail,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "executor")]
+pub enum Executor {
+    #[serde(rename = "webhook")]
+    Webhook { url: String, secret_env: String, timeout_ms: u64 },
+    #[serde(rename = "builtin.echo")]
+    Echo,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolEntry {
+    pub name: String,
+    #[serde(flatten)]
+    pub executor: Executor,
+    pub recovery: Recovery,
+}
+
+impl ToolEntry {
+    /// sha256 of the canonical entry: a resume refuses a call whose tool changed since approval.
+    pub fn fingerprint(&self) -> String {
+        canonical::digest(self)
+    }
+
+    /// The longest one attempt may take.
+    pub fn timeout(&self) -> SignedDuration {
+        match &self.executor {
+            Executor::Webhook { timeout_ms, .. } => SignedDuration::from_millis(*timeout_ms as i64),
+            Executor::Echo => SignedDuration::from_secs(1),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Tenant {
+    pub name: String,
+    pub time_zone: TimeZone,
+    pub time_zone_name: String,
+    pub approval_ttl: SignedDuration,
+    pub action_kinds: BTreeSet<String>,
+    pub policy: Vec<Rule>,
+    pub tools: BTreeMap<String, ToolEntry>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub window: WindowRules,
+    /// An allowed request whose window opens within this runs at once (SC-INT-05).
+    pub allow_now_within: SignedDuration,
+    /// How often the sweep runs (local server; on AWS the sweep schedule says).
+    pub sweep_interval: SignedDuration,
+    /// Latest start of an approved call that has no window.
+    pub run_deadline: SignedDuration,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub limits: Limits,
+    pub tenants: BTreeMap<String, Tenant>,
+    keys: HashMap<String, Principal>,
+}
+
+impl Config {
+    pub fn from_file(path: &std::path::Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
+        Config::from_toml(&text)
+    }
+
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError(e.to_string()))?;
+        let limits = Limits {
+            window: WindowRules {
+                min_width: duration("limits.min_window", raw.limits.min_window.as_deref(), "5m")?,
+                ..WindowRules::default()
+            },
+            allow_now_within: SignedDuration::from_secs(60),
+            sweep_interval: duration("limits.sweep_interval", raw.limits.sweep_interval.as_deref(), "60s")?,
+            run_deadline: duration("limits.run_deadline", raw.limits.run_deadline.as_deref(), "15m")?,
+        };
+        if raw.tenants.is_empty() {
+            return Err(ConfigError("no [tenants.<name>] declared".into()));
+        }
+        let mut keys = HashMap::new();
+        let mut tenants = BTreeMap::new();
+        for (name, raw_tenant) in raw.tenants {
+            let tenant = tenant(&name, raw_tenant, &mut keys)?;
+            tenants.insert(name, tenant);
+        }
+        Ok(Config { limits, tenants, keys })
+    }
+
+    /// The principal a bearer key belongs to, by the key's SHA-256.
+    pub fn principal(&self, bearer_key: &str) -> Option<&Principal> {
+        self.keys.get(&canonical::sha256_hex(bearer_key.as_bytes()))
+    }
+
+    pub fn tenant(&self, name: &str) -> Option<&Tenant> {
+        self.tenants.get(name)
+    }
+}
+
+impl Tenant {
+    pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.get(name)
+    }
+}
+
+fn duration(at: &str, raw: Option<&str>, default: &str) -> Result<SignedDuration, ConfigError> {
+    let text = raw.unwrap_or(default);
+    let d: SignedDuration = text
+        .parse()
+        .map_err(|e| bad(at, format!("{text:?} is not a duration like \"90s\", \"5m\", \"24h\" ({e})")))?;
+    if d <= SignedDuration::ZERO {
+        return Err(bad(at, "must be positive"));
+    }
+    Ok(d)
+}
+
+fn tenant(
+    name: &str,
+    raw: RawTenant,
+    keys: &mut HashMap<String, Principal>,
+) -> Result<Tenant, ConfigError> {
+    let at = format!("tenants.{name}");
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(bad(&at, "tenant names use letters, digits, '-' and '_'"));
+    }
+    let time_zone = TimeZone::get(&raw.time_zone)
+        .map_err(|e| bad(format!("{at}.time_zone"), format!("unknown IANA time zone {:?} ({e})", raw.time_zone)))?;
+    let approval_ttl = duration(&format!("{at}.approval_ttl"), raw.approval_ttl.as_deref(), "24h")?;
+
+    for (i, key) in raw.keys.into_iter().enumerate() {
+        let key_at = format!("{at}.keys[{i}]");
+        let hash = key.sha256.to_ascii_lowercase();
+        if hash.len() != 64 || !hash.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(bad(&key_at, "sha256 must be the 64 hex digits of the key's SHA-256"));
+        }
+        if key.id.trim().is_empty() {
+            return Err(bad(&key_at, "id must not be empty"));
+        }
+        let principal = Principal { tenant: name.to_owned(), role: key.role, id: key.id };
+        if keys.insert(hash, principal).is_some() {
+            return Err(bad(&key_at, "this key hash is declared twice"));
+        }
+    }
+
+    let mut policy = Vec::new();
+    for (i, rule) in raw.policy.into_iter().enumerate() {
+        let rule_at = format!("{at}.policy[{i}]");
+        if rule.tool.is_empty() {
+            return Err(bad(&rule_at, "tool glob must not be empty"));
+        }
+        let result = match (rule.decision, rule.result) {
+            (Decision::SetResult, Some(v)) => Some(
+                serde_json::to_value(v).map_err(|e| bad(&rule_at, format!("result: {e}")))?,
+            ),
+            (Decision::SetResult, None) => {
+                return Err(bad(&rule_at, "decision set_result needs a result"));
+            }
+            (_, Some(_)) => return Err(bad(&rule_at, "only a set_result rule carries a result")),
+            (_, None) => None,
+        };
+        policy.push(Rule::new(&rule.tool, rule.decision, result));
+    }
+
+    let mut tools = BTreeMap::new();
+    for (tool_name, raw_tool) in raw.tools {
+        let tool_at = format!("{at}.tools.{tool_name:?}");
+        tools.insert(tool_name.clone(), tool_entry(&tool_at, tool_name, raw_tool)?);
+    }
+
+    Ok(Tenant {
+        name: name.to_owned(),
+        time_zone,
+        time_zone_name: raw.time_zone,
+        approval_ttl,
+        action_kinds: raw.action_kinds.into_iter().collect(),
+        policy,
+        tools,
+    })
+}
+
+fn tool_entry(at: &str, name: String, raw: RawTool) -> Result<ToolEntry, ConfigError> {
+    let executor = match raw.executor.as_str() {
+        "webhook" => {
+            let url = raw.url.ok_or_else(|| bad(at, "a webhook needs url"))?;
+            let parsed = reqwest::Url::parse(&url).map_err(|e| bad(format!("{at}.url"), e))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(bad(format!("{at}.url"), "must be http or https"));
+            }
+            let secret_env = raw.secret_env.ok_or_else(|| bad(at, "a webhook needs secret_env"))?;
+            if std::env::var(&secret_env).map_or(true, |v| v.is_empty()) {
+                return Err(bad(
+                    format!("{at}.secret_env"),
+                    format!("environment variable {secret_env} is not set"),
+                ));
+            }
+            let timeout = duration(&format!("{at}.timeout"), raw.timeout.as_deref(), "10s")?;
+            Executor::Webhook { url, secret_env, timeout_ms: timeout.as_millis() as u64 }
+        }
+        "builtin.echo" => {
+            if raw.url.is_some() || raw.secret_env.is_some() || raw.timeout.is_some() {
+                return Err(bad(at, "builtin.echo takes no url, secret_env or timeout"));
+            }
+            Executor::Echo
+        }
+        other => return Err(bad(format!("{at}.executor"), format!("{other:?} is not one of \"webhook\", \"builtin.echo\""))),
+    };
+    Ok(ToolEntry { name, executor, recovery: raw.recovery })
+}

@@ -1,0 +1,17 @@
+//! The pure domain: no I/O, no clock reads (every rule takes `now`), no SDK types.
+
+pub mod action;
+pub mod audit;
+pub mod canonical;
+pub mod context;
+pub mod policy;
+pub mod resume;
+pub mod ticket;
+pub mod transition;
+pub mod window;
+
+pub use action::{Action, Actor, ActorKind, Decision, Lease, Outcome, RunRef, State};
+pub use audit::Event;
+pub use ticket::{AwaitReason, Ticket};
+pub use transition::Transition;
+pub use window::Window;

@@ -1,0 +1,200 @@
+//! The ticket: the one closed record a resume may act on (SPEC §1.1–1.2).
+//!
+//! Fields are private and read through accessors. A ticket is built only by
+//! [`Ticket::commit`], called from the commit transitions; deserialization re-checks every
+//! invariant, so a malformed stored ticket fails closed instead of running something.
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Why the run waits. One kind today: a scheduled action (approved, or scheduled by policy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AwaitReason {
+    ScheduledAction,
+}
+
+/// The one await target: the exact tool call that was committed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwaitTarget {
+    pub reason: AwaitReason,
+    pub call_id: String,
+    pub tool: String,
+    pub args: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TicketRecord {
+    correlation_id: String,
+    action_id: String,
+    tenant: String,
+    catalog_fingerprint: String,
+    due_at: Timestamp,
+    deadline: Timestamp,
+    target: AwaitTarget,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "TicketRecord", into = "TicketRecord")]
+pub struct Ticket(TicketRecord);
+
+/// What the commit path supplies; everything else is derived, never taken loose.
+pub(crate) struct Commit<'a> {
+    pub action_id: &'a str,
+    pub tenant: &'a str,
+    pub call_id: &'a str,
+    pub tool: &'a str,
+    pub args: &'a Value,
+    pub catalog_fingerprint: &'a str,
+    pub due_at: Timestamp,
+    pub deadline: Timestamp,
+}
+
+impl Ticket {
+    /// Build the ticket being committed, with a fresh correlation id.
+    pub(crate) fn commit(c: Commit<'_>) -> Ticket {
+        let record = TicketRecord {
+            correlation_id: format!("cor_{}", ulid::Ulid::new()),
+            action_id: c.action_id.to_owned(),
+            tenant: c.tenant.to_owned(),
+            catalog_fingerprint: c.catalog_fingerprint.to_owned(),
+            due_at: c.due_at,
+            deadline: c.deadline,
+            target: AwaitTarget {
+                reason: AwaitReason::ScheduledAction,
+                call_id: c.call_id.to_owned(),
+                tool: c.tool.to_owned(),
+                args: c.args.clone(),
+            },
+        };
+        Ticket::try_from(record).expect("the commit path builds a valid ticket")
+    }
+
+    pub fn correlation_id(&self) -> &str {
+        &self.0.correlation_id
+    }
+    pub fn action_id(&self) -> &str {
+        &self.0.action_id
+    }
+    pub fn tenant(&self) -> &str {
+        &self.0.tenant
+    }
+    pub fn catalog_fingerprint(&self) -> &str {
+        &self.0.catalog_fingerprint
+    }
+    /// Earliest start: `max(committed_at, not_before)`.
+    pub fn due_at(&self) -> Timestamp {
+        self.0.due_at
+    }
+    /// Latest start: the window's `not_after`.
+    pub fn deadline(&self) -> Timestamp {
+        self.0.deadline
+    }
+    pub fn reason(&self) -> AwaitReason {
+        self.0.target.reason
+    }
+    pub fn call_id(&self) -> &str {
+        &self.0.target.call_id
+    }
+    pub fn pending_tool(&self) -> &str {
+        &self.0.target.tool
+    }
+    pub fn target(&self) -> &AwaitTarget {
+        &self.0.target
+    }
+    /// The committed call: tool name and arguments.
+    pub fn tool_call(&self) -> (&str, &Value) {
+        (&self.0.target.tool, &self.0.target.args)
+    }
+}
+
+impl TryFrom<TicketRecord> for Ticket {
+    type Error = String;
+
+    fn try_from(r: TicketRecord) -> Result<Self, String> {
+        let non_empty = [
+            ("correlation_id", &r.correlation_id),
+            ("action_id", &r.action_id),
+            ("tenant", &r.tenant),
+            ("catalog_fingerprint", &r.catalog_fingerprint),
+            ("call_id", &r.target.call_id),
+            ("tool", &r.target.tool),
+        ];
+        if let Some((name, _)) = non_empty.iter().find(|(_, v)| v.is_empty()) {
+            return Err(format!("ticket must contain one valid closed await target: empty {name}"));
+        }
+        if !r.correlation_id.starts_with("cor_") || !r.action_id.starts_with("act_") {
+            return Err("ticket must contain one valid closed await target: bad ids".into());
+        }
+        if !r.target.args.is_object() {
+            return Err("ticket must contain one valid closed await target: args not an object".into());
+        }
+        if r.due_at > r.deadline {
+            return Err("ticket must contain one valid closed await target: due after deadline".into());
+        }
+        Ok(Ticket(r))
+    }
+}
+
+impl From<Ticket> for TicketRecord {
+    fn from(t: Ticket) -> Self {
+        t.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ticket() -> Ticket {
+        Ticket::commit(Commit {
+            action_id: "act_1",
+            tenant: "acme",
+            call_id: "call_1",
+            tool: "mail.send",
+            args: &json!({"to": "a@b"}),
+            catalog_fingerprint: "sha256:ab",
+            due_at: "2026-10-21T12:00:00Z".parse().unwrap(),
+            deadline: "2026-10-21T13:00:00Z".parse().unwrap(),
+        })
+    }
+
+    #[test]
+    fn round_trips_through_its_stored_form() {
+        let t = ticket();
+        let back: Ticket = serde_json::from_value(serde_json::to_value(&t).unwrap()).unwrap();
+        assert_eq!(back, t);
+        assert_eq!(back.tool_call().0, "mail.send");
+    }
+
+    #[test]
+    fn malformed_tickets_fail_closed() {
+        let good = serde_json::to_value(ticket()).unwrap();
+        let mut cases = Vec::new();
+        let mut v = good.clone();
+        v["target"]["args"] = json!([1]);
+        cases.push(v);
+        let mut v = good.clone();
+        v["correlation_id"] = json!("");
+        cases.push(v);
+        let mut v = good.clone();
+        v["due_at"] = json!("2026-10-22T00:00:00Z");
+        cases.push(v);
+        let mut v = good.clone();
+        v["target"]["second_target"] = json!({});
+        cases.push(v);
+        let mut v = good.clone();
+        v["target"]["reason"] = json!("sleep");
+        cases.push(v);
+        let mut v = good;
+        v.as_object_mut().unwrap().remove("tenant");
+        cases.push(v);
+        for case in cases {
+            assert!(serde_json::from_value::<Ticket>(case.clone()).is_err(), "{case}");
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Transitions: each turns the current action into the next one plus its audit event.
+//! The store commits a [`Transition`] in one conditional write on (state, version).
+
+use super::{
+    action::{Action, Actor, Lease, Outcome, State},
+    audit::Event,
+    ticket::{Commit, Ticket},
+};
+use jiff::Timestamp;
+use serde_json::Value;
+
+/// A change ready to commit: `expected` is what the record must still be (None = must not
+/// exist yet), `action` the new record, `event` its audit entry.
+#[derive(Debug, Clone)]
+pub struct Transition {
+    pub expected: Option<(State, u64)>,
+    pub action: Action,
+    pub event: Event,
+}
+
+impl Transition {
+    /// The first commit of a new action (version 1, event `none → state`).
+    pub fn create(mut action: Action, actor: Actor, reason: Option<&str>, now: Timestamp) -> Self {
+        action.version = 1;
+        action.actor = actor.clone();
+        action.created_at = now;
+        action.updated_at = now;
+        action.sealed_at = action.state.is_sealed().then_some(now);
+        let event = Event::chained(
+            &Action::genesis_hash(),
+            1,
+            now,
+            actor,
+            None,
+            action.state,
+            reason.map(str::to_owned),
+        );
+        action.chain_head = event.hash.clone();
+        Transition { expected: None, action, event }
+    }
+
+    /// Move `current` to `to`. Sealing clears the ticket and lease: a sealed action has
+    /// nothing left to wake.
+    fn advance(
+        current: &Action,
+        to: State,
+        actor: Actor,
+        reason: Option<&str>,
+        now: Timestamp,
+        edit: impl FnOnce(&mut Action),
+    ) -> Self {
+        let mut next = current.clone();
+        next.state = to;
+        next.version = current.version + 1;
+        next.actor = actor.clone();
+        next.updated_at = now;
+        edit(&mut next);
+        if to.is_sealed() {
+            next.sealed_at = Some(now);
+            next.ticket = None;
+            next.lease = None;
+        }
+        let event = Event::chained(
+            &current.chain_head,
+            next.version,
+            now,
+            actor,
+            Some(current.state),
+            to,
+            reason.map(str::to_owned),
+        );
+        next.chain_head = event.hash.clone();
+        Transition { expected: Some((current.state, current.version)), action: next, event }
+    }
+
+    /// Seal with a reason (cancel, deny, expiry, stop, missed window, …).
+    pub fn seal(current: &Action, to: State, actor: Actor, reason: &str, now: Timestamp) -> Self {
+        debug_assert!(to.is_sealed());
+        Self::advance(current, to, actor, Some(reason), now, |a| {
+            let outcome = a.outcome.get_or_insert_with(Outcome::default);
+            outcome.reason = Some(reason.to_owned());
+        })
+    }
+
+    /// Countersign: `pending_approval → approved`, committing the ticket.
+    pub fn approve(current: &Action, approver: &str, ticket: TicketTerms<'_>, now: Timestamp) -> Self {
+        let ticket = ticket.build(current);
+        Self::advance(current, State::Approved, Actor::user(approver), Some("approved"), now, |a| {
+            if let Some(approval) = a.approval.as_mut() {
+                approval.approver = Some(approver.to_owned());
+                approval.decided_at = Some(now);
+            }
+            a.ticket = Some(ticket);
+        })
+    }
+
+    /// Claim: `approved → executing` (or a recovery re-claim of an expired lease with a new
+    /// epoch). The version bump fences every earlier holder.
+    pub fn claim(current: &Action, owner: &str, lease_until: Timestamp, now: Timestamp) -> Self {
+        let epoch = current.lease.as_ref().map_or(0, |l| l.epoch) + 1;
+        let reason = if epoch == 1 { "claimed" } else { "reclaimed" };
+        Self::advance(current, State::Executing, Actor::system(), Some(reason), now, |a| {
+            a.lease = Some(Lease { owner: owner.to_owned(), epoch, until: lease_until });
+        })
+    }
+
+    /// The tool answered: `executing → succeeded | failed`.
+    pub fn finish(current: &Action, result: Result<Value, Value>, now: Timestamp) -> Self {
+        let (to, outcome) = match result {
+            Ok(result) => (State::Succeeded, Outcome { result: Some(result), ..Outcome::default() }),
+            Err(error) => (State::Failed, Outcome { error: Some(error), ..Outcome::default() }),
+        };
+        let reason = if to == State::Succeeded { "tool_succeeded" } else { "tool_failed" };
+        Self::advance(current, to, Actor::system(), Some(reason), now, |a| a.outcome = Some(outcome))
+    }
+}
+
+/// What a ticket is committed with besides the action itself.
+pub struct TicketTerms<'a> {
+    pub catalog_fingerprint: &'a str,
+    pub due_at: Timestamp,
+    pub deadline: Timestamp,
+}
+
+impl TicketTerms<'_> {
+    pub(crate) fn build(&self, action: &Action) -> Ticket {
+        let call_id = action
+            .run
+            .as_ref()
+            .and_then(|r| r.call_id.as_deref())
+            .unwrap_or(&action.id);
+        Ticket::commit(Commit {
+            action_id: &action.id,
+            tenant: &action.tenant,
+            call_id,
+            tool: &action.tool,
+            args: &action.args,
+            catalog_fingerprint: self.catalog_fingerprint,
+            due_at: self.due_at,
+            deadline: self.deadline,
+        })
+    }
+}

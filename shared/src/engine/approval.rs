@@ -1,0 +1,98 @@
+//! Countersign (SPEC §4 Approval): approve commits the ticket in one conditional write, then
+//! arms the wake; deny seals.
+
+use super::{require, Committed, Engine};
+use crate::{
+    config::{Principal, Role},
+    domain::{transition::TicketTerms, Action, Actor, State, Transition},
+    Error,
+};
+
+impl Engine {
+    pub async fn approve(&self, who: &Principal, action_id: &str, context_digest: &str) -> Result<Action, Error> {
+        require(who, &[Role::Approver], "approve actions")?;
+        let action = self.load(&who.tenant, action_id).await?;
+        if action.agent_id == who.id {
+            return Err(Error::Forbidden("an approver cannot approve an action submitted under its own identity".into()));
+        }
+        let tenant = self.tenant(&action.tenant)?;
+        let now = self.clock.now();
+        let approval = match (action.state, &action.approval) {
+            (State::PendingApproval, Some(approval)) => approval,
+            // A retried approve of the same context is answered, not refused.
+            (State::Approved | State::Executing, Some(a)) if a.context_digest == context_digest => return Ok(action),
+            (State::Approved | State::Executing, _) => return Err(Error::ContextChanged { current_digest: current_digest(&action) }),
+            (state, _) => return Err(Error::ActionSealed { state }),
+        };
+        // SC-APP-04: a lapsed approval is sealed here too, not only by the sweep.
+        if now >= approval.expires_at {
+            let sealed = self.seal(&action, State::Cancelled, Actor::system(), "approval_expired").await?;
+            return Err(Error::ActionSealed { state: sealed.state });
+        }
+        // SC-APP-02
+        if approval.context_digest != context_digest {
+            return Err(Error::ContextChanged { current_digest: approval.context_digest.clone() });
+        }
+        let Some(tool) = tenant.tool(&action.tool) else {
+            let sealed = self.seal(&action, State::Cancelled, Actor::system(), "catalog_changed").await?;
+            return Err(Error::ActionSealed { state: sealed.state });
+        };
+        // SC-APP-03
+        let terms = TicketTerms {
+            catalog_fingerprint: &tool.fingerprint(),
+            due_at: action.schedule.map_or(now, |w| w.not_before.max(now)),
+            deadline: action
+                .schedule
+                .map_or_else(|| now.saturating_add(self.config.limits.run_deadline).expect("in range"), |w| w.not_after),
+        };
+        let t = Transition::approve(&action, &who.id, terms, now);
+        match self.commit_or_reload(&t).await? {
+            Committed::Won(approved) => {
+                tracing::info!(tenant = %approved.tenant, action_id = %approved.id, approver = %who.id, "approved; ticket committed");
+                self.arm(&approved).await;
+                self.perform_if_due(approved).await
+            }
+            Committed::Lost(current) if current.state.is_sealed() => Err(Error::ActionSealed { state: current.state }),
+            Committed::Lost(current) => Ok(current),
+        }
+    }
+
+    pub async fn deny(&self, who: &Principal, action_id: &str, reason: &str) -> Result<Action, Error> {
+        require(who, &[Role::Approver], "deny actions")?;
+        let reason = reason.trim();
+        if reason.is_empty() || reason.len() > 1000 {
+            return Err(Error::validation("reason", "reason must be 1–1000 characters"));
+        }
+        let action = self.load(&who.tenant, action_id).await?;
+        match action.state {
+            State::PendingApproval => {}
+            State::Approved => return Err(Error::validation("state", "the action is already approved; cancel it instead")),
+            State::Executing => return Err(Error::ActionExecuting),
+            state => return Err(Error::ActionSealed { state }),
+        }
+        // SC-APP-05
+        let sealed = self.seal(&action, State::Denied, Actor::user(&who.id), reason).await?;
+        if sealed.state == State::Denied && sealed.actor == Actor::user(&who.id) {
+            Ok(sealed)
+        } else {
+            Err(Error::ActionSealed { state: sealed.state })
+        }
+    }
+
+    /// Seal `action` unless someone else changed it first; returns the record as it stands.
+    pub(super) async fn seal(&self, action: &Action, to: State, actor: Actor, reason: &str) -> Result<Action, Error> {
+        let t = Transition::seal(action, to, actor, reason, self.clock.now());
+        let current = match self.commit_or_reload(&t).await? {
+            Committed::Won(a) => {
+                tracing::info!(tenant = %a.tenant, action_id = %a.id, state = %a.state, reason, "sealed");
+                a
+            }
+            Committed::Lost(a) => a,
+        };
+        Ok(current)
+    }
+}
+
+fn current_digest(action: &Action) -> String {
+    action.approval.as_ref().map(|a| a.context_digest.clone()).unwrap_or_default()
+}

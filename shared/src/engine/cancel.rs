@@ -1,0 +1,75 @@
+//! Cancel and stop (SPEC §4 Cancel and stop).
+
+use super::{require, wake_of, Committed, Engine};
+use crate::{
+    config::{Principal, Role},
+    domain::{Action, Actor, State, Transition},
+    store::Stop,
+    Error,
+};
+
+impl Engine {
+    /// SC-CAN-01/02: one conditional write against the worker's claim; exactly one wins.
+    pub async fn cancel(&self, who: &Principal, action_id: &str) -> Result<Action, Error> {
+        let action = self.load(&who.tenant, action_id).await?;
+        let actor = match who.role {
+            Role::Agent if who.id == action.agent_id => Actor::agent(&who.id),
+            Role::Agent => return Err(Error::Forbidden("an agent may cancel only its own actions".into())),
+            Role::Approver | Role::Admin => Actor::user(&who.id),
+        };
+        match action.state {
+            State::PendingApproval | State::Approved => {}
+            State::Executing => return Err(Error::ActionExecuting),
+            state => return Err(Error::ActionSealed { state }),
+        }
+        let t = Transition::seal(&action, State::Cancelled, actor, "cancelled", self.clock.now());
+        match self.commit_or_reload(&t).await? {
+            Committed::Won(cancelled) => {
+                tracing::info!(tenant = %cancelled.tenant, action_id = %cancelled.id, by = %who.id, "cancelled");
+                if let Some(wake) = wake_of(&action) {
+                    // Best effort: a wake that still fires finds no ticket (SC-RES-01).
+                    if let Err(e) = self.waker.disarm(&wake).await {
+                        tracing::warn!(tenant = %action.tenant, action_id = %action.id, error = %e, "could not delete the wake");
+                    }
+                }
+                Ok(cancelled)
+            }
+            Committed::Lost(current) => match current.state {
+                State::Executing => Err(Error::ActionExecuting),
+                state if state.is_sealed() => Err(Error::ActionSealed { state }),
+                // Changed but still cancellable (e.g. approved meanwhile): try again on the new record.
+                _ => Box::pin(self.cancel(who, action_id)).await,
+            },
+        }
+    }
+
+    /// SC-STOP-01: a committed stop for one agent or (`None`) the whole tenant.
+    pub async fn stop(&self, who: &Principal, agent_id: Option<&str>) -> Result<Stop, Error> {
+        require(who, &[Role::Admin], "set stops")?;
+        if let Some(id) = agent_id {
+            if id.trim().is_empty() || id == "*" {
+                return Err(Error::validation("agent_id", "agent_id must be an agent id; omit it to stop the tenant"));
+            }
+        }
+        let stop = Stop {
+            tenant: who.tenant.clone(),
+            agent_id: agent_id.map(str::to_owned),
+            stopped_at: self.clock.now(),
+            stopped_by: who.id.clone(),
+        };
+        self.store.put_stop(&stop).await?;
+        tracing::warn!(tenant = %stop.tenant, scope = %stop.scope(), by = %who.id, "stop committed");
+        Ok(stop)
+    }
+
+    /// Lift a stop. Actions sealed while it stood stay sealed.
+    pub async fn lift_stop(&self, who: &Principal, scope: &str) -> Result<(), Error> {
+        require(who, &[Role::Admin], "lift stops")?;
+        if self.store.lift_stop(&who.tenant, scope).await? {
+            tracing::warn!(tenant = %who.tenant, scope, by = %who.id, "stop lifted");
+            Ok(())
+        } else {
+            Err(Error::NotFound)
+        }
+    }
+}

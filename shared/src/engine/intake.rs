@@ -1,0 +1,312 @@
+//! Intake (SPEC §4 Intake): shape, idempotency, window, stop, capability, policy — in that order.
+
+use super::{require, Engine};
+use crate::{
+    config::{Principal, Role, Tenant},
+    domain::{
+        canonical,
+        context::{approval_context, ContextInput},
+        policy,
+        transition::TicketTerms,
+        window::Window,
+        Action, Actor, Decision, Outcome, RunRef, State, Transition,
+    },
+    error::Refusal,
+    store::{IdempotencyRecord, StoreError},
+    Error,
+};
+use jiff::{SignedDuration, Timestamp};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Largest accepted `args`, serialized.
+pub const MAX_ARGS: usize = 64 * 1024;
+/// How long an Idempotency-Key is remembered.
+pub const IDEMPOTENCY_TTL: SignedDuration = SignedDuration::from_hours(24);
+
+/// The body of `POST /v1/actions`. Unknown fields are rejected.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitRequest {
+    pub tool: String,
+    pub args: serde_json::Map<String, Value>,
+    #[serde(default)]
+    pub action_kind: Option<String>,
+    #[serde(default)]
+    pub run: Option<RunRef>,
+    #[serde(default)]
+    pub schedule: Option<RequestedWindow>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestedWindow {
+    pub not_before: Option<String>,
+    pub not_after: Option<String>,
+}
+
+/// The intake's answer: the action, and whether it is an idempotent replay.
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    pub action: Action,
+    pub replayed: bool,
+}
+
+impl Engine {
+    pub async fn submit(
+        &self,
+        who: &Principal,
+        req: SubmitRequest,
+        idempotency_key: Option<&str>,
+    ) -> Result<Submitted, Error> {
+        require(who, &[Role::Agent], "submit actions")?;
+        check_shape(&req)?;
+        let tenant = self.tenant(&who.tenant)?;
+        let payload_digest = canonical::digest(&req);
+        let now = self.clock.now();
+
+        if let Some(key) = idempotency_key {
+            check_idempotency_key(key)?;
+            if let Some(replay) = self.replay(who, key, &payload_digest, now).await? {
+                return replay;
+            }
+        }
+
+        let window = req
+            .schedule
+            .as_ref()
+            .map(|w| {
+                Window::requested(w.not_before.as_deref(), w.not_after.as_deref(), now, self.config.limits.window)
+                    .map_err(|m| Error::validation("schedule", m))
+            })
+            .transpose()?;
+
+        let draft = Action {
+            id: format!("act_{}", ulid::Ulid::new()),
+            tenant: who.tenant.clone(),
+            agent_id: who.id.clone(),
+            tool: req.tool.clone(),
+            args_digest: canonical::digest(&req.args),
+            args: Value::Object(req.args.clone()),
+            action_kind: req.action_kind.clone(),
+            run: req.run.clone(),
+            schedule: window,
+            decision: Decision::Deny,
+            state: State::Denied,
+            approval: None,
+            outcome: None,
+            actor: Actor::agent(&who.id),
+            version: 0,
+            created_at: now,
+            updated_at: now,
+            sealed_at: None,
+            ticket: None,
+            lease: None,
+            chain_head: Action::genesis_hash(),
+        };
+        let (first, reason) = self.decide(tenant, draft, now).await?;
+        // A ticket committed by policy is the system's decision (SC-INT-09); the rest is the agent's.
+        let actor = match first.state {
+            State::Approved => Actor::system(),
+            _ => Actor::agent(&who.id),
+        };
+        let t = Transition::create(first, actor, Some(reason), now);
+        let idem = idempotency_key.map(|key| IdempotencyRecord {
+            tenant: who.tenant.clone(),
+            agent_id: who.id.clone(),
+            key: key.to_owned(),
+            payload_digest: payload_digest.clone(),
+            action_id: t.action.id.clone(),
+            expires_at: now.saturating_add(IDEMPOTENCY_TTL).expect("in range"),
+        });
+        match self.store.create(&t, idem.as_ref()).await {
+            Ok(()) => {}
+            // The same key committed first in a concurrent request: answer as it did.
+            Err(StoreError::Conflict) if idempotency_key.is_some() => {
+                let key = idempotency_key.expect("checked");
+                return match self.replay(who, key, &payload_digest, now).await? {
+                    Some(replay) => replay,
+                    None => Err(Error::Unavailable("idempotency record vanished; retry".into())),
+                };
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let action = t.action;
+        tracing::info!(tenant = %action.tenant, action_id = %action.id, tool = %action.tool,
+            decision = ?action.decision, state = %action.state, "action submitted");
+
+        let action = match action.state {
+            State::Approved => {
+                self.arm(&action).await;
+                self.perform_if_due(action).await?
+            }
+            _ => action,
+        };
+        answer(action, false)
+    }
+
+    /// The original answer for a known key, or a conflict if the payload differs.
+    async fn replay(
+        &self,
+        who: &Principal,
+        key: &str,
+        payload_digest: &str,
+        now: Timestamp,
+    ) -> Result<Option<Result<Submitted, Error>>, Error> {
+        let Some(record) = self.store.idempotency(&who.tenant, &who.id, key, now).await? else {
+            return Ok(None);
+        };
+        if record.payload_digest != payload_digest {
+            return Ok(Some(Err(Error::IdempotencyConflict)));
+        }
+        let action = self.load(&who.tenant, &record.action_id).await?;
+        Ok(Some(answer(action, true)))
+    }
+
+    /// Stop, capability, then policy. Returns the action's first committed form and the
+    /// reason of its first event.
+    async fn decide(&self, tenant: &Tenant, mut a: Action, now: Timestamp) -> Result<(Action, &'static str), Error> {
+        // SC-INT-03
+        if self.stopped(&a.tenant, &a.agent_id).await? {
+            return Ok(refuse(a, Refusal::AgentStopped));
+        }
+        // SC-INT-04
+        if let Some(kind) = &a.action_kind {
+            if !tenant.action_kinds.contains(kind) {
+                return Ok(refuse(a, Refusal::CapabilityBound));
+            }
+        }
+        // SC-INT-05
+        let gate = policy::gate(&tenant.policy, &a.tool);
+        tracing::debug!(tool = %a.tool, rule = ?gate.rule, decision = ?gate.decision, "policy gate");
+        a.decision = gate.decision;
+        let runs_a_tool = matches!(gate.decision, Decision::Allow | Decision::Schedule | Decision::RequireApproval);
+        let tool = match runs_a_tool {
+            true => Some(tenant.tool(&a.tool).ok_or_else(|| {
+                Error::validation("tool", format!("tool {:?} is not in the tenant's catalog", a.tool))
+            })?),
+            false => None,
+        };
+        let deadline = |a: &Action| {
+            a.schedule
+                .map(|w| w.not_after)
+                .unwrap_or_else(|| now.saturating_add(self.config.limits.run_deadline).expect("in range"))
+        };
+        match gate.decision {
+            Decision::Deny => Ok(refuse(a, Refusal::Denied)),
+            Decision::SetResult => {
+                a.state = State::Succeeded;
+                a.outcome = Some(Outcome { result: gate.result, ..Outcome::reason("set_result") });
+                Ok((a, "set_result"))
+            }
+            Decision::Allow => {
+                let opens_later = a.schedule.is_some_and(|w| {
+                    w.not_before > now.saturating_add(self.config.limits.allow_now_within).expect("in range")
+                });
+                if opens_later {
+                    return Ok(refuse(a, Refusal::ScheduleNeedsApproval));
+                }
+                // Runs now, even if the window opens within the minute; the schedule stays recorded.
+                let terms = TicketTerms {
+                    catalog_fingerprint: &tool.expect("allow has a tool").fingerprint(),
+                    due_at: now,
+                    deadline: deadline(&a).max(now),
+                };
+                a.ticket = Some(terms.build(&a));
+                a.state = State::Approved;
+                Ok((a, "policy_allow"))
+            }
+            Decision::Schedule => {
+                let Some(window) = a.schedule else {
+                    return Err(Error::validation("schedule", "this tool runs unattended only inside a window: give schedule {not_before, not_after}"));
+                };
+                let terms = TicketTerms {
+                    catalog_fingerprint: &tool.expect("schedule has a tool").fingerprint(),
+                    due_at: window.not_before.max(now),
+                    deadline: window.not_after,
+                };
+                a.ticket = Some(terms.build(&a));
+                a.state = State::Approved;
+                Ok((a, "policy_schedule"))
+            }
+            Decision::RequireApproval => {
+                let (context, context_digest) = approval_context(&ContextInput {
+                    tool: &a.tool,
+                    args: &a.args,
+                    agent_id: &a.agent_id,
+                    action_kind: a.action_kind.as_deref(),
+                    schedule: a.schedule.as_ref(),
+                    time_zone: &tenant.time_zone,
+                    time_zone_name: &tenant.time_zone_name,
+                });
+                // SC-APP-04: a scheduled approval lapses with its window, others after the TTL.
+                let expires_at = deadline_for_approval(&a, tenant, now);
+                a.state = State::PendingApproval;
+                a.approval = Some(crate::domain::action::Approval {
+                    context,
+                    context_digest,
+                    expires_at,
+                    approver: None,
+                    decided_at: None,
+                });
+                Ok((a, "approval_required"))
+            }
+        }
+    }
+}
+
+fn deadline_for_approval(a: &Action, tenant: &Tenant, now: Timestamp) -> Timestamp {
+    match a.schedule {
+        Some(w) => w.not_after,
+        None => now.saturating_add(tenant.approval_ttl).expect("in range"),
+    }
+}
+
+fn refuse(mut a: Action, refusal: Refusal) -> (Action, &'static str) {
+    a.decision = Decision::Deny;
+    a.state = State::Denied;
+    a.outcome = Some(Outcome::reason(refusal.reason()));
+    (a, refusal.reason())
+}
+
+/// The intake answer for an action, the same on first sight and on replay.
+fn answer(action: Action, replayed: bool) -> Result<Submitted, Error> {
+    if action.state == State::Denied && action.decision == Decision::Deny {
+        if let Some(refusal) = action.reason().and_then(Refusal::from_reason) {
+            return Err(Error::Refused {
+                code: refusal,
+                message: refusal.message().to_owned(),
+                action_id: action.id,
+            });
+        }
+    }
+    Ok(Submitted { action, replayed })
+}
+
+fn check_shape(req: &SubmitRequest) -> Result<(), Error> {
+    if req.tool.trim().is_empty() {
+        return Err(Error::validation("tool", "tool must be a non-empty string"));
+    }
+    if req.tool.len() > 256 {
+        return Err(Error::validation("tool", "tool must be at most 256 bytes"));
+    }
+    if let Some(kind) = &req.action_kind {
+        if kind.trim().is_empty() {
+            return Err(Error::validation("action_kind", "action_kind must be a non-empty string or null"));
+        }
+    }
+    let size = serde_json::to_vec(&req.args).map(|v| v.len()).unwrap_or(usize::MAX);
+    if size > MAX_ARGS {
+        return Err(Error::PayloadTooLarge(format!("args is {size} bytes; the limit is {MAX_ARGS}")));
+    }
+    Ok(())
+}
+
+fn check_idempotency_key(key: &str) -> Result<(), Error> {
+    let ok = !key.is_empty() && key.len() <= 255 && key.bytes().all(|b| (0x21..=0x7e).contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::validation("Idempotency-Key", "Idempotency-Key must be 1–255 visible ASCII characters"))
+    }
+}

@@ -1,0 +1,114 @@
+//! The use cases over the ports. Each public method is one API operation or one wake.
+//!
+//! Races are decided by the store's conditional writes; every loser re-reads and reports
+//! what won.
+
+mod approval;
+mod cancel;
+mod intake;
+mod query;
+mod resume;
+
+pub use intake::{SubmitRequest, Submitted};
+pub use query::ListFilter;
+pub use resume::{ResumeOutcome, SweepReport};
+
+use crate::{
+    config::{Config, Principal, Role, Tenant},
+    domain::{resume::Wake, Action, Transition},
+    store::{Store, StoreError},
+    tools::ToolRunner,
+    wake::Waker,
+    Clock, Error,
+};
+use std::sync::Arc;
+
+pub struct Engine {
+    config: Arc<Config>,
+    store: Arc<dyn Store>,
+    waker: Arc<dyn Waker>,
+    tools: Arc<dyn ToolRunner>,
+    clock: Arc<dyn Clock>,
+    /// Lease owner name of this process (fencing is by version; this is for the audit).
+    worker_id: String,
+}
+
+impl Engine {
+    pub fn new(
+        config: Arc<Config>,
+        store: Arc<dyn Store>,
+        waker: Arc<dyn Waker>,
+        tools: Arc<dyn ToolRunner>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        let worker_id = format!("wrk_{}", ulid::Ulid::new());
+        Engine { config, store, waker, tools, clock, worker_id }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn tenant(&self, name: &str) -> Result<&Tenant, Error> {
+        self.config
+            .tenant(name)
+            .ok_or_else(|| Error::Internal(format!("tenant {name} is not configured")))
+    }
+
+    /// Load an action of the caller's tenant; another tenant's id is simply not found.
+    async fn load(&self, tenant: &str, action_id: &str) -> Result<Action, Error> {
+        if !action_id.starts_with("act_") {
+            return Err(Error::NotFound);
+        }
+        self.store.load(tenant, action_id).await?.ok_or(Error::NotFound)
+    }
+
+    /// Commit; on a lost race return the record as it now stands (the winner's).
+    async fn commit_or_reload(&self, t: &Transition) -> Result<Committed, Error> {
+        match self.store.commit(t).await {
+            Ok(()) => Ok(Committed::Won(t.action.clone())),
+            Err(StoreError::Conflict) => {
+                let now = self.load(&t.action.tenant, &t.action.id).await?;
+                tracing::info!(tenant = %now.tenant, action_id = %now.id, state = %now.state, "lost a race; reporting the winner");
+                Ok(Committed::Lost(now))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn stopped(&self, tenant: &str, agent_id: &str) -> Result<bool, Error> {
+        Ok(!self.store.stops_for(tenant, agent_id).await?.is_empty())
+    }
+
+    /// Arm the wake for a committed ticket. A failure is logged, not returned: the ticket is
+    /// committed and the sweep rediscovers it (SC-REC-01).
+    async fn arm(&self, action: &Action) {
+        let Some(ticket) = &action.ticket else { return };
+        let wake = wake_of(action).expect("a ticket has a wake");
+        if let Err(e) = self.waker.arm(&wake, ticket.due_at(), ticket.deadline()).await {
+            tracing::warn!(tenant = %action.tenant, action_id = %action.id, error = %e, "arming the wake failed; the sweep will pick the ticket up");
+        }
+    }
+}
+
+/// The wake that finds this action's committed ticket.
+fn wake_of(action: &Action) -> Option<Wake> {
+    action.ticket.as_ref().map(|t| Wake {
+        tenant: action.tenant.clone(),
+        action_id: action.id.clone(),
+        correlation_id: t.correlation_id().to_owned(),
+    })
+}
+
+enum Committed {
+    Won(Action),
+    Lost(Action),
+}
+
+fn require(who: &Principal, roles: &[Role], what: &str) -> Result<(), Error> {
+    if roles.contains(&who.role) {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(format!("a {:?} key cannot {what}", who.role).to_lowercase()))
+    }
+}

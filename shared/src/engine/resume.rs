@@ -1,0 +1,237 @@
+//! Resume (SPEC §4 Resume) and recovery (§4 Recovery): wake → ordered checks → claim → run once
+//! → commit the result under the lease. The sweep rediscovers what a lost wake or a dead
+//! worker left behind.
+
+use super::{wake_of, Committed, Engine};
+use crate::{
+    config::Recovery,
+    domain::{
+        resume::{check, Facts, Rejection, Verdict, Wake},
+        Action, Actor, State, Transition,
+    },
+    tools::{Call, ToolAnswer},
+    Error,
+};
+use jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// Attempts per claim for a `retry` tool whose answer was retryable (5xx, timeout).
+const ATTEMPTS_PER_CLAIM: u32 = 3;
+/// Slack added to a lease beyond the attempts' worst case.
+const LEASE_MARGIN: SignedDuration = SignedDuration::from_secs(30);
+
+/// What a wake did. Serialized as the resume function's answer.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ResumeOutcome {
+    /// Nothing changed (SC-RES-01/02).
+    Rejected { reason: Rejection },
+    /// Too early: re-armed for `until` (SC-RES-05).
+    Waiting { until: Timestamp },
+    /// Sealed without running the tool (stop, catalog change, missed window, lost race).
+    Sealed { state: State, reason: Option<String> },
+    /// The tool ran; the result committed.
+    Ran { state: State },
+    /// Another contender changed the record first; this is what it is now.
+    Lost { state: State },
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SweepReport {
+    pub due: usize,
+    pub resumed: usize,
+    pub recovered: usize,
+    pub expired: usize,
+}
+
+impl Engine {
+    /// Handle one wake. The payload only finds the ticket; the committed record decides.
+    pub async fn resume(&self, wake: &Wake) -> Result<ResumeOutcome, Error> {
+        let action = match self.store.load(&wake.tenant, &wake.action_id).await {
+            Ok(a) => a,
+            Err(crate::store::StoreError::Malformed(m)) => {
+                tracing::error!(tenant = %wake.tenant, action_id = %wake.action_id, error = %m, "refusing a malformed record");
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let (stopped, fingerprint) = match &action {
+            Some(a) => (
+                self.stopped(&a.tenant, &a.agent_id).await?,
+                self.config.tenant(&a.tenant).and_then(|t| t.tool(&a.tool)).map(|t| t.fingerprint()),
+            ),
+            None => (false, None),
+        };
+        let now = self.clock.now();
+        let verdict = check(
+            wake,
+            &Facts { action: action.as_ref(), stopped, current_fingerprint: fingerprint.as_deref(), now },
+        );
+        tracing::info!(tenant = %wake.tenant, action_id = %wake.action_id, verdict = ?verdict, "wake");
+        match verdict {
+            Verdict::Reject(reason) => Ok(ResumeOutcome::Rejected { reason }),
+            Verdict::Seal(state, reason) => {
+                let action = action.expect("a verdict to seal has an action");
+                let sealed = self.seal(&action, state, Actor::system(), reason).await?;
+                Ok(ResumeOutcome::Sealed { state: sealed.state, reason: sealed.reason().map(str::to_owned) })
+            }
+            Verdict::Wait(until) => {
+                let action = action.expect("a verdict to wait has an action");
+                let deadline = action.ticket.as_ref().map_or(until, |t| t.deadline());
+                self.waker.arm(wake, until, deadline).await.map_err(|e| Error::Unavailable(e.to_string()))?;
+                Ok(ResumeOutcome::Waiting { until })
+            }
+            Verdict::Claim => {
+                let action = action.expect("a verdict to claim has an action");
+                let after = self.perform(action).await?;
+                Ok(outcome_of(&after, true))
+            }
+        }
+    }
+
+    /// Run a freshly committed ticket at once if its window is open (approval or intake).
+    pub(super) async fn perform_if_due(&self, action: Action) -> Result<Action, Error> {
+        let due = action.ticket.as_ref().is_some_and(|t| t.due_at() <= self.clock.now());
+        if !due {
+            return Ok(action);
+        }
+        let wake = wake_of(&action).expect("an approved action has a wake");
+        self.resume(&wake).await?;
+        self.load(&action.tenant, &action.id).await
+    }
+
+    /// Claim (`approved`/expired `executing` → `executing`), run the committed call, commit the
+    /// result conditional on still holding the claim. Returns the record as it ends up.
+    async fn perform(&self, action: Action) -> Result<Action, Error> {
+        let tenant = self.tenant(&action.tenant)?;
+        let ticket = action.ticket.clone().ok_or_else(|| Error::Internal("perform without a ticket".into()))?;
+        let Some(tool) = tenant.tool(ticket.pending_tool()) else {
+            return self.seal(&action, State::Cancelled, Actor::system(), "catalog_changed").await;
+        };
+        let now = self.clock.now();
+        let attempts = if tool.recovery == Recovery::Retry { ATTEMPTS_PER_CLAIM } else { 1 };
+        let worst_case = tool.timeout() * attempts as i32 + SignedDuration::from_secs(2 * attempts as i64);
+        let lease_until = now.saturating_add(worst_case + LEASE_MARGIN).expect("in range");
+        let claim = Transition::claim(&action, &self.worker_id, lease_until, now);
+        let claimed = match self.commit_or_reload(&claim).await? {
+            Committed::Won(a) => a,
+            Committed::Lost(current) => return Ok(current),
+        };
+        let lease = claimed.lease.clone().expect("a claim holds a lease");
+        tracing::info!(tenant = %claimed.tenant, action_id = %claimed.id, tool = %tool.name, epoch = lease.epoch, "claimed; running the tool");
+
+        let (tool_name, args) = ticket.tool_call();
+        debug_assert_eq!(tool_name, tool.name);
+        let mut attempt = 0;
+        let answer = loop {
+            attempt += 1;
+            let call = Call { action_id: &claimed.id, tool, args, attempt: lease.epoch + attempt - 1 };
+            let answer = self.tools.run(&call).await;
+            let retry_left = attempt < attempts && self.clock.now() < ticket.deadline();
+            match answer {
+                ToolAnswer::Retryable(e) if retry_left => {
+                    tracing::warn!(tenant = %claimed.tenant, action_id = %claimed.id, attempt, error = %e, "retryable tool failure; retrying");
+                    tokio::time::sleep(std::time::Duration::from_secs(attempt as u64)).await;
+                }
+                other => break other,
+            }
+        };
+        let result: Result<Value, Value> = match answer {
+            ToolAnswer::Succeeded(v) => Ok(v),
+            ToolAnswer::Failed(e) | ToolAnswer::Retryable(e) => Err(e),
+        };
+        // Fenced by version: if the lease was superseded, this commit is refused.
+        let finish = Transition::finish(&claimed, result, self.clock.now());
+        match self.commit_or_reload(&finish).await? {
+            Committed::Won(done) => {
+                tracing::info!(tenant = %done.tenant, action_id = %done.id, state = %done.state, "result committed");
+                Ok(done)
+            }
+            Committed::Lost(current) => {
+                tracing::warn!(tenant = %current.tenant, action_id = %current.id, state = %current.state, "lease superseded; result not committed");
+                Ok(current)
+            }
+        }
+    }
+
+    /// One pass over everything due (SC-REC-01/02, SC-APP-04).
+    pub async fn sweep(&self) -> Result<SweepReport, Error> {
+        let now = self.clock.now();
+        let mut report = SweepReport::default();
+        let due = self.store.sweep_due(now, 500).await?;
+        report.due = due.len();
+        for r in due {
+            let Some(action) = self.store.load(&r.tenant, &r.action_id).await? else { continue };
+            match action.state {
+                State::PendingApproval => {
+                    self.seal(&action, State::Cancelled, Actor::system(), "approval_expired").await?;
+                    report.expired += 1;
+                }
+                State::Approved => {
+                    let wake = wake_of(&action).expect("an approved action has a wake");
+                    self.resume(&wake).await?;
+                    report.resumed += 1;
+                }
+                State::Executing => {
+                    self.recover(action, now).await?;
+                    report.recovered += 1;
+                }
+                _ => {}
+            }
+        }
+        if report.due > 0 {
+            tracing::info!(?report, "sweep");
+        }
+        Ok(report)
+    }
+
+    /// SC-REC-02: an expired lease, handled by the tool's pinned recovery policy.
+    async fn recover(&self, action: Action, now: Timestamp) -> Result<Action, Error> {
+        let expired = action.lease.as_ref().is_some_and(|l| l.until <= now);
+        let ticket = action.ticket.as_ref().expect("executing holds a ticket");
+        if !expired {
+            return Ok(action);
+        }
+        let tool = self.config.tenant(&action.tenant).and_then(|t| t.tool(ticket.pending_tool()));
+        let retry = tool.is_some_and(|t| t.recovery == Recovery::Retry)
+            && tool.map(|t| t.fingerprint()).as_deref() == Some(ticket.catalog_fingerprint())
+            && now <= ticket.deadline();
+        tracing::warn!(tenant = %action.tenant, action_id = %action.id, retry, "recovering an expired lease");
+        if retry {
+            self.perform(action).await
+        } else {
+            let t = Transition::seal(&action, State::Failed, Actor::system(), "outcome_unknown", now);
+            let mut t = t;
+            if let Some(o) = t.action.outcome.as_mut() {
+                o.error = Some(json!({"kind": "outcome_unknown", "message": "the worker's lease expired before a result committed; reconcile with the tool (Idempotency-Key is the action id)"}));
+            }
+            match self.commit_or_reload(&t).await? {
+                Committed::Won(a) | Committed::Lost(a) => Ok(a),
+            }
+        }
+    }
+
+    /// On start: re-arm every committed waiting ticket (a restart loses nothing).
+    pub async fn rediscover(&self) -> Result<usize, Error> {
+        let waiting = self.store.sweep_due(Timestamp::MAX, 100_000).await?;
+        let mut armed = 0;
+        for r in waiting {
+            let Some(action) = self.store.load(&r.tenant, &r.action_id).await? else { continue };
+            if action.state == State::Approved {
+                self.arm(&action).await;
+                armed += 1;
+            }
+        }
+        tracing::info!(armed, "rediscovered waiting tickets");
+        Ok(armed)
+    }
+}
+
+fn outcome_of(action: &Action, ran: bool) -> ResumeOutcome {
+    match action.state {
+        State::Succeeded | State::Failed if ran && action.reason().is_none() => ResumeOutcome::Ran { state: action.state },
+        state if state.is_sealed() => ResumeOutcome::Sealed { state, reason: action.reason().map(str::to_owned) },
+        state => ResumeOutcome::Lost { state },
+    }
+}

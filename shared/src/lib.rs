@@ -1,0 +1,25 @@
+//! countersign: approve an agent's tool call now, run exactly that call later, inside its window.
+//!
+//! Layout (ports and adapters):
+//! - [`domain`] — pure types and rules: actions, the closed [`domain::Ticket`], windows, policy,
+//!   approval context, the audit chain and the ordered resume checks. No I/O, time is injected.
+//! - [`store`] — the storage port and its adapters; every transition is one conditional write.
+//! - [`wake`] — the wake port (a signal only; the committed ticket decides) and its adapters.
+//! - [`tools`] — the executors that run a committed call (`webhook`, `builtin.echo`).
+//! - [`engine`] — the use cases (intake, approval, cancel, stop, resume, sweep) over the ports.
+//! - [`api`] — the HTTP API (axum), shared by the local server and the Lambda functions.
+//! - [`config`] — the one TOML document: tenants, keys, policy, action kinds, tool catalog.
+
+pub mod api;
+pub mod clock;
+pub mod config;
+pub mod domain;
+pub mod engine;
+pub mod error;
+pub mod store;
+pub mod tools;
+pub mod wake;
+
+pub use clock::{Clock, SystemClock};
+pub use engine::Engine;
+pub use error::Error;

@@ -1,0 +1,96 @@
+//! The storage port. Every transition is one conditional write on (state, version) with its
+//! audit event appended atomically; a lost race is the typed [`StoreError::Conflict`].
+
+pub mod sqlite;
+
+use crate::domain::{Action, Event, State, Transition};
+use async_trait::async_trait;
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The record was not in the expected state/version (or already exists): someone else won.
+    #[error("conditional write lost: the record changed")]
+    Conflict,
+    /// A stored record failed its checks on load; nothing acts on it.
+    #[error("{0}")]
+    Malformed(String),
+    /// The backend failed; the caller may retry.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The idempotency record of an intake (scope: tenant + agent + key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdempotencyRecord {
+    pub tenant: String,
+    pub agent_id: String,
+    pub key: String,
+    pub payload_digest: String,
+    pub action_id: String,
+    pub expires_at: Timestamp,
+}
+
+/// A committed stop. `agent_id: None` stops the whole tenant (`*`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stop {
+    pub tenant: String,
+    pub agent_id: Option<String>,
+    pub stopped_at: Timestamp,
+    pub stopped_by: String,
+}
+
+impl Stop {
+    pub fn scope(&self) -> &str {
+        self.agent_id.as_deref().unwrap_or("*")
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    pub state: Option<State>,
+    pub agent_id: Option<String>,
+    pub limit: usize,
+    /// Return actions older than this id (ids are ULIDs: time-ordered).
+    pub before: Option<String>,
+}
+
+/// An action the sweep must look at: its `sweep_at` has come.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepRef {
+    pub tenant: String,
+    pub action_id: String,
+    pub sweep_at: Timestamp,
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Commit a new action (`t.expected == None`) and, atomically, its idempotency record.
+    /// `Conflict` if the id or the idempotency key exists already.
+    async fn create(&self, t: &Transition, idempotency: Option<&IdempotencyRecord>) -> StoreResult<()>;
+    /// Commit a transition iff the record is still at `t.expected`.
+    async fn commit(&self, t: &Transition) -> StoreResult<()>;
+    async fn load(&self, tenant: &str, action_id: &str) -> StoreResult<Option<Action>>;
+    async fn events(&self, tenant: &str, action_id: &str) -> StoreResult<Vec<Event>>;
+    /// Newest first.
+    async fn list(&self, tenant: &str, query: &ListQuery) -> StoreResult<Vec<Action>>;
+    /// A live (unexpired at `now`) idempotency record.
+    async fn idempotency(
+        &self,
+        tenant: &str,
+        agent_id: &str,
+        key: &str,
+        now: Timestamp,
+    ) -> StoreResult<Option<IdempotencyRecord>>;
+    async fn put_stop(&self, stop: &Stop) -> StoreResult<()>;
+    /// `scope` is an agent id or `*`; true if a stop was lifted.
+    async fn lift_stop(&self, tenant: &str, scope: &str) -> StoreResult<bool>;
+    /// The stops that apply to this agent: its own and the tenant-wide one.
+    async fn stops_for(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>>;
+    /// Actions whose `sweep_at ≤ until`, earliest first (due tickets, expired leases, lapsed
+    /// approvals; with a far `until`, every waiting ticket, for rediscovery).
+    async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>>;
+}

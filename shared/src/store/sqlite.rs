@@ -1,0 +1,328 @@
+//! SQLite adapter (WAL). The conditional write is `UPDATE … WHERE state = ? AND version = ?`;
+//! the event insert shares its transaction, so both land or neither does.
+
+use super::{IdempotencyRecord, ListQuery, Stop, Store, StoreError, StoreResult, SweepRef};
+use crate::domain::{Action, Event, Transition};
+use async_trait::async_trait;
+use jiff::Timestamp;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS actions (
+    tenant     TEXT NOT NULL,
+    id         TEXT NOT NULL,
+    agent_id   TEXT NOT NULL,
+    state      TEXT NOT NULL,
+    version    INTEGER NOT NULL,
+    sweep_at   TEXT,            -- RFC 3339 UTC, fixed width: sorts as text
+    body       BLOB NOT NULL,
+    PRIMARY KEY (tenant, id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS actions_sweep ON actions (sweep_at) WHERE sweep_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS events (
+    tenant    TEXT NOT NULL,
+    action_id TEXT NOT NULL,
+    seq       INTEGER NOT NULL,
+    body      BLOB NOT NULL,
+    PRIMARY KEY (tenant, action_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS idempotency (
+    tenant         TEXT NOT NULL,
+    agent_id       TEXT NOT NULL,
+    key            TEXT NOT NULL,
+    payload_digest TEXT NOT NULL,
+    action_id      TEXT NOT NULL,
+    expires_at     TEXT NOT NULL,
+    PRIMARY KEY (tenant, agent_id, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS stops (
+    tenant TEXT NOT NULL,
+    scope  TEXT NOT NULL,
+    body   BLOB NOT NULL,
+    PRIMARY KEY (tenant, scope)
+) WITHOUT ROWID;
+";
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+/// Timestamps as fixed-width UTC text (nanoseconds), so text order is time order.
+fn instant(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%S.%9fZ").to_string()
+}
+
+fn unavailable(e: rusqlite::Error) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+fn malformed(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Malformed(e.to_string())
+}
+
+impl SqliteStore {
+    pub fn open(path: &Path) -> StoreResult<Self> {
+        Self::init(Connection::open(path).map_err(unavailable)?)
+    }
+
+    pub fn in_memory() -> StoreResult<Self> {
+        Self::init(Connection::open_in_memory().map_err(unavailable)?)
+    }
+
+    fn init(conn: Connection) -> StoreResult<Self> {
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(unavailable)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(unavailable)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(unavailable)?;
+        conn.execute_batch(SCHEMA).map_err(unavailable)?;
+        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)) })
+    }
+
+    /// Run blocking SQLite work off the async threads.
+    async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn.lock().map_err(|_| StoreError::Unavailable("lock poisoned".into()))?;
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| StoreError::Unavailable(e.to_string()))?
+    }
+}
+
+fn insert_event(tx: &rusqlite::Transaction<'_>, t: &Transition) -> StoreResult<()> {
+    let body = serde_json::to_vec(&t.event).expect("an event serializes");
+    tx.execute(
+        "INSERT INTO events (tenant, action_id, seq, body) VALUES (?1, ?2, ?3, ?4)",
+        params![t.action.tenant, t.action.id, t.event.seq as i64, body],
+    )
+    .map_err(conflict_or_unavailable)?;
+    Ok(())
+}
+
+fn conflict_or_unavailable(e: rusqlite::Error) -> StoreError {
+    match e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            StoreError::Conflict
+        }
+        other => unavailable(other),
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create(&self, t: &Transition, idem: Option<&IdempotencyRecord>) -> StoreResult<()> {
+        let (t, idem) = (t.clone(), idem.cloned());
+        self.with(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(unavailable)?;
+            let a = &t.action;
+            tx.execute(
+                "INSERT INTO actions (tenant, id, agent_id, state, version, sweep_at, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![a.tenant, a.id, a.agent_id, a.state.as_str(), a.version as i64,
+                        a.sweep_at().map(instant), a.to_stored()],
+            )
+            .map_err(conflict_or_unavailable)?;
+            insert_event(&tx, &t)?;
+            if let Some(r) = idem {
+                // A lapsed record of the same key may linger until purged: replace only that.
+                tx.execute(
+                    "DELETE FROM idempotency WHERE tenant = ?1 AND agent_id = ?2 AND key = ?3 AND expires_at <= ?4",
+                    params![r.tenant, r.agent_id, r.key, instant(a.created_at)],
+                )
+                .map_err(unavailable)?;
+                tx.execute(
+                    "INSERT INTO idempotency (tenant, agent_id, key, payload_digest, action_id, expires_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![r.tenant, r.agent_id, r.key, r.payload_digest, r.action_id, instant(r.expires_at)],
+                )
+                .map_err(conflict_or_unavailable)?;
+            }
+            tx.commit().map_err(unavailable)
+        })
+        .await
+    }
+
+    async fn commit(&self, t: &Transition) -> StoreResult<()> {
+        let t = t.clone();
+        let Some((state, version)) = t.expected else {
+            return Err(StoreError::Malformed("commit needs an expected state".into()));
+        };
+        self.with(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(unavailable)?;
+            let a = &t.action;
+            let changed = tx
+                .execute(
+                    "UPDATE actions SET state = ?1, version = ?2, sweep_at = ?3, body = ?4
+                     WHERE tenant = ?5 AND id = ?6 AND state = ?7 AND version = ?8",
+                    params![a.state.as_str(), a.version as i64, a.sweep_at().map(instant), a.to_stored(),
+                            a.tenant, a.id, state.as_str(), version as i64],
+                )
+                .map_err(unavailable)?;
+            if changed != 1 {
+                return Err(StoreError::Conflict);
+            }
+            insert_event(&tx, &t)?;
+            tx.commit().map_err(unavailable)
+        })
+        .await
+    }
+
+    async fn load(&self, tenant: &str, action_id: &str) -> StoreResult<Option<Action>> {
+        let (tenant, id) = (tenant.to_owned(), action_id.to_owned());
+        self.with(move |conn| {
+            let body: Option<Vec<u8>> = conn
+                .query_row(
+                    "SELECT body FROM actions WHERE tenant = ?1 AND id = ?2",
+                    params![tenant, id],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(unavailable)?;
+            body.map(|b| Action::from_stored(&b).map_err(malformed)).transpose()
+        })
+        .await
+    }
+
+    async fn events(&self, tenant: &str, action_id: &str) -> StoreResult<Vec<Event>> {
+        let (tenant, id) = (tenant.to_owned(), action_id.to_owned());
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare("SELECT body FROM events WHERE tenant = ?1 AND action_id = ?2 ORDER BY seq")
+                .map_err(unavailable)?;
+            let rows = stmt
+                .query_map(params![tenant, id], |row| row.get::<_, Vec<u8>>(0))
+                .map_err(unavailable)?;
+            rows.map(|r| {
+                let body = r.map_err(unavailable)?;
+                serde_json::from_slice(&body).map_err(malformed)
+            })
+            .collect()
+        })
+        .await
+    }
+
+    async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<Vec<Action>> {
+        let (tenant, q) = (tenant.to_owned(), q.clone());
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT body FROM actions WHERE tenant = ?1
+                       AND (?2 IS NULL OR state = ?2)
+                       AND (?3 IS NULL OR agent_id = ?3)
+                       AND (?4 IS NULL OR id < ?4)
+                     ORDER BY id DESC LIMIT ?5",
+                )
+                .map_err(unavailable)?;
+            let rows = stmt
+                .query_map(
+                    params![tenant, q.state.map(|s| s.as_str()), q.agent_id, q.before, q.limit as i64],
+                    |row| row.get::<_, Vec<u8>>(0),
+                )
+                .map_err(unavailable)?;
+            rows.map(|r| Action::from_stored(&r.map_err(unavailable)?).map_err(malformed))
+                .collect()
+        })
+        .await
+    }
+
+    async fn idempotency(
+        &self,
+        tenant: &str,
+        agent_id: &str,
+        key: &str,
+        now: Timestamp,
+    ) -> StoreResult<Option<IdempotencyRecord>> {
+        let (tenant, agent_id, key) = (tenant.to_owned(), agent_id.to_owned(), key.to_owned());
+        self.with(move |conn| {
+            conn.query_row(
+                "SELECT payload_digest, action_id, expires_at FROM idempotency
+                 WHERE tenant = ?1 AND agent_id = ?2 AND key = ?3 AND expires_at > ?4",
+                params![tenant, agent_id, key, instant(now)],
+                |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, String>(2)?)),
+            )
+            .optional()
+            .map_err(unavailable)?
+            .map(|(payload_digest, action_id, expires_at)| {
+                Ok(IdempotencyRecord {
+                    tenant,
+                    agent_id,
+                    key,
+                    payload_digest,
+                    action_id,
+                    expires_at: expires_at.parse().map_err(malformed)?,
+                })
+            })
+            .transpose()
+        })
+        .await
+    }
+
+    async fn put_stop(&self, stop: &Stop) -> StoreResult<()> {
+        let stop = stop.clone();
+        self.with(move |conn| {
+            conn.execute(
+                "INSERT OR REPLACE INTO stops (tenant, scope, body) VALUES (?1, ?2, ?3)",
+                params![stop.tenant, stop.scope(), serde_json::to_vec(&stop).expect("a stop serializes")],
+            )
+            .map_err(unavailable)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn lift_stop(&self, tenant: &str, scope: &str) -> StoreResult<bool> {
+        let (tenant, scope) = (tenant.to_owned(), scope.to_owned());
+        self.with(move |conn| {
+            let n = conn
+                .execute("DELETE FROM stops WHERE tenant = ?1 AND scope = ?2", params![tenant, scope])
+                .map_err(unavailable)?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    async fn stops_for(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>> {
+        let (tenant, agent_id) = (tenant.to_owned(), agent_id.to_owned());
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare("SELECT body FROM stops WHERE tenant = ?1 AND scope IN ('*', ?2)")
+                .map_err(unavailable)?;
+            let rows = stmt
+                .query_map(params![tenant, agent_id], |row| row.get::<_, Vec<u8>>(0))
+                .map_err(unavailable)?;
+            rows.map(|r| serde_json::from_slice(&r.map_err(unavailable)?).map_err(malformed))
+                .collect()
+        })
+        .await
+    }
+
+    async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT tenant, id, sweep_at FROM actions
+                     WHERE sweep_at IS NOT NULL AND sweep_at <= ?1 ORDER BY sweep_at LIMIT ?2",
+                )
+                .map_err(unavailable)?;
+            let rows = stmt
+                .query_map(params![instant(until), limit as i64], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, String>(2)?))
+                })
+                .map_err(unavailable)?;
+            rows.map(|r| {
+                let (tenant, action_id, at) = r.map_err(unavailable)?;
+                Ok(SweepRef { tenant, action_id, sweep_at: at.parse().map_err(malformed)? })
+            })
+            .collect()
+        })
+        .await
+    }
+}

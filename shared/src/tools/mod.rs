@@ -1,0 +1,63 @@
+//! The tool port: run one committed call, classify the answer.
+
+pub mod echo;
+pub mod webhook;
+
+use crate::config::{Executor, ToolEntry};
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// One attempt at the committed call.
+#[derive(Debug, Clone)]
+pub struct Call<'a> {
+    pub action_id: &'a str,
+    pub tool: &'a ToolEntry,
+    pub args: &'a Value,
+    /// 1 for the first claim; recovery re-claims and in-window retries count up.
+    pub attempt: u32,
+}
+
+/// How an attempt ended (SPEC §5 webhook classification).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolAnswer {
+    /// 2xx: the JSON result (capped).
+    Succeeded(Value),
+    /// 4xx or a permanent misconfiguration: do not retry.
+    Failed(Value),
+    /// 5xx, timeout, connection failure: retry if the tool's policy allows, inside the window.
+    Retryable(Value),
+}
+
+#[async_trait]
+pub trait ToolRunner: Send + Sync + 'static {
+    async fn run(&self, call: &Call<'_>) -> ToolAnswer;
+}
+
+/// The executors named in the catalog.
+pub struct Executors {
+    webhook: webhook::Webhook,
+}
+
+impl Executors {
+    pub fn new() -> Self {
+        Executors { webhook: webhook::Webhook::new() }
+    }
+}
+
+impl Default for Executors {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[async_trait]
+impl ToolRunner for Executors {
+    async fn run(&self, call: &Call<'_>) -> ToolAnswer {
+        match &call.tool.executor {
+            Executor::Echo => echo::run(call),
+            Executor::Webhook { url, secret_env, timeout_ms } => {
+                self.webhook.run(call, url, secret_env, *timeout_ms).await
+            }
+        }
+    }
+}

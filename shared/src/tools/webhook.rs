@@ -1,0 +1,113 @@
+//! The webhook executor: `POST {action_id, tool, args, attempt}` with `Idempotency-Key` and an
+//! HMAC-SHA256 `Countersign-Signature`, a per-tool timeout and a 64 KiB result cap.
+
+use super::{Call, ToolAnswer};
+use hmac::{Hmac, Mac};
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+/// Results larger than this are not stored; the call still succeeded.
+pub const RESULT_CAP: usize = 64 * 1024;
+
+pub struct Webhook {
+    http: reqwest::Client,
+}
+
+/// `t=<unix>,v1=<hex hmac-sha256(secret, "<t>.<body>")>`
+pub fn signature(secret: &[u8], unix: i64, body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("hmac takes any key length");
+    mac.update(format!("{unix}.").as_bytes());
+    mac.update(body);
+    format!("t={unix},v1={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+impl Webhook {
+    pub fn new() -> Self {
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("an HTTP client builds");
+        Webhook { http }
+    }
+
+    pub async fn run(&self, call: &Call<'_>, url: &str, secret_env: &str, timeout_ms: u64) -> ToolAnswer {
+        let Ok(secret) = std::env::var(secret_env) else {
+            return ToolAnswer::Failed(json!({"kind": "misconfigured", "message": format!("{secret_env} is not set")}));
+        };
+        let body = serde_json::to_vec(&json!({
+            "action_id": call.action_id,
+            "tool": call.tool.name,
+            "args": call.args,
+            "attempt": call.attempt,
+        }))
+        .expect("a call serializes");
+        let sent = self
+            .http
+            .post(url)
+            .timeout(std::time::Duration::from_millis(timeout_ms))
+            .header("content-type", "application/json")
+            .header("idempotency-key", call.action_id)
+            .header("countersign-signature", signature(secret.as_bytes(), jiff::Timestamp::now().as_second(), &body))
+            .body(body)
+            .send()
+            .await;
+        let response = match sent {
+            Ok(r) => r,
+            Err(e) if e.is_timeout() => return ToolAnswer::Retryable(json!({"kind": "timeout", "message": e.to_string()})),
+            Err(e) => return ToolAnswer::Retryable(json!({"kind": "unreachable", "message": e.to_string()})),
+        };
+        let status = response.status();
+        let body = match read_capped(response).await {
+            Ok(body) => body,
+            Err(e) if e.is_timeout() => return ToolAnswer::Retryable(json!({"kind": "timeout", "message": e.to_string()})),
+            Err(e) => return ToolAnswer::Retryable(json!({"kind": "unreachable", "message": e.to_string()})),
+        };
+        let payload = match body {
+            Body::Complete(bytes) => serde_json::from_slice::<Value>(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
+            Body::TooLarge(n) => json!({"truncated": true, "bytes_at_least": n, "cap": RESULT_CAP}),
+        };
+        if status.is_success() {
+            ToolAnswer::Succeeded(payload)
+        } else if status.is_server_error() {
+            ToolAnswer::Retryable(json!({"kind": "http", "status": status.as_u16(), "body": payload}))
+        } else {
+            ToolAnswer::Failed(json!({"kind": "http", "status": status.as_u16(), "body": payload}))
+        }
+    }
+}
+
+impl Default for Webhook {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+enum Body {
+    Complete(Vec<u8>),
+    TooLarge(usize),
+}
+
+/// Read at most the cap, so a huge answer cannot exhaust memory.
+async fn read_capped(mut response: reqwest::Response) -> Result<Body, reqwest::Error> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() > RESULT_CAP {
+            return Ok(Body::TooLarge(bytes.len()));
+        }
+    }
+    Ok(Body::Complete(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn signature_matches_a_known_vector() {
+        // echo -n "1700000000.{}" | openssl dgst -sha256 -hmac secret
+        let sig = super::signature(b"secret", 1_700_000_000, b"{}");
+        assert!(sig.starts_with("t=1700000000,v1="));
+        assert_eq!(sig.len(), "t=1700000000,v1=".len() + 64);
+    }
+}

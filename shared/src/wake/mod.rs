@@ -1,0 +1,20 @@
+//! The wake port. A wake is only a signal: the resume re-reads the committed ticket and decides.
+
+pub mod in_process;
+
+use crate::domain::resume::Wake;
+use async_trait::async_trait;
+use jiff::Timestamp;
+
+#[derive(Debug, thiserror::Error)]
+#[error("wake: {0}")]
+pub struct WakeError(pub String);
+
+#[async_trait]
+pub trait Waker: Send + Sync + 'static {
+    /// Deliver `wake` at (or soon after) `at`. Arming the same correlation id again is
+    /// idempotent. `deadline` bounds how long a delivery is still worth retrying.
+    async fn arm(&self, wake: &Wake, at: Timestamp, deadline: Timestamp) -> Result<(), WakeError>;
+    /// Best effort: a wake that still arrives is rejected by the resume checks.
+    async fn disarm(&self, wake: &Wake) -> Result<(), WakeError>;
+}

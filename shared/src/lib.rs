@@ -14,6 +14,7 @@ pub mod api;
 pub mod clock;
 pub mod config;
 pub mod domain;
+pub mod embedded;
 pub mod engine;
 pub mod error;
 pub mod store;

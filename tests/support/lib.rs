@@ -1,1 +1,346 @@
+//! Test support: a counting tool server (real HTTP on 127.0.0.1), a test configuration, an
+//! API client, and doubles for the wake port.
 
+use axum::{
+    body::Bytes,
+    extract::State,
+    http::{HeaderMap, StatusCode},
+    routing::post,
+    Router,
+};
+use countersign::{
+    domain::resume::Wake,
+    tools::webhook::signature,
+    wake::{WakeError, Waker},
+};
+use jiff::Timestamp;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::{
+    net::SocketAddr,
+    sync::{Arc, Mutex, Once},
+};
+use tokio::sync::Semaphore;
+
+pub const SECRET_ENV: &str = "COUNTERSIGN_TEST_TOOL_SECRET";
+pub const SECRET: &str = "test-secret-3f1c";
+
+/// The plaintext test keys (their hashes go into the config).
+pub mod keys {
+    pub const AGENT: &str = "key-agent-1";
+    pub const AGENT_2: &str = "key-agent-2";
+    pub const APPROVER: &str = "key-approver-1";
+    /// An approver key whose identity is `agent-1` (SC-APP-01: no self-approval).
+    pub const APPROVER_SELF: &str = "key-approver-self";
+    pub const ADMIN: &str = "key-admin-1";
+    pub const OTHER_TENANT_AGENT: &str = "key-globex-agent";
+    pub const OTHER_TENANT_APPROVER: &str = "key-globex-approver";
+}
+
+fn hash(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+/// One request the tool server received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub action_id: String,
+    pub idempotency_key: Option<String>,
+    pub attempt: u64,
+    pub signature_ok: bool,
+    pub at: Timestamp,
+    pub body: Value,
+}
+
+/// How the tool server answers.
+#[derive(Debug, Clone)]
+pub struct Behaviour {
+    pub status: u16,
+    pub delay_ms: u64,
+    pub answer: Value,
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Behaviour { status: 200, delay_ms: 0, answer: json!({"sent": true}) }
+    }
+}
+
+#[derive(Clone, Default)]
+struct ToolState {
+    received: Arc<Mutex<Vec<Received>>>,
+    behaviour: Arc<Mutex<Behaviour>>,
+    /// While set, every request waits for a permit (a crash mid-flight is a request that never returns).
+    gate: Arc<Mutex<Option<Arc<Semaphore>>>>,
+}
+
+/// A downstream tool: counts calls per action and checks the signature and Idempotency-Key.
+#[derive(Clone)]
+pub struct ToolServer {
+    pub addr: SocketAddr,
+    state: ToolState,
+}
+
+impl ToolServer {
+    pub async fn start() -> ToolServer {
+        let state = ToolState::default();
+        let app = Router::new().route("/{*path}", post(receive)).with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind tool server");
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        ToolServer { addr, state }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}/{path}", self.addr)
+    }
+
+    pub fn behave(&self, b: Behaviour) {
+        *self.state.behaviour.lock().unwrap() = b;
+    }
+
+    /// Hold every request until [`ToolServer::release`].
+    pub fn hold(&self) -> Arc<Semaphore> {
+        let gate = Arc::new(Semaphore::new(0));
+        *self.state.gate.lock().unwrap() = Some(gate.clone());
+        gate
+    }
+
+    pub fn release(&self) {
+        if let Some(gate) = self.state.gate.lock().unwrap().take() {
+            gate.add_permits(1_000_000);
+        }
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.state.received.lock().unwrap().clone()
+    }
+
+    pub fn calls_for(&self, action_id: &str) -> Vec<Received> {
+        self.received().into_iter().filter(|r| r.action_id == action_id).collect()
+    }
+
+    pub fn count_for(&self, action_id: &str) -> usize {
+        self.calls_for(action_id).len()
+    }
+}
+
+async fn receive(State(state): State<ToolState>, headers: HeaderMap, body: Bytes) -> (StatusCode, String) {
+    let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let signature_ok = headers
+        .get("countersign-signature")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|sig| {
+            let t: i64 = sig.strip_prefix("t=")?.split(',').next()?.parse().ok()?;
+            Some(signature(SECRET.as_bytes(), t, &body) == sig)
+        })
+        .unwrap_or(false);
+    state.received.lock().unwrap().push(Received {
+        action_id: parsed["action_id"].as_str().unwrap_or_default().to_owned(),
+        idempotency_key: headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(str::to_owned),
+        attempt: parsed["attempt"].as_u64().unwrap_or(0),
+        signature_ok,
+        at: Timestamp::now(),
+        body: parsed,
+    });
+    let gate = state.gate.lock().unwrap().clone();
+    if let Some(gate) = gate {
+        let _permit = gate.acquire().await;
+    }
+    let b = state.behaviour.lock().unwrap().clone();
+    if b.delay_ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(b.delay_ms)).await;
+    }
+    (StatusCode::from_u16(b.status).unwrap(), b.answer.to_string())
+}
+
+/// The test configuration: tenant `acme` (tools served by `tools`) and tenant `globex`.
+/// `min_window` narrows the 5-minute rule so tests finish in seconds.
+pub fn config_toml(tools: &ToolServer, min_window: &str, timeout: &str) -> String {
+    static SECRET_SET: Once = Once::new();
+    SECRET_SET.call_once(|| std::env::set_var(SECRET_ENV, SECRET));
+    format!(
+        r#"
+[limits]
+min_window = "{min_window}"
+sweep_interval = "1s"
+run_deadline = "1m"
+
+[tenants.acme]
+time_zone = "Europe/Berlin"
+approval_ttl = "1h"
+action_kinds = ["email", "report"]
+keys = [
+  {{ id = "agent-1", role = "agent", sha256 = "{agent}" }},
+  {{ id = "agent-2", role = "agent", sha256 = "{agent2}" }},
+  {{ id = "approver-1", role = "approver", sha256 = "{approver}" }},
+  {{ id = "agent-1", role = "approver", sha256 = "{approver_self}" }},
+  {{ id = "admin-1", role = "admin", sha256 = "{admin}" }},
+]
+policy = [
+  {{ tool = "mail.*", decision = "require_approval" }},
+  {{ tool = "report.*", decision = "schedule" }},
+  {{ tool = "search.*", decision = "allow" }},
+  {{ tool = "sandbox.*", decision = "set_result", result = {{ shadow = true }} }},
+]
+
+[tenants.acme.tools."mail.send"]
+executor = "webhook"
+url = "{mail}"
+secret_env = "{SECRET_ENV}"
+timeout = "{timeout}"
+recovery = "fail"
+
+[tenants.acme.tools."report.build"]
+executor = "webhook"
+url = "{report}"
+secret_env = "{SECRET_ENV}"
+timeout = "{timeout}"
+recovery = "retry"
+
+[tenants.acme.tools."search.web"]
+executor = "webhook"
+url = "{search}"
+secret_env = "{SECRET_ENV}"
+timeout = "{timeout}"
+
+[tenants.globex]
+time_zone = "America/New_York"
+keys = [
+  {{ id = "g-agent", role = "agent", sha256 = "{g_agent}" }},
+  {{ id = "g-approver", role = "approver", sha256 = "{g_approver}" }},
+]
+policy = [{{ tool = "*", decision = "require_approval" }}]
+
+[tenants.globex.tools."mail.send"]
+executor = "builtin.echo"
+"#,
+        agent = hash(keys::AGENT),
+        agent2 = hash(keys::AGENT_2),
+        approver = hash(keys::APPROVER),
+        approver_self = hash(keys::APPROVER_SELF),
+        admin = hash(keys::ADMIN),
+        g_agent = hash(keys::OTHER_TENANT_AGENT),
+        g_approver = hash(keys::OTHER_TENANT_APPROVER),
+        mail = tools.url("mail"),
+        report = tools.url("report"),
+        search = tools.url("search"),
+    )
+}
+
+/// RFC 3339 UTC, `secs` from now (negative for the past).
+pub fn in_secs(secs: i64) -> String {
+    Timestamp::now()
+        .checked_add(jiff::SignedDuration::from_secs(secs))
+        .unwrap()
+        .round(jiff::Unit::Second)
+        .unwrap()
+        .to_string()
+}
+
+/// A small JSON client for the API.
+#[derive(Clone)]
+pub struct Api {
+    pub base: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    pub fn new(addr: SocketAddr) -> Api {
+        Api { base: format!("http://{addr}"), http: reqwest::Client::new() }
+    }
+
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<Vec<u8>>,
+        headers: &[(&str, &str)],
+    ) -> (u16, Value, reqwest::header::HeaderMap) {
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(key) = key {
+            req = req.bearer_auth(key);
+        }
+        if let Some(body) = body {
+            req = req.header("content-type", "application/json").body(body);
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let res = req.send().await.expect("request reaches the server");
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let bytes = res.bytes().await.unwrap();
+        let value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).expect("every answer is JSON") };
+        (status, value, headers)
+    }
+
+    pub async fn post(&self, path: &str, key: &str, body: Value) -> (u16, Value) {
+        let (s, v, _) = self
+            .send(reqwest::Method::POST, path, Some(key), Some(body.to_string().into_bytes()), &[])
+            .await;
+        (s, v)
+    }
+
+    pub async fn get(&self, path: &str, key: &str) -> (u16, Value) {
+        let (s, v, _) = self.send(reqwest::Method::GET, path, Some(key), None, &[]).await;
+        (s, v)
+    }
+
+    pub async fn submit(&self, key: &str, body: Value) -> (u16, Value) {
+        self.post("/v1/actions", key, body).await
+    }
+
+    pub async fn action(&self, id: &str) -> Value {
+        let (status, v) = self.get(&format!("/v1/actions/{id}"), keys::AGENT).await;
+        assert_eq!(status, 200, "{v}");
+        v
+    }
+
+    pub async fn approve(&self, id: &str, digest: &str) -> (u16, Value) {
+        self.post(&format!("/v1/actions/{id}/approve"), keys::APPROVER, json!({"context_digest": digest})).await
+    }
+
+    /// Poll until the action is sealed (or `secs` pass); returns its last view.
+    pub async fn wait_sealed(&self, id: &str, secs: u64) -> Value {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            let v = self.action(id).await;
+            if v["sealed_at"].is_string() || std::time::Instant::now() > until {
+                return v;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// A wake port that records what was armed and can be told to fail (SC-REC-01).
+#[derive(Default)]
+pub struct RecordingWaker {
+    pub armed: Mutex<Vec<(Wake, Timestamp)>>,
+    pub disarmed: Mutex<Vec<Wake>>,
+    pub fail: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Waker for RecordingWaker {
+    async fn arm(&self, wake: &Wake, at: Timestamp, _deadline: Timestamp) -> Result<(), WakeError> {
+        if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(WakeError("injected: the wake service is down".into()));
+        }
+        self.armed.lock().unwrap().push((wake.clone(), at));
+        Ok(())
+    }
+    async fn disarm(&self, wake: &Wake) -> Result<(), WakeError> {
+        self.disarmed.lock().unwrap().push(wake.clone());
+        Ok(())
+    }
+}
+
+/// A fresh temporary directory for a test's database.
+pub fn temp_db(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("countersign-test-{}-{}", name, ulid::Ulid::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("countersign.db")
+}

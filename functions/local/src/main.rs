@@ -1,13 +1,7 @@
 //! countersign in one process: the HTTP API, an SQLite store and the in-process waker.
 
 use clap::Parser;
-use countersign::{
-    config::Config,
-    store::sqlite::SqliteStore,
-    tools::Executors,
-    wake::in_process::{deliver, InProcessWaker},
-    Clock, Engine, SystemClock,
-};
+use countersign::{config::Config, embedded::Server};
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 #[derive(Parser, Debug)]
@@ -34,60 +28,34 @@ async fn main() -> std::process::ExitCode {
     match run(args).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e}");
             eprintln!("countersign-local: {e}");
             std::process::ExitCode::FAILURE
         }
     }
 }
 
-async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let config = Arc::new(Config::from_file(&args.config)?);
-    let store = Arc::new(SqliteStore::open(&args.db)?);
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let (waker, wakes) = InProcessWaker::new(clock.clone());
-    let engine = Arc::new(Engine::new(config.clone(), store, Arc::new(waker), Arc::new(Executors::new()), clock));
-
-    tokio::spawn(deliver(engine.clone(), wakes));
-    engine.rediscover().await?;
-    let sweep_every = std::time::Duration::try_from(config.limits.sweep_interval)?;
-    tokio::spawn({
-        let engine = engine.clone();
-        async move {
-            let mut tick = tokio::time::interval(sweep_every);
-            loop {
-                tick.tick().await;
-                if let Err(e) = engine.sweep().await {
-                    tracing::error!(error = %e, "sweep failed; next tick retries");
-                }
-            }
-        }
-    });
-
-    let listener = tokio::net::TcpListener::bind(args.listen).await?;
-    tracing::info!(listen = %listener.local_addr()?, db = %args.db.display(), config = %args.config.display(),
-        tenants = config.tenants.len(), "countersign is serving");
-    axum::serve(listener, countersign::api::router(engine))
-        .with_graceful_shutdown(shutdown())
-        .await?;
+    tracing::info!(config = %args.config.display(), db = %args.db.display(), "starting");
+    let server = Server::start(config, &args.db, args.listen).await?;
+    server.run_until(shutdown_signal()).await?;
     tracing::info!("stopped; committed tickets stay in the store and are rediscovered on start");
     Ok(())
 }
 
-async fn shutdown() {
+async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            s.recv().await;
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
         }
     };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
-    tracing::info!("shutting down");
 }
 
 fn init_logs(json: bool) {

@@ -53,9 +53,10 @@ async fn read_json<T: DeserializeOwned>(body: Body) -> Result<T, Error> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
-        let param = match (path.as_str(), unknown_field(&inner)) {
+        // The path already ends at an unknown field; a missing one is named only in the message.
+        let param = match (path.as_str(), missing_field(&inner)) {
             (".", Some(field)) => field,
-            (".", None) => missing_field(&inner).unwrap_or_else(|| "body".into()),
+            (".", None) => "body".to_owned(),
             (p, Some(field)) => format!("{p}.{field}"),
             (p, None) => p.to_owned(),
         };
@@ -63,15 +64,9 @@ async fn read_json<T: DeserializeOwned>(body: Body) -> Result<T, Error> {
     })
 }
 
-/// serde says "unknown field `x`, expected …" / "missing field `x`": name that field.
-fn unknown_field(message: &str) -> Option<String> {
-    field_in(message, "unknown field `")
-}
+/// serde says "missing field `x`": name that field.
 fn missing_field(message: &str) -> Option<String> {
-    field_in(message, "missing field `")
-}
-fn field_in(message: &str, prefix: &str) -> Option<String> {
-    let rest = message.strip_prefix(prefix)?;
+    let rest = message.strip_prefix("missing field `")?;
     rest.split('`').next().map(str::to_owned)
 }
 

@@ -49,8 +49,7 @@ impl Engine {
         match self.commit_or_reload(&t).await? {
             Committed::Won(approved) => {
                 tracing::info!(tenant = %approved.tenant, action_id = %approved.id, approver = %who.id, "approved; ticket committed");
-                self.arm(&approved).await;
-                self.perform_if_due(approved).await
+                self.dispatch(approved).await
             }
             Committed::Lost(current) if current.state.is_sealed() => Err(Error::ActionSealed { state: current.state }),
             Committed::Lost(current) => Ok(current),

@@ -137,8 +137,7 @@ impl Engine {
 
         let action = match action.state {
             State::Approved => {
-                self.arm(&action).await;
-                self.perform_if_due(action).await?
+                self.dispatch(action).await?
             }
             _ => action,
         };

@@ -90,10 +90,13 @@ impl Engine {
         }
     }
 
-    /// Run a freshly committed ticket at once if its window is open (approval or intake).
-    pub(super) async fn perform_if_due(&self, action: Action) -> Result<Action, Error> {
+    /// After a ticket commits (approval or intake): due now → perform it here, through the
+    /// same checks as a wake; later → arm the wake. Arming a due ticket too would only race
+    /// this caller for the claim.
+    pub(super) async fn dispatch(&self, action: Action) -> Result<Action, Error> {
         let due = action.ticket.as_ref().is_some_and(|t| t.due_at() <= self.clock.now());
         if !due {
+            self.arm(&action).await;
             return Ok(action);
         }
         let wake = wake_of(&action).expect("an approved action has a wake");

@@ -84,8 +84,8 @@ impl Engine {
             }
             Verdict::Claim => {
                 let action = action.expect("a verdict to claim has an action");
-                let after = self.perform(action).await?;
-                Ok(outcome_of(&after, true))
+                let (after, ran) = self.perform(action).await?;
+                Ok(outcome_of(&after, ran))
             }
         }
     }
@@ -105,12 +105,14 @@ impl Engine {
     }
 
     /// Claim (`approved`/expired `executing` → `executing`), run the committed call, commit the
-    /// result conditional on still holding the claim. Returns the record as it ends up.
-    async fn perform(&self, action: Action) -> Result<Action, Error> {
+    /// result conditional on still holding the claim. Returns the record as it ends up, and
+    /// whether this call ran the tool (false when another contender won the claim).
+    async fn perform(&self, action: Action) -> Result<(Action, bool), Error> {
         let tenant = self.tenant(&action.tenant)?;
         let ticket = action.ticket.clone().ok_or_else(|| Error::Internal("perform without a ticket".into()))?;
         let Some(tool) = tenant.tool(ticket.pending_tool()) else {
-            return self.seal(&action, State::Cancelled, Actor::system(), "catalog_changed").await;
+            let sealed = self.seal(&action, State::Cancelled, Actor::system(), "catalog_changed").await?;
+            return Ok((sealed, false));
         };
         let now = self.clock.now();
         let attempts = if tool.recovery == Recovery::Retry { ATTEMPTS_PER_CLAIM } else { 1 };
@@ -119,7 +121,7 @@ impl Engine {
         let claim = Transition::claim(&action, &self.worker_id, lease_until, now);
         let claimed = match self.commit_or_reload(&claim).await? {
             Committed::Won(a) => a,
-            Committed::Lost(current) => return Ok(current),
+            Committed::Lost(current) => return Ok((current, false)),
         };
         let lease = claimed.lease.clone().expect("a claim holds a lease");
         tracing::info!(tenant = %claimed.tenant, action_id = %claimed.id, tool = %tool.name, epoch = lease.epoch, "claimed; running the tool");
@@ -149,11 +151,11 @@ impl Engine {
         match self.commit_or_reload(&finish).await? {
             Committed::Won(done) => {
                 tracing::info!(tenant = %done.tenant, action_id = %done.id, state = %done.state, "result committed");
-                Ok(done)
+                Ok((done, true))
             }
             Committed::Lost(current) => {
                 tracing::warn!(tenant = %current.tenant, action_id = %current.id, state = %current.state, "lease superseded; result not committed");
-                Ok(current)
+                Ok((current, true))
             }
         }
     }
@@ -202,7 +204,7 @@ impl Engine {
             && now <= ticket.deadline();
         tracing::warn!(tenant = %action.tenant, action_id = %action.id, retry, "recovering an expired lease");
         if retry {
-            self.perform(action).await
+            Ok(self.perform(action).await?.0)
         } else {
             let t = Transition::seal(&action, State::Failed, Actor::system(), "outcome_unknown", now);
             let mut t = t;
@@ -233,8 +235,7 @@ impl Engine {
 
 fn outcome_of(action: &Action, ran: bool) -> ResumeOutcome {
     match action.state {
-        State::Succeeded | State::Failed if ran && action.reason().is_none() => ResumeOutcome::Ran { state: action.state },
-        state if state.is_sealed() => ResumeOutcome::Sealed { state, reason: action.reason().map(str::to_owned) },
+        state if ran => ResumeOutcome::Ran { state },
         state => ResumeOutcome::Lost { state },
     }
 }

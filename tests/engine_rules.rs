@@ -390,3 +390,54 @@ async fn sc_can_03_cancel_races_the_worker_200_pairs() {
     r.engine.sweep().await.unwrap();
     assert_eq!(r.tools.received().len(), runs_won);
 }
+
+/// SPEC §5 webhook classification, through allowed calls that run at once.
+#[tokio::test]
+async fn webhook_answers_are_classified_and_capped() {
+    use countersign_tests::Behaviour;
+    let r = rig().await;
+    let run = |tool: &'static str| {
+        let (engine, who) = (r.engine.clone(), r.who(keys::AGENT));
+        async move {
+            let req = serde_json::from_value(json!({"tool": tool, "args": {}})).unwrap();
+            engine.submit(&who, req, None).await.unwrap().action
+        }
+    };
+    // 4xx → failed, not retried.
+    r.tools.behave(Behaviour { status: 422, answer: json!({"why": "bad address"}), ..Behaviour::default() });
+    let a = run("search.web").await;
+    assert_eq!(a.state, State::Failed);
+    assert_eq!(a.outcome.as_ref().unwrap().error.as_ref().unwrap()["status"], 422);
+    assert_eq!(a.outcome.as_ref().unwrap().error.as_ref().unwrap()["body"], json!({"why": "bad address"}));
+    assert_eq!(r.tools.count_for(&a.id), 1);
+    // 5xx with recovery = fail → failed after one attempt.
+    r.tools.behave(Behaviour { status: 503, ..Behaviour::default() });
+    let b = run("search.web").await;
+    assert_eq!((b.state, r.tools.count_for(&b.id)), (State::Failed, 1));
+    // Timeout (tool timeout is 2 s in this rig) → failed with kind timeout.
+    r.tools.behave(Behaviour { delay_ms: 3000, ..Behaviour::default() });
+    let c = run("search.web").await;
+    assert_eq!(c.state, State::Failed);
+    assert_eq!(c.outcome.as_ref().unwrap().error.as_ref().unwrap()["kind"], "timeout");
+    // A result over 64 KiB is not stored; the call still succeeded.
+    r.tools.behave(Behaviour { answer: json!({"blob": "x".repeat(70 * 1024)}), ..Behaviour::default() });
+    let d = run("search.web").await;
+    assert_eq!(d.state, State::Succeeded);
+    assert_eq!(d.outcome.as_ref().unwrap().result.as_ref().unwrap()["truncated"], true);
+    assert!(r.tools.received().iter().all(|c| c.signature_ok), "every call is signed");
+}
+
+/// SPEC §5: 5xx on a `retry` tool is retried inside the window with the same Idempotency-Key.
+#[tokio::test]
+async fn webhook_5xx_on_a_retry_tool_is_retried_with_the_same_identity() {
+    use countersign_tests::Behaviour;
+    let r = rig().await;
+    let a = r.committed("report.build", 60, 600).await;
+    r.advance(60);
+    r.tools.behave(Behaviour { status: 502, ..Behaviour::default() });
+    assert!(matches!(r.engine.resume(&wake_of(&a)).await.unwrap(), ResumeOutcome::Ran { state: State::Failed }));
+    let calls = r.tools.calls_for(&a.id);
+    assert_eq!(calls.len(), 3, "three attempts per claim");
+    assert!(calls.iter().all(|c| c.idempotency_key.as_deref() == Some(a.id.as_str())));
+    assert_eq!(calls.iter().map(|c| c.attempt).collect::<Vec<_>>(), [1, 2, 3]);
+}

@@ -37,8 +37,21 @@ async fn rig() -> Rig {
 fn rig_on(tools: ToolServer, config: Arc<Config>, store: Arc<SqliteStore>) -> Rig {
     let waker = Arc::new(RecordingWaker::default());
     let clock = Arc::new(ManualClock::new(Timestamp::now()));
-    let engine = Arc::new(Engine::new(config.clone(), store.clone(), waker.clone(), Arc::new(Executors::new()), clock.clone()));
-    Rig { engine, store, waker, clock, tools, config }
+    let engine = Arc::new(Engine::new(
+        config.clone(),
+        store.clone(),
+        waker.clone(),
+        Arc::new(Executors::new()),
+        clock.clone(),
+    ));
+    Rig {
+        engine,
+        store,
+        waker,
+        clock,
+        tools,
+        config,
+    }
 }
 
 impl Rig {
@@ -58,11 +71,19 @@ impl Rig {
             "schedule": {"not_before": self.at(nb).to_string(), "not_after": self.at(na).to_string()},
         }))
         .unwrap();
-        let submitted = self.engine.submit(&self.who(keys::AGENT), req, None).await.unwrap().action;
+        let submitted = self
+            .engine
+            .submit(&self.who(keys::AGENT), req, None)
+            .await
+            .unwrap()
+            .action;
         match submitted.state {
             State::PendingApproval => {
                 let digest = submitted.approval.as_ref().unwrap().context_digest.clone();
-                self.engine.approve(&self.who(keys::APPROVER), &submitted.id, &digest).await.unwrap()
+                self.engine
+                    .approve(&self.who(keys::APPROVER), &submitted.id, &digest)
+                    .await
+                    .unwrap()
             }
             _ => submitted,
         }
@@ -83,7 +104,9 @@ trait Plus {
 impl Plus for ManualClock {
     fn now_plus(&self, secs: i64) -> Timestamp {
         use countersign::Clock;
-        self.now().checked_add(SignedDuration::from_secs(secs)).unwrap()
+        self.now()
+            .checked_add(SignedDuration::from_secs(secs))
+            .unwrap()
     }
 }
 
@@ -91,37 +114,75 @@ fn wake_of(a: &Action) -> Wake {
     Wake {
         tenant: a.tenant.clone(),
         action_id: a.id.clone(),
-        correlation_id: a.ticket.as_ref().expect("a committed ticket").correlation_id().to_owned(),
+        correlation_id: a
+            .ticket
+            .as_ref()
+            .expect("a committed ticket")
+            .correlation_id()
+            .to_owned(),
     }
 }
 
 #[tokio::test]
 async fn sc_res_01_no_waiting_ticket_is_rejected_and_changes_nothing() {
     let r = rig().await;
-    let unknown = Wake { tenant: "acme".into(), action_id: "act_01NOPE".into(), correlation_id: "cor_x".into() };
-    assert!(matches!(r.engine.resume(&unknown).await.unwrap(), ResumeOutcome::Rejected { reason: Rejection::NoWaitingTicket }));
+    let unknown = Wake {
+        tenant: "acme".into(),
+        action_id: "act_01NOPE".into(),
+        correlation_id: "cor_x".into(),
+    };
+    assert!(matches!(
+        r.engine.resume(&unknown).await.unwrap(),
+        ResumeOutcome::Rejected {
+            reason: Rejection::NoWaitingTicket
+        }
+    ));
 
     // Another tenant's wake for a real action finds nothing either.
     let a = r.committed("mail.send", 60, 600).await;
     let mut foreign = wake_of(&a);
     foreign.tenant = "globex".into();
-    assert!(matches!(r.engine.resume(&foreign).await.unwrap(), ResumeOutcome::Rejected { reason: Rejection::NoWaitingTicket }));
+    assert!(matches!(
+        r.engine.resume(&foreign).await.unwrap(),
+        ResumeOutcome::Rejected {
+            reason: Rejection::NoWaitingTicket
+        }
+    ));
 
     // A second wake after success: rejected before the tool runs.
     let wake = wake_of(&a);
     r.advance(60);
-    assert!(matches!(r.engine.resume(&wake).await.unwrap(), ResumeOutcome::Ran { state: State::Succeeded }));
+    assert!(matches!(
+        r.engine.resume(&wake).await.unwrap(),
+        ResumeOutcome::Ran {
+            state: State::Succeeded
+        }
+    ));
     let done = r.load(&a.id).await;
-    assert!(matches!(r.engine.resume(&wake).await.unwrap(), ResumeOutcome::Rejected { reason: Rejection::NoWaitingTicket }));
+    assert!(matches!(
+        r.engine.resume(&wake).await.unwrap(),
+        ResumeOutcome::Rejected {
+            reason: Rejection::NoWaitingTicket
+        }
+    ));
     assert_eq!(r.load(&a.id).await.version, done.version);
     assert_eq!(r.tools.count_for(&a.id), 1);
 
     // A wake after cancel.
     let b = r.committed("mail.send", 60, 600).await;
     r.engine.cancel(&r.who(keys::AGENT), &b.id).await.unwrap();
-    assert_eq!(r.waker.disarmed.lock().unwrap().last().unwrap(), &wake_of(&b), "cancel deletes the wake");
+    assert_eq!(
+        r.waker.disarmed.lock().unwrap().last().unwrap(),
+        &wake_of(&b),
+        "cancel deletes the wake"
+    );
     r.advance(60);
-    assert!(matches!(r.engine.resume(&wake_of(&b)).await.unwrap(), ResumeOutcome::Rejected { reason: Rejection::NoWaitingTicket }));
+    assert!(matches!(
+        r.engine.resume(&wake_of(&b)).await.unwrap(),
+        ResumeOutcome::Rejected {
+            reason: Rejection::NoWaitingTicket
+        }
+    ));
     assert_eq!(r.tools.count_for(&b.id), 0);
 }
 
@@ -134,26 +195,52 @@ async fn sc_res_02_stale_correlation_is_rejected() {
     r.advance(60);
     let mut stale = wake_of(&b);
     stale.correlation_id = "cor_01OLDERCOMMIT".into();
-    assert!(matches!(r.engine.resume(&stale).await.unwrap(), ResumeOutcome::Rejected { reason: Rejection::CorrelationMismatch }));
+    assert!(matches!(
+        r.engine.resume(&stale).await.unwrap(),
+        ResumeOutcome::Rejected {
+            reason: Rejection::CorrelationMismatch
+        }
+    ));
     assert_eq!(r.load(&b.id).await, b, "nothing changed");
     assert_eq!(r.tools.count_for(&b.id), 0);
-    assert!(matches!(r.engine.resume(&wake_of(&b)).await.unwrap(), ResumeOutcome::Ran { .. }));
+    assert!(matches!(
+        r.engine.resume(&wake_of(&b)).await.unwrap(),
+        ResumeOutcome::Ran { .. }
+    ));
 }
 
 #[tokio::test]
 async fn sc_res_03_a_stop_seals_denied_without_running() {
     let r = rig().await;
     let a = r.committed("mail.send", 60, 600).await;
-    r.engine.stop(&r.who(keys::ADMIN), Some("agent-1")).await.unwrap();
+    r.engine
+        .stop(&r.who(keys::ADMIN), Some("agent-1"))
+        .await
+        .unwrap();
     r.advance(60);
     let out = r.engine.resume(&wake_of(&a)).await.unwrap();
-    assert!(matches!(out, ResumeOutcome::Sealed { state: State::Denied, .. }), "{out:?}");
+    assert!(
+        matches!(
+            out,
+            ResumeOutcome::Sealed {
+                state: State::Denied,
+                ..
+            }
+        ),
+        "{out:?}"
+    );
     let sealed = r.load(&a.id).await;
     assert_eq!(sealed.reason(), Some("stopped"));
     assert_eq!(r.tools.count_for(&a.id), 0);
     // SC-STOP-01: lifting does not revive it.
-    r.engine.lift_stop(&r.who(keys::ADMIN), "agent-1").await.unwrap();
-    assert!(matches!(r.engine.resume(&wake_of(&a)).await.unwrap(), ResumeOutcome::Rejected { .. }));
+    r.engine
+        .lift_stop(&r.who(keys::ADMIN), "agent-1")
+        .await
+        .unwrap();
+    assert!(matches!(
+        r.engine.resume(&wake_of(&a)).await.unwrap(),
+        ResumeOutcome::Rejected { .. }
+    ));
     r.engine.sweep().await.unwrap();
     assert_eq!(r.load(&a.id).await.state, State::Denied);
 }
@@ -164,10 +251,23 @@ async fn sc_res_04_a_changed_catalog_entry_cancels() {
     let a = r.committed("mail.send", 60, 600).await;
     // The same store, redeployed with mail.send pointing elsewhere.
     let changed = config_toml(&r.tools, "5m", "2s").replace("/mail\"", "/mail-v2\"");
-    let r2 = rig_on(r.tools.clone(), Arc::new(Config::from_toml(&changed).unwrap()), r.store.clone());
+    let r2 = rig_on(
+        r.tools.clone(),
+        Arc::new(Config::from_toml(&changed).unwrap()),
+        r.store.clone(),
+    );
     r2.clock.set(r.at(60));
     let out = r2.engine.resume(&wake_of(&a)).await.unwrap();
-    assert!(matches!(out, ResumeOutcome::Sealed { state: State::Cancelled, .. }), "{out:?}");
+    assert!(
+        matches!(
+            out,
+            ResumeOutcome::Sealed {
+                state: State::Cancelled,
+                ..
+            }
+        ),
+        "{out:?}"
+    );
     assert_eq!(r.load(&a.id).await.reason(), Some("catalog_changed"));
     assert!(r.tools.received().is_empty());
 }
@@ -179,12 +279,22 @@ async fn sc_res_05_an_early_wake_re_arms_and_changes_nothing() {
     r.advance(119);
     let out = r.engine.resume(&wake_of(&a)).await.unwrap();
     let due = a.ticket.as_ref().unwrap().due_at();
-    assert!(matches!(out, ResumeOutcome::Waiting { until } if until == due), "{out:?}");
+    assert!(
+        matches!(out, ResumeOutcome::Waiting { until } if until == due),
+        "{out:?}"
+    );
     assert_eq!(r.load(&a.id).await, a);
-    assert_eq!(r.waker.armed.lock().unwrap().last().unwrap(), &(wake_of(&a), due), "re-armed for not_before");
+    assert_eq!(
+        r.waker.armed.lock().unwrap().last().unwrap(),
+        &(wake_of(&a), due),
+        "re-armed for not_before"
+    );
     assert!(r.tools.received().is_empty());
     r.advance(1);
-    assert!(matches!(r.engine.resume(&wake_of(&a)).await.unwrap(), ResumeOutcome::Ran { .. }));
+    assert!(matches!(
+        r.engine.resume(&wake_of(&a)).await.unwrap(),
+        ResumeOutcome::Ran { .. }
+    ));
     assert!(r.tools.calls_for(&a.id)[0].at >= Timestamp::now() - SignedDuration::from_secs(5));
 }
 
@@ -194,14 +304,30 @@ async fn sc_res_06_a_missed_window_is_sealed_never_burst_run() {
     let a = r.committed("mail.send", 60, 600).await;
     r.advance(601);
     let out = r.engine.resume(&wake_of(&a)).await.unwrap();
-    assert!(matches!(out, ResumeOutcome::Sealed { state: State::Cancelled, .. }), "{out:?}");
+    assert!(
+        matches!(
+            out,
+            ResumeOutcome::Sealed {
+                state: State::Cancelled,
+                ..
+            }
+        ),
+        "{out:?}"
+    );
     let sealed = r.load(&a.id).await;
     assert_eq!(sealed.reason(), Some("schedule_missed"));
     assert_eq!(sealed.actor, countersign::domain::Actor::system());
-    assert_eq!(sealed.approval.as_ref().unwrap().approver.as_deref(), Some("approver-1"), "the approval stays recorded");
+    assert_eq!(
+        sealed.approval.as_ref().unwrap().approver.as_deref(),
+        Some("approver-1"),
+        "the approval stays recorded"
+    );
     let events = r.store.events("acme", &a.id).await.unwrap();
     let path: Vec<State> = events.iter().map(|e| e.to).collect();
-    assert_eq!(path, [State::PendingApproval, State::Approved, State::Cancelled]);
+    assert_eq!(
+        path,
+        [State::PendingApproval, State::Approved, State::Cancelled]
+    );
     // The sweep does not catch up on it either.
     r.engine.sweep().await.unwrap();
     assert!(r.tools.received().is_empty());
@@ -225,10 +351,17 @@ async fn sc_res_07_claim_run_commit_and_a_fenced_owner_is_refused() {
     let calls = r.tools.calls_for(&a.id);
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].attempt, 2, "second claim epoch");
-    assert_eq!(calls[0].idempotency_key.as_deref(), Some(a.id.as_str()), "same operation identity");
+    assert_eq!(
+        calls[0].idempotency_key.as_deref(),
+        Some(a.id.as_str()),
+        "same operation identity"
+    );
     // The dead worker comes back and tries to commit its result: fenced.
     let late = Transition::finish(&dead_claim, Ok(json!({"late": true})), r.at(0));
-    assert!(matches!(r.store.commit(&late).await, Err(StoreError::Conflict)));
+    assert!(matches!(
+        r.store.commit(&late).await,
+        Err(StoreError::Conflict)
+    ));
     assert_eq!(r.load(&a.id).await, done);
 }
 
@@ -237,7 +370,11 @@ async fn sc_rec_01_a_lost_wake_is_found_by_the_sweep() {
     let r = rig().await;
     r.waker.fail.store(true, Ordering::SeqCst);
     let a = r.committed("mail.send", 60, 600).await;
-    assert_eq!(a.state, State::Approved, "the ticket committed although arming failed");
+    assert_eq!(
+        a.state,
+        State::Approved,
+        "the ticket committed although arming failed"
+    );
     assert!(r.waker.armed.lock().unwrap().is_empty());
     r.advance(30);
     assert_eq!(r.engine.sweep().await.unwrap().resumed, 0, "not due yet");
@@ -253,23 +390,39 @@ async fn sc_rec_02_an_expired_lease_follows_the_tools_recovery_policy() {
     // recovery = fail (mail.send): sealed failed, outcome_unknown, for reconciliation.
     let a = r.committed("mail.send", 60, 600).await;
     r.advance(60);
-    r.store.commit(&Transition::claim(&a, "wrk_dead", r.at(30), r.at(0))).await.unwrap();
+    r.store
+        .commit(&Transition::claim(&a, "wrk_dead", r.at(30), r.at(0)))
+        .await
+        .unwrap();
     r.advance(29);
-    assert_eq!(r.engine.sweep().await.unwrap().recovered, 0, "lease still held");
+    assert_eq!(
+        r.engine.sweep().await.unwrap().recovered,
+        0,
+        "lease still held"
+    );
     r.advance(2);
     r.engine.sweep().await.unwrap();
     let failed = r.load(&a.id).await;
-    assert_eq!((failed.state, failed.reason()), (State::Failed, Some("outcome_unknown")));
+    assert_eq!(
+        (failed.state, failed.reason()),
+        (State::Failed, Some("outcome_unknown"))
+    );
     assert_eq!(r.tools.count_for(&a.id), 0);
 
     // recovery = retry but the window has closed: not retried.
     let b = r.committed("report.build", 60, 400).await;
     r.advance(60);
-    r.store.commit(&Transition::claim(&b, "wrk_dead", r.at(400), r.at(0))).await.unwrap();
+    r.store
+        .commit(&Transition::claim(&b, "wrk_dead", r.at(400), r.at(0)))
+        .await
+        .unwrap();
     r.advance(401);
     r.engine.sweep().await.unwrap();
     let failed = r.load(&b.id).await;
-    assert_eq!((failed.state, failed.reason()), (State::Failed, Some("outcome_unknown")));
+    assert_eq!(
+        (failed.state, failed.reason()),
+        (State::Failed, Some("outcome_unknown"))
+    );
     assert_eq!(r.tools.count_for(&b.id), 0);
 }
 
@@ -284,14 +437,19 @@ async fn sc_rec_03_duplicate_wakes_never_run_twice() {
         tokio::spawn(async move { engine.resume(&wake).await.unwrap() })
     });
     let outcomes: Vec<ResumeOutcome> = futures_join(runs).await;
-    let ran = outcomes.iter().filter(|o| matches!(o, ResumeOutcome::Ran { .. })).count();
+    let ran = outcomes
+        .iter()
+        .filter(|o| matches!(o, ResumeOutcome::Ran { .. }))
+        .count();
     assert_eq!(ran, 1, "{outcomes:?}");
     r.engine.resume(&wake).await.unwrap();
     r.engine.sweep().await.unwrap();
     assert_eq!(r.tools.count_for(&a.id), 1);
 }
 
-async fn futures_join<T: Send + 'static>(tasks: impl Iterator<Item = tokio::task::JoinHandle<T>>) -> Vec<T> {
+async fn futures_join<T: Send + 'static>(
+    tasks: impl Iterator<Item = tokio::task::JoinHandle<T>>,
+) -> Vec<T> {
     let mut out = Vec::new();
     for t in tasks.collect::<Vec<_>>() {
         out.push(t.await.unwrap());
@@ -313,17 +471,53 @@ async fn sc_app_04_pending_approvals_expire() {
         .await
         .unwrap()
         .action;
-    let open = r.engine.submit(&r.who(keys::AGENT), req(json!({"tool": "mail.send", "args": {}})), None).await.unwrap().action;
+    let open = r
+        .engine
+        .submit(
+            &r.who(keys::AGENT),
+            req(json!({"tool": "mail.send", "args": {}})),
+            None,
+        )
+        .await
+        .unwrap()
+        .action;
     r.advance(600);
-    assert_eq!(r.engine.sweep().await.unwrap().expired, 1, "the scheduled one lapses at not_after");
+    assert_eq!(
+        r.engine.sweep().await.unwrap().expired,
+        1,
+        "the scheduled one lapses at not_after"
+    );
     let s = r.load(&scheduled.id).await;
-    assert_eq!((s.state, s.reason(), s.actor.clone()), (State::Cancelled, Some("approval_expired"), countersign::domain::Actor::system()));
-    assert_eq!(r.load(&open.id).await.state, State::PendingApproval, "the other waits for the 1 h TTL");
+    assert_eq!(
+        (s.state, s.reason(), s.actor.clone()),
+        (
+            State::Cancelled,
+            Some("approval_expired"),
+            countersign::domain::Actor::system()
+        )
+    );
+    assert_eq!(
+        r.load(&open.id).await.state,
+        State::PendingApproval,
+        "the other waits for the 1 h TTL"
+    );
     r.advance(3000);
     // Approving after the TTL is refused and seals it, even before a sweep.
     let digest = open.approval.as_ref().unwrap().context_digest.clone();
-    let err = r.engine.approve(&r.who(keys::APPROVER), &open.id, &digest).await.unwrap_err();
-    assert!(matches!(err, Error::ActionSealed { state: State::Cancelled }), "{err:?}");
+    let err = r
+        .engine
+        .approve(&r.who(keys::APPROVER), &open.id, &digest)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::ActionSealed {
+                state: State::Cancelled
+            }
+        ),
+        "{err:?}"
+    );
     assert_eq!(r.load(&open.id).await.reason(), Some("approval_expired"));
     assert!(r.tools.received().is_empty());
 }
@@ -343,7 +537,12 @@ async fn sc_can_03_cancel_races_the_worker_200_pairs() {
     for (i, batch) in actions.chunks(20).enumerate() {
         let mut pairs = Vec::new();
         for (j, a) in batch.iter().enumerate() {
-            let (engine, who, wake, id) = (r.engine.clone(), r.who(keys::AGENT), wake_of(a), a.id.clone());
+            let (engine, who, wake, id) = (
+                r.engine.clone(),
+                r.who(keys::AGENT),
+                wake_of(a),
+                a.id.clone(),
+            );
             let cancel = {
                 let (engine, id) = (engine.clone(), id.clone());
                 async move { engine.cancel(&who, &id).await }
@@ -367,22 +566,39 @@ async fn sc_can_03_cancel_races_the_worker_200_pairs() {
             match (&cancelled, end.state) {
                 (Ok(c), State::Cancelled) => {
                     assert_eq!(c.state, State::Cancelled);
-                    assert_eq!(ran, 0, "the tool never runs after a winning cancel ({})", a.id);
-                    assert!(!matches!(resumed.as_ref().unwrap(), ResumeOutcome::Ran { .. }));
+                    assert_eq!(
+                        ran, 0,
+                        "the tool never runs after a winning cancel ({})",
+                        a.id
+                    );
+                    assert!(!matches!(
+                        resumed.as_ref().unwrap(),
+                        ResumeOutcome::Ran { .. }
+                    ));
                     cancels_won += 1;
                 }
                 (Err(Error::ActionExecuting | Error::ActionSealed { .. }), State::Succeeded) => {
                     assert_eq!(ran, 1, "the worker won and ran exactly once ({})", a.id);
-                    assert!(matches!(resumed.as_ref().unwrap(), ResumeOutcome::Ran { .. }));
+                    assert!(matches!(
+                        resumed.as_ref().unwrap(),
+                        ResumeOutcome::Ran { .. }
+                    ));
                     runs_won += 1;
                 }
-                other => panic!("not exactly one outcome for {}: {other:?} / {resumed:?}", a.id),
+                other => panic!(
+                    "not exactly one outcome for {}: {other:?} / {resumed:?}",
+                    a.id
+                ),
             }
         }
     }
     println!("SC-CAN-03: {PAIRS} pairs — cancel won {cancels_won}, worker won {runs_won}");
     assert_eq!(cancels_won + runs_won, PAIRS);
-    assert_eq!(r.tools.received().len(), runs_won, "no tool call outside the winners");
+    assert_eq!(
+        r.tools.received().len(),
+        runs_won,
+        "no tool call outside the winners"
+    );
     // Later wakes and sweeps change nothing.
     for a in &actions {
         r.engine.resume(&wake_of(a)).await.unwrap();
@@ -404,27 +620,55 @@ async fn webhook_answers_are_classified_and_capped() {
         }
     };
     // 4xx → failed, not retried.
-    r.tools.behave(Behaviour { status: 422, answer: json!({"why": "bad address"}), ..Behaviour::default() });
+    r.tools.behave(Behaviour {
+        status: 422,
+        answer: json!({"why": "bad address"}),
+        ..Behaviour::default()
+    });
     let a = run("search.web").await;
     assert_eq!(a.state, State::Failed);
-    assert_eq!(a.outcome.as_ref().unwrap().error.as_ref().unwrap()["status"], 422);
-    assert_eq!(a.outcome.as_ref().unwrap().error.as_ref().unwrap()["body"], json!({"why": "bad address"}));
+    assert_eq!(
+        a.outcome.as_ref().unwrap().error.as_ref().unwrap()["status"],
+        422
+    );
+    assert_eq!(
+        a.outcome.as_ref().unwrap().error.as_ref().unwrap()["body"],
+        json!({"why": "bad address"})
+    );
     assert_eq!(r.tools.count_for(&a.id), 1);
     // 5xx with recovery = fail → failed after one attempt.
-    r.tools.behave(Behaviour { status: 503, ..Behaviour::default() });
+    r.tools.behave(Behaviour {
+        status: 503,
+        ..Behaviour::default()
+    });
     let b = run("search.web").await;
     assert_eq!((b.state, r.tools.count_for(&b.id)), (State::Failed, 1));
     // Timeout (tool timeout is 2 s in this rig) → failed with kind timeout.
-    r.tools.behave(Behaviour { delay_ms: 3000, ..Behaviour::default() });
+    r.tools.behave(Behaviour {
+        delay_ms: 3000,
+        ..Behaviour::default()
+    });
     let c = run("search.web").await;
     assert_eq!(c.state, State::Failed);
-    assert_eq!(c.outcome.as_ref().unwrap().error.as_ref().unwrap()["kind"], "timeout");
+    assert_eq!(
+        c.outcome.as_ref().unwrap().error.as_ref().unwrap()["kind"],
+        "timeout"
+    );
     // A result over 64 KiB is not stored; the call still succeeded.
-    r.tools.behave(Behaviour { answer: json!({"blob": "x".repeat(70 * 1024)}), ..Behaviour::default() });
+    r.tools.behave(Behaviour {
+        answer: json!({"blob": "x".repeat(70 * 1024)}),
+        ..Behaviour::default()
+    });
     let d = run("search.web").await;
     assert_eq!(d.state, State::Succeeded);
-    assert_eq!(d.outcome.as_ref().unwrap().result.as_ref().unwrap()["truncated"], true);
-    assert!(r.tools.received().iter().all(|c| c.signature_ok), "every call is signed");
+    assert_eq!(
+        d.outcome.as_ref().unwrap().result.as_ref().unwrap()["truncated"],
+        true
+    );
+    assert!(
+        r.tools.received().iter().all(|c| c.signature_ok),
+        "every call is signed"
+    );
 }
 
 /// SPEC §5: 5xx on a `retry` tool is retried inside the window with the same Idempotency-Key.
@@ -434,10 +678,23 @@ async fn webhook_5xx_on_a_retry_tool_is_retried_with_the_same_identity() {
     let r = rig().await;
     let a = r.committed("report.build", 60, 600).await;
     r.advance(60);
-    r.tools.behave(Behaviour { status: 502, ..Behaviour::default() });
-    assert!(matches!(r.engine.resume(&wake_of(&a)).await.unwrap(), ResumeOutcome::Ran { state: State::Failed }));
+    r.tools.behave(Behaviour {
+        status: 502,
+        ..Behaviour::default()
+    });
+    assert!(matches!(
+        r.engine.resume(&wake_of(&a)).await.unwrap(),
+        ResumeOutcome::Ran {
+            state: State::Failed
+        }
+    ));
     let calls = r.tools.calls_for(&a.id);
     assert_eq!(calls.len(), 3, "three attempts per claim");
-    assert!(calls.iter().all(|c| c.idempotency_key.as_deref() == Some(a.id.as_str())));
-    assert_eq!(calls.iter().map(|c| c.attempt).collect::<Vec<_>>(), [1, 2, 3]);
+    assert!(calls
+        .iter()
+        .all(|c| c.idempotency_key.as_deref() == Some(a.id.as_str())));
+    assert_eq!(
+        calls.iter().map(|c| c.attempt).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
 }

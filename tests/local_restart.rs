@@ -11,7 +11,9 @@ async fn restart_rediscovers_committed_tickets_sc_rec_01() {
     let tools = ToolServer::start().await;
     let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
     let db = temp_db("restart");
-    let first = Server::start(config.clone(), &db, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let first = Server::start(config.clone(), &db, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
     let api = Api::new(first.addr);
 
     // One ticket whose window opens while the server is down, one that opens after the restart,
@@ -26,15 +28,30 @@ async fn restart_rediscovers_committed_tickets_sc_rec_01() {
     let (_, mail) = api
         .submit(keys::AGENT, json!({"tool": "mail.send", "args": {"k": "approved"}, "schedule": {"not_before": in_secs(3), "not_after": in_secs(60)}}))
         .await;
-    let (s, approved) = api.approve(mail["id"].as_str().unwrap(), mail["approval"]["context_digest"].as_str().unwrap()).await;
+    let (s, approved) = api
+        .approve(
+            mail["id"].as_str().unwrap(),
+            mail["approval"]["context_digest"].as_str().unwrap(),
+        )
+        .await;
     assert_eq!((s, approved["state"].as_str()), (200, Some("approved")));
-    let (_, pending) = api.submit(keys::AGENT, json!({"tool": "mail.send", "args": {"k": "pending"}})).await;
+    let (_, pending) = api
+        .submit(
+            keys::AGENT,
+            json!({"tool": "mail.send", "args": {"k": "pending"}}),
+        )
+        .await;
 
     first.shutdown().await.unwrap();
     tokio::time::sleep(std::time::Duration::from_secs(4)).await;
-    assert!(tools.received().is_empty(), "nothing ran while the server was down");
+    assert!(
+        tools.received().is_empty(),
+        "nothing ran while the server was down"
+    );
 
-    let second = Server::start(config, &db, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let second = Server::start(config, &db, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
     let api = Api::new(second.addr);
     for v in [&early, &late, &mail] {
         let id = v["id"].as_str().unwrap();
@@ -42,9 +59,16 @@ async fn restart_rediscovers_committed_tickets_sc_rec_01() {
         assert_eq!(done["state"], "succeeded", "{done}");
         let calls = tools.calls_for(id);
         assert_eq!(calls.len(), 1, "ran exactly once after the restart");
-        let not_before: jiff::Timestamp = v["schedule"]["not_before"].as_str().unwrap().parse().unwrap();
+        let not_before: jiff::Timestamp = v["schedule"]["not_before"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!(calls[0].at >= not_before, "never before not_before");
     }
-    assert_eq!(api.action(pending["id"].as_str().unwrap()).await["state"], "pending_approval");
+    assert_eq!(
+        api.action(pending["id"].as_str().unwrap()).await["state"],
+        "pending_approval"
+    );
     second.shutdown().await.unwrap();
 }

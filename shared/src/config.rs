@@ -108,7 +108,11 @@ pub enum Recovery {
 #[serde(tag = "executor")]
 pub enum Executor {
     #[serde(rename = "webhook")]
-    Webhook { url: String, secret_env: String, timeout_ms: u64 },
+    Webhook {
+        url: String,
+        secret_env: String,
+        timeout_ms: u64,
+    },
     #[serde(rename = "builtin.echo")]
     Echo,
 }
@@ -180,8 +184,16 @@ impl Config {
                 ..WindowRules::default()
             },
             allow_now_within: SignedDuration::from_secs(60),
-            sweep_interval: duration("limits.sweep_interval", raw.limits.sweep_interval.as_deref(), "60s")?,
-            run_deadline: duration("limits.run_deadline", raw.limits.run_deadline.as_deref(), "15m")?,
+            sweep_interval: duration(
+                "limits.sweep_interval",
+                raw.limits.sweep_interval.as_deref(),
+                "60s",
+            )?,
+            run_deadline: duration(
+                "limits.run_deadline",
+                raw.limits.run_deadline.as_deref(),
+                "15m",
+            )?,
         };
         if raw.tenants.is_empty() {
             return Err(ConfigError("no [tenants.<name>] declared".into()));
@@ -192,7 +204,11 @@ impl Config {
             let tenant = tenant(&name, raw_tenant, &mut keys)?;
             tenants.insert(name, tenant);
         }
-        Ok(Config { limits, tenants, keys })
+        Ok(Config {
+            limits,
+            tenants,
+            keys,
+        })
     }
 
     /// The principal a bearer key belongs to, by the key's SHA-256.
@@ -213,9 +229,12 @@ impl Tenant {
 
 fn duration(at: &str, raw: Option<&str>, default: &str) -> Result<SignedDuration, ConfigError> {
     let text = raw.unwrap_or(default);
-    let d: SignedDuration = text
-        .parse()
-        .map_err(|e| bad(at, format!("{text:?} is not a duration like \"90s\", \"5m\", \"24h\" ({e})")))?;
+    let d: SignedDuration = text.parse().map_err(|e| {
+        bad(
+            at,
+            format!("{text:?} is not a duration like \"90s\", \"5m\", \"24h\" ({e})"),
+        )
+    })?;
     if d <= SignedDuration::ZERO {
         return Err(bad(at, "must be positive"));
     }
@@ -228,23 +247,42 @@ fn tenant(
     keys: &mut HashMap<String, Principal>,
 ) -> Result<Tenant, ConfigError> {
     let at = format!("tenants.{name}");
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
         return Err(bad(&at, "tenant names use letters, digits, '-' and '_'"));
     }
-    let time_zone = TimeZone::get(&raw.time_zone)
-        .map_err(|e| bad(format!("{at}.time_zone"), format!("unknown IANA time zone {:?} ({e})", raw.time_zone)))?;
-    let approval_ttl = duration(&format!("{at}.approval_ttl"), raw.approval_ttl.as_deref(), "24h")?;
+    let time_zone = TimeZone::get(&raw.time_zone).map_err(|e| {
+        bad(
+            format!("{at}.time_zone"),
+            format!("unknown IANA time zone {:?} ({e})", raw.time_zone),
+        )
+    })?;
+    let approval_ttl = duration(
+        &format!("{at}.approval_ttl"),
+        raw.approval_ttl.as_deref(),
+        "24h",
+    )?;
 
     for (i, key) in raw.keys.into_iter().enumerate() {
         let key_at = format!("{at}.keys[{i}]");
         let hash = key.sha256.to_ascii_lowercase();
         if hash.len() != 64 || !hash.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(bad(&key_at, "sha256 must be the 64 hex digits of the key's SHA-256"));
+            return Err(bad(
+                &key_at,
+                "sha256 must be the 64 hex digits of the key's SHA-256",
+            ));
         }
         if key.id.trim().is_empty() {
             return Err(bad(&key_at, "id must not be empty"));
         }
-        let principal = Principal { tenant: name.to_owned(), role: key.role, id: key.id };
+        let principal = Principal {
+            tenant: name.to_owned(),
+            role: key.role,
+            id: key.id,
+        };
         if keys.insert(hash, principal).is_some() {
             return Err(bad(&key_at, "this key hash is declared twice"));
         }
@@ -257,9 +295,9 @@ fn tenant(
             return Err(bad(&rule_at, "tool glob must not be empty"));
         }
         let result = match (rule.decision, rule.result) {
-            (Decision::SetResult, Some(v)) => Some(
-                serde_json::to_value(v).map_err(|e| bad(&rule_at, format!("result: {e}")))?,
-            ),
+            (Decision::SetResult, Some(v)) => {
+                Some(serde_json::to_value(v).map_err(|e| bad(&rule_at, format!("result: {e}")))?)
+            }
             (Decision::SetResult, None) => {
                 return Err(bad(&rule_at, "decision set_result needs a result"));
             }
@@ -272,7 +310,10 @@ fn tenant(
     let mut tools = BTreeMap::new();
     for (tool_name, raw_tool) in raw.tools {
         let tool_at = format!("{at}.tools.{tool_name:?}");
-        tools.insert(tool_name.clone(), tool_entry(&tool_at, tool_name, raw_tool)?);
+        tools.insert(
+            tool_name.clone(),
+            tool_entry(&tool_at, tool_name, raw_tool)?,
+        );
     }
 
     Ok(Tenant {
@@ -294,7 +335,9 @@ fn tool_entry(at: &str, name: String, raw: RawTool) -> Result<ToolEntry, ConfigE
             if !matches!(parsed.scheme(), "http" | "https") {
                 return Err(bad(format!("{at}.url"), "must be http or https"));
             }
-            let secret_env = raw.secret_env.ok_or_else(|| bad(at, "a webhook needs secret_env"))?;
+            let secret_env = raw
+                .secret_env
+                .ok_or_else(|| bad(at, "a webhook needs secret_env"))?;
             if std::env::var(&secret_env).map_or(true, |v| v.is_empty()) {
                 return Err(bad(
                     format!("{at}.secret_env"),
@@ -302,7 +345,11 @@ fn tool_entry(at: &str, name: String, raw: RawTool) -> Result<ToolEntry, ConfigE
                 ));
             }
             let timeout = duration(&format!("{at}.timeout"), raw.timeout.as_deref(), "10s")?;
-            Executor::Webhook { url, secret_env, timeout_ms: timeout.as_millis() as u64 }
+            Executor::Webhook {
+                url,
+                secret_env,
+                timeout_ms: timeout.as_millis() as u64,
+            }
         }
         "builtin.echo" => {
             if raw.url.is_some() || raw.secret_env.is_some() || raw.timeout.is_some() {
@@ -310,7 +357,16 @@ fn tool_entry(at: &str, name: String, raw: RawTool) -> Result<ToolEntry, ConfigE
             }
             Executor::Echo
         }
-        other => return Err(bad(format!("{at}.executor"), format!("{other:?} is not one of \"webhook\", \"builtin.echo\""))),
+        other => {
+            return Err(bad(
+                format!("{at}.executor"),
+                format!("{other:?} is not one of \"webhook\", \"builtin.echo\""),
+            ))
+        }
     };
-    Ok(ToolEntry { name, executor, recovery: raw.recovery })
+    Ok(ToolEntry {
+        name,
+        executor,
+        recovery: raw.recovery,
+    })
 }

@@ -41,7 +41,13 @@ impl Server {
         let store = Arc::new(SqliteStore::open(db)?);
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let (waker, wakes) = InProcessWaker::new(clock.clone());
-        let engine = Arc::new(Engine::new(config.clone(), store, Arc::new(waker), tools, clock));
+        let engine = Arc::new(Engine::new(
+            config.clone(),
+            store,
+            Arc::new(waker),
+            tools,
+            clock,
+        ));
         let (stop, stopped) = watch::channel(false);
 
         let mut background = vec![tokio::spawn(deliver(engine.clone(), wakes))];
@@ -61,7 +67,13 @@ impl Server {
                 .await
         });
         tracing::info!(%addr, tenants = config.tenants.len(), "countersign is serving");
-        Ok(Server { addr, engine, stop, serving, background })
+        Ok(Server {
+            addr,
+            engine,
+            stop,
+            serving,
+            background,
+        })
     }
 
     /// Stop serving (in-flight requests finish), then stop timers and the sweep. Committed
@@ -76,7 +88,10 @@ impl Server {
     }
 
     /// Serve until `signal` resolves, then shut down.
-    pub async fn run_until(self, signal: impl std::future::Future<Output = ()>) -> std::io::Result<()> {
+    pub async fn run_until(
+        self,
+        signal: impl std::future::Future<Output = ()>,
+    ) -> std::io::Result<()> {
         signal.await;
         tracing::info!("shutting down");
         self.shutdown().await

@@ -15,7 +15,11 @@ pub enum Error {
     NotFound,
     /// Intake refusals: the action is recorded sealed `denied`; the id lets the caller read it.
     #[error("{message}")]
-    Refused { code: Refusal, message: String, action_id: String },
+    Refused {
+        code: Refusal,
+        message: String,
+        action_id: String,
+    },
     #[error("the approval context changed: approve the current context_digest")]
     ContextChanged { current_digest: String },
     #[error("the action is executing; it can no longer be cancelled")]
@@ -87,7 +91,10 @@ impl Refusal {
 
 impl Error {
     pub fn validation(param: &str, message: impl Into<String>) -> Self {
-        Error::Validation { param: param.to_owned(), message: message.into() }
+        Error::Validation {
+            param: param.to_owned(),
+            message: message.into(),
+        }
     }
 }
 

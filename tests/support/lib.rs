@@ -62,7 +62,11 @@ pub struct Behaviour {
 
 impl Default for Behaviour {
     fn default() -> Self {
-        Behaviour { status: 200, delay_ms: 0, answer: json!({"sent": true}) }
+        Behaviour {
+            status: 200,
+            delay_ms: 0,
+            answer: json!({"sent": true}),
+        }
     }
 }
 
@@ -84,8 +88,12 @@ pub struct ToolServer {
 impl ToolServer {
     pub async fn start() -> ToolServer {
         let state = ToolState::default();
-        let app = Router::new().route("/{*path}", post(receive)).with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind tool server");
+        let app = Router::new()
+            .route("/{*path}", post(receive))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind tool server");
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         ToolServer { addr, state }
@@ -117,7 +125,10 @@ impl ToolServer {
     }
 
     pub fn calls_for(&self, action_id: &str) -> Vec<Received> {
-        self.received().into_iter().filter(|r| r.action_id == action_id).collect()
+        self.received()
+            .into_iter()
+            .filter(|r| r.action_id == action_id)
+            .collect()
     }
 
     pub fn count_for(&self, action_id: &str) -> usize {
@@ -125,7 +136,11 @@ impl ToolServer {
     }
 }
 
-async fn receive(State(state): State<ToolState>, headers: HeaderMap, body: Bytes) -> (StatusCode, String) {
+async fn receive(
+    State(state): State<ToolState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, String) {
     let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let signature_ok = headers
         .get("countersign-signature")
@@ -137,7 +152,10 @@ async fn receive(State(state): State<ToolState>, headers: HeaderMap, body: Bytes
         .unwrap_or(false);
     state.received.lock().unwrap().push(Received {
         action_id: parsed["action_id"].as_str().unwrap_or_default().to_owned(),
-        idempotency_key: headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(str::to_owned),
+        idempotency_key: headers
+            .get("idempotency-key")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
         attempt: parsed["attempt"].as_u64().unwrap_or(0),
         signature_ok,
         at: Timestamp::now(),
@@ -151,7 +169,10 @@ async fn receive(State(state): State<ToolState>, headers: HeaderMap, body: Bytes
     if b.delay_ms > 0 {
         tokio::time::sleep(std::time::Duration::from_millis(b.delay_ms)).await;
     }
-    (StatusCode::from_u16(b.status).unwrap(), b.answer.to_string())
+    (
+        StatusCode::from_u16(b.status).unwrap(),
+        b.answer.to_string(),
+    )
 }
 
 /// The test configuration: tenant `acme` (tools served by `tools`) and tenant `globex`.
@@ -247,7 +268,10 @@ pub struct Api {
 
 impl Api {
     pub fn new(addr: SocketAddr) -> Api {
-        Api { base: format!("http://{addr}"), http: reqwest::Client::new() }
+        Api {
+            base: format!("http://{addr}"),
+            http: reqwest::Client::new(),
+        }
     }
 
     pub async fn send(
@@ -272,19 +296,31 @@ impl Api {
         let status = res.status().as_u16();
         let headers = res.headers().clone();
         let bytes = res.bytes().await.unwrap();
-        let value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).expect("every answer is JSON") };
+        let value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).expect("every answer is JSON")
+        };
         (status, value, headers)
     }
 
     pub async fn post(&self, path: &str, key: &str, body: Value) -> (u16, Value) {
         let (s, v, _) = self
-            .send(reqwest::Method::POST, path, Some(key), Some(body.to_string().into_bytes()), &[])
+            .send(
+                reqwest::Method::POST,
+                path,
+                Some(key),
+                Some(body.to_string().into_bytes()),
+                &[],
+            )
             .await;
         (s, v)
     }
 
     pub async fn get(&self, path: &str, key: &str) -> (u16, Value) {
-        let (s, v, _) = self.send(reqwest::Method::GET, path, Some(key), None, &[]).await;
+        let (s, v, _) = self
+            .send(reqwest::Method::GET, path, Some(key), None, &[])
+            .await;
         (s, v)
     }
 
@@ -299,7 +335,12 @@ impl Api {
     }
 
     pub async fn approve(&self, id: &str, digest: &str) -> (u16, Value) {
-        self.post(&format!("/v1/actions/{id}/approve"), keys::APPROVER, json!({"context_digest": digest})).await
+        self.post(
+            &format!("/v1/actions/{id}/approve"),
+            keys::APPROVER,
+            json!({"context_digest": digest}),
+        )
+        .await
     }
 
     /// Poll until the action is sealed (or `secs` pass); returns its last view.

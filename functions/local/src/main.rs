@@ -5,13 +5,21 @@ use countersign::{config::Config, embedded::Server};
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 #[derive(Parser, Debug)]
-#[command(name = "countersign-local", version, about = "Run countersign on one machine")]
+#[command(
+    name = "countersign-local",
+    version,
+    about = "Run countersign on one machine"
+)]
 struct Args {
     /// Address to serve the API on.
     #[arg(long, env = "COUNTERSIGN_LISTEN", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
     /// The configuration document (tenants, keys, policy, tools).
-    #[arg(long, env = "COUNTERSIGN_CONFIG_FILE", default_value = "config/local.toml")]
+    #[arg(
+        long,
+        env = "COUNTERSIGN_CONFIG_FILE",
+        default_value = "config/local.toml"
+    )]
     config: PathBuf,
     /// The SQLite database file (created if missing).
     #[arg(long, env = "COUNTERSIGN_DB", default_value = "countersign.db")]
@@ -61,7 +69,9 @@ async fn shutdown_signal() {
 fn init_logs(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if json {
         builder.json().init();
     } else {

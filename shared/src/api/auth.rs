@@ -22,6 +22,11 @@ impl FromRequestParts<Arc<Engine>> for Caller {
             .map(str::trim)
             .filter(|k| !k.is_empty())
             .ok_or(Error::Unauthenticated)?;
-        engine.config().principal(key).cloned().map(Caller).ok_or(Error::Unauthenticated)
+        engine
+            .config()
+            .principal(key)
+            .cloned()
+            .map(Caller)
+            .ok_or(Error::Unauthenticated)
     }
 }

@@ -34,7 +34,9 @@ impl Error {
             Error::Validation { param, .. } => error["param"] = json!(param),
             Error::Refused { action_id, .. } => error["action_id"] = json!(action_id),
             Error::ActionSealed { state } => error["state"] = json!(state),
-            Error::ContextChanged { current_digest } => error["context_digest"] = json!(current_digest),
+            Error::ContextChanged { current_digest } => {
+                error["context_digest"] = json!(current_digest)
+            }
             // Never leak internals to callers; the log has them.
             Error::Internal(_) => error["message"] = json!("internal error"),
             _ => {}

@@ -81,7 +81,10 @@ async fn submit(
     body: Body,
 ) -> Result<Response, Error> {
     let key = match headers.get("idempotency-key") {
-        Some(v) => Some(v.to_str().map_err(|_| Error::validation("Idempotency-Key", "must be visible ASCII"))?),
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| Error::validation("Idempotency-Key", "must be visible ASCII"))?,
+        ),
         None => None,
     };
     let req: SubmitRequest = read_json(body).await?;
@@ -93,13 +96,23 @@ async fn submit(
     };
     let mut response = action_response(status, &submitted.action);
     if submitted.replayed {
-        response.headers_mut().insert("idempotent-replayed", "true".parse().expect("static header"));
+        response.headers_mut().insert(
+            "idempotent-replayed",
+            "true".parse().expect("static header"),
+        );
     }
     Ok(response)
 }
 
-async fn get_action(Shared(engine): Shared<Arc<Engine>>, Caller(who): Caller, Path(id): Path<String>) -> Result<Response, Error> {
-    Ok(action_response(StatusCode::OK, &engine.get(&who, &id).await?))
+async fn get_action(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Error> {
+    Ok(action_response(
+        StatusCode::OK,
+        &engine.get(&who, &id).await?,
+    ))
 }
 
 async fn list(
@@ -117,10 +130,19 @@ async fn list(
             }
             "agent_id" => filter.agent_id = Some(value),
             "limit" => {
-                filter.limit = Some(value.parse().map_err(|_| Error::validation("limit", "limit must be a whole number"))?)
+                filter.limit = Some(
+                    value
+                        .parse()
+                        .map_err(|_| Error::validation("limit", "limit must be a whole number"))?,
+                )
             }
             "cursor" => filter.cursor = Some(value),
-            other => return Err(Error::validation(other, format!("unknown query parameter {other:?}"))),
+            other => {
+                return Err(Error::validation(
+                    other,
+                    format!("unknown query parameter {other:?}"),
+                ))
+            }
         }
     }
     let (actions, next_cursor) = engine.list(&who, filter).await?;
@@ -128,7 +150,11 @@ async fn list(
     Ok(Json(json!({"data": data, "next_cursor": next_cursor})).into_response())
 }
 
-async fn events(Shared(engine): Shared<Arc<Engine>>, Caller(who): Caller, Path(id): Path<String>) -> Result<Response, Error> {
+async fn events(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Error> {
     let events = engine.events(&who, &id).await?;
     Ok(Json(json!({"data": events})).into_response())
 }
@@ -146,7 +172,10 @@ async fn approve(
     body: Body,
 ) -> Result<Response, Error> {
     let body: ApproveBody = read_json(body).await?;
-    Ok(action_response(StatusCode::OK, &engine.approve(&who, &id, &body.context_digest).await?))
+    Ok(action_response(
+        StatusCode::OK,
+        &engine.approve(&who, &id, &body.context_digest).await?,
+    ))
 }
 
 #[derive(Deserialize)]
@@ -162,11 +191,21 @@ async fn deny(
     body: Body,
 ) -> Result<Response, Error> {
     let body: DenyBody = read_json(body).await?;
-    Ok(action_response(StatusCode::OK, &engine.deny(&who, &id, &body.reason).await?))
+    Ok(action_response(
+        StatusCode::OK,
+        &engine.deny(&who, &id, &body.reason).await?,
+    ))
 }
 
-async fn cancel(Shared(engine): Shared<Arc<Engine>>, Caller(who): Caller, Path(id): Path<String>) -> Result<Response, Error> {
-    Ok(action_response(StatusCode::OK, &engine.cancel(&who, &id).await?))
+async fn cancel(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Error> {
+    Ok(action_response(
+        StatusCode::OK,
+        &engine.cancel(&who, &id).await?,
+    ))
 }
 
 #[derive(Deserialize, Default)]
@@ -176,7 +215,11 @@ struct StopBody {
     agent_id: Option<String>,
 }
 
-async fn stop(Shared(engine): Shared<Arc<Engine>>, Caller(who): Caller, body: Body) -> Result<Response, Error> {
+async fn stop(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+    body: Body,
+) -> Result<Response, Error> {
     let bytes = axum::body::to_bytes(body, MAX_BODY)
         .await
         .map_err(|_| Error::PayloadTooLarge(format!("the body exceeds {MAX_BODY} bytes")))?;
@@ -190,7 +233,11 @@ async fn stop(Shared(engine): Shared<Arc<Engine>>, Caller(who): Caller, body: Bo
     Ok((StatusCode::CREATED, Json(json!(stop))).into_response())
 }
 
-async fn lift_stop(Shared(engine): Shared<Arc<Engine>>, Caller(who): Caller, Path(scope): Path<String>) -> Result<Response, Error> {
+async fn lift_stop(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+    Path(scope): Path<String>,
+) -> Result<Response, Error> {
     engine.lift_stop(&who, &scope).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

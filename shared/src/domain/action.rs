@@ -101,13 +101,22 @@ pub struct Actor {
 
 impl Actor {
     pub fn system() -> Self {
-        Actor { kind: ActorKind::System, id: None }
+        Actor {
+            kind: ActorKind::System,
+            id: None,
+        }
     }
     pub fn agent(id: &str) -> Self {
-        Actor { kind: ActorKind::Agent, id: Some(id.to_owned()) }
+        Actor {
+            kind: ActorKind::Agent,
+            id: Some(id.to_owned()),
+        }
     }
     pub fn user(id: &str) -> Self {
-        Actor { kind: ActorKind::User, id: Some(id.to_owned()) }
+        Actor {
+            kind: ActorKind::User,
+            id: Some(id.to_owned()),
+        }
     }
 }
 
@@ -137,7 +146,10 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn reason(reason: &str) -> Self {
-        Outcome { reason: Some(reason.to_owned()), ..Outcome::default() }
+        Outcome {
+            reason: Some(reason.to_owned()),
+            ..Outcome::default()
+        }
     }
 }
 
@@ -191,8 +203,7 @@ pub struct Malformed(pub String);
 impl Action {
     /// Load a stored record, failing closed on anything inconsistent (SPEC §1.2).
     pub fn from_stored(bytes: &[u8]) -> Result<Action, Malformed> {
-        let action: Action =
-            serde_json::from_slice(bytes).map_err(|e| Malformed(e.to_string()))?;
+        let action: Action = serde_json::from_slice(bytes).map_err(|e| Malformed(e.to_string()))?;
         action.check_invariants()?;
         Ok(action)
     }

@@ -44,7 +44,15 @@ impl Event {
         reason: Option<String>,
     ) -> Event {
         let hash = Self::hash_of(previous_hash, seq, at, &actor, from, to, reason.as_deref());
-        Event { seq, at, actor, from, to, reason, hash }
+        Event {
+            seq,
+            at,
+            actor,
+            from,
+            to,
+            reason,
+            hash,
+        }
     }
 
     fn hash_of(
@@ -57,7 +65,14 @@ impl Event {
         reason: Option<&str>,
     ) -> String {
         let mut bytes = previous_hash.as_bytes().to_vec();
-        bytes.extend(canonical::to_canonical(&Unhashed { seq, at, actor, from, to, reason }));
+        bytes.extend(canonical::to_canonical(&Unhashed {
+            seq,
+            at,
+            actor,
+            from,
+            to,
+            reason,
+        }));
         canonical::sha256_hex(&bytes)
     }
 
@@ -70,10 +85,20 @@ impl Event {
                 return Err(format!("event {} has seq {}", i + 1, e.seq));
             }
             if e.from != state {
-                return Err(format!("event {} starts from {:?}, chain is at {:?}", e.seq, e.from, state));
+                return Err(format!(
+                    "event {} starts from {:?}, chain is at {:?}",
+                    e.seq, e.from, state
+                ));
             }
-            let expect =
-                Self::hash_of(&previous, e.seq, e.at, &e.actor, e.from, e.to, e.reason.as_deref());
+            let expect = Self::hash_of(
+                &previous,
+                e.seq,
+                e.at,
+                &e.actor,
+                e.from,
+                e.to,
+                e.reason.as_deref(),
+            );
             if expect != e.hash {
                 return Err(format!("event {} hash does not match", e.seq));
             }

@@ -12,7 +12,10 @@ pub fn to_canonical<T: Serialize>(value: &T) -> Vec<u8> {
 
 /// `sha256:<hex>` of the canonical form.
 pub fn digest<T: Serialize>(value: &T) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(to_canonical(value))))
+    format!(
+        "sha256:{}",
+        hex::encode(Sha256::digest(to_canonical(value)))
+    )
 }
 
 /// Plain hex sha256 of raw bytes.

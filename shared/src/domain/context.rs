@@ -62,7 +62,10 @@ mod tests {
     use super::*;
 
     fn window(a: &str, b: &str) -> Window {
-        Window { not_before: a.parse().unwrap(), not_after: b.parse().unwrap() }
+        Window {
+            not_before: a.parse().unwrap(),
+            not_after: b.parse().unwrap(),
+        }
     }
 
     #[test]

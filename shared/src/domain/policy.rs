@@ -15,7 +15,12 @@ pub struct Rule {
 
 impl Rule {
     pub fn new(tool: &str, decision: Decision, result: Option<Value>) -> Self {
-        Rule { tool: tool.to_owned(), pattern: WildMatch::new(tool), decision, result }
+        Rule {
+            tool: tool.to_owned(),
+            pattern: WildMatch::new(tool),
+            decision,
+            result,
+        }
     }
 }
 
@@ -32,8 +37,16 @@ pub fn gate(rules: &[Rule], tool: &str) -> Gate {
     rules
         .iter()
         .find(|r| r.pattern.matches(tool))
-        .map(|r| Gate { decision: r.decision, result: r.result.clone(), rule: Some(r.tool.clone()) })
-        .unwrap_or(Gate { decision: Decision::Deny, result: None, rule: None })
+        .map(|r| Gate {
+            decision: r.decision,
+            result: r.result.clone(),
+            rule: Some(r.tool.clone()),
+        })
+        .unwrap_or(Gate {
+            decision: Decision::Deny,
+            result: None,
+            rule: None,
+        })
 }
 
 #[cfg(test)]
@@ -48,7 +61,10 @@ mod tests {
             Rule::new("*", Decision::Schedule, None),
         ];
         assert_eq!(gate(&rules, "mail.send").decision, Decision::Allow);
-        assert_eq!(gate(&rules, "mail.draft").decision, Decision::RequireApproval);
+        assert_eq!(
+            gate(&rules, "mail.draft").decision,
+            Decision::RequireApproval
+        );
         assert_eq!(gate(&rules, "deploy").decision, Decision::Schedule);
         assert_eq!(gate(&rules[..2], "deploy").decision, Decision::Deny);
         assert_eq!(gate(&[], "x").decision, Decision::Deny);

@@ -124,16 +124,22 @@ impl TryFrom<TicketRecord> for Ticket {
             ("tool", &r.target.tool),
         ];
         if let Some((name, _)) = non_empty.iter().find(|(_, v)| v.is_empty()) {
-            return Err(format!("ticket must contain one valid closed await target: empty {name}"));
+            return Err(format!(
+                "ticket must contain one valid closed await target: empty {name}"
+            ));
         }
         if !r.correlation_id.starts_with("cor_") || !r.action_id.starts_with("act_") {
             return Err("ticket must contain one valid closed await target: bad ids".into());
         }
         if !r.target.args.is_object() {
-            return Err("ticket must contain one valid closed await target: args not an object".into());
+            return Err(
+                "ticket must contain one valid closed await target: args not an object".into(),
+            );
         }
         if r.due_at > r.deadline {
-            return Err("ticket must contain one valid closed await target: due after deadline".into());
+            return Err(
+                "ticket must contain one valid closed await target: due after deadline".into(),
+            );
         }
         Ok(Ticket(r))
     }
@@ -194,7 +200,10 @@ mod tests {
         v.as_object_mut().unwrap().remove("tenant");
         cases.push(v);
         for case in cases {
-            assert!(serde_json::from_value::<Ticket>(case.clone()).is_err(), "{case}");
+            assert!(
+                serde_json::from_value::<Ticket>(case.clone()).is_err(),
+                "{case}"
+            );
         }
     }
 }

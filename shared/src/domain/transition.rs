@@ -36,7 +36,11 @@ impl Transition {
             reason.map(str::to_owned),
         );
         action.chain_head = event.hash.clone();
-        Transition { expected: None, action, event }
+        Transition {
+            expected: None,
+            action,
+            event,
+        }
     }
 
     /// Move `current` to `to`. Sealing clears the ticket and lease: a sealed action has
@@ -70,7 +74,11 @@ impl Transition {
             reason.map(str::to_owned),
         );
         next.chain_head = event.hash.clone();
-        Transition { expected: Some((current.state, current.version)), action: next, event }
+        Transition {
+            expected: Some((current.state, current.version)),
+            action: next,
+            event,
+        }
     }
 
     /// Seal with a reason (cancel, deny, expiry, stop, missed window, …).
@@ -83,15 +91,27 @@ impl Transition {
     }
 
     /// Countersign: `pending_approval → approved`, committing the ticket.
-    pub fn approve(current: &Action, approver: &str, ticket: TicketTerms<'_>, now: Timestamp) -> Self {
+    pub fn approve(
+        current: &Action,
+        approver: &str,
+        ticket: TicketTerms<'_>,
+        now: Timestamp,
+    ) -> Self {
         let ticket = ticket.build(current);
-        Self::advance(current, State::Approved, Actor::user(approver), Some("approved"), now, |a| {
-            if let Some(approval) = a.approval.as_mut() {
-                approval.approver = Some(approver.to_owned());
-                approval.decided_at = Some(now);
-            }
-            a.ticket = Some(ticket);
-        })
+        Self::advance(
+            current,
+            State::Approved,
+            Actor::user(approver),
+            Some("approved"),
+            now,
+            |a| {
+                if let Some(approval) = a.approval.as_mut() {
+                    approval.approver = Some(approver.to_owned());
+                    approval.decided_at = Some(now);
+                }
+                a.ticket = Some(ticket);
+            },
+        )
     }
 
     /// Claim: `approved → executing` (or a recovery re-claim of an expired lease with a new
@@ -99,19 +119,48 @@ impl Transition {
     pub fn claim(current: &Action, owner: &str, lease_until: Timestamp, now: Timestamp) -> Self {
         let epoch = current.lease.as_ref().map_or(0, |l| l.epoch) + 1;
         let reason = if epoch == 1 { "claimed" } else { "reclaimed" };
-        Self::advance(current, State::Executing, Actor::system(), Some(reason), now, |a| {
-            a.lease = Some(Lease { owner: owner.to_owned(), epoch, until: lease_until });
-        })
+        Self::advance(
+            current,
+            State::Executing,
+            Actor::system(),
+            Some(reason),
+            now,
+            |a| {
+                a.lease = Some(Lease {
+                    owner: owner.to_owned(),
+                    epoch,
+                    until: lease_until,
+                });
+            },
+        )
     }
 
     /// The tool answered: `executing → succeeded | failed`.
     pub fn finish(current: &Action, result: Result<Value, Value>, now: Timestamp) -> Self {
         let (to, outcome) = match result {
-            Ok(result) => (State::Succeeded, Outcome { result: Some(result), ..Outcome::default() }),
-            Err(error) => (State::Failed, Outcome { error: Some(error), ..Outcome::default() }),
+            Ok(result) => (
+                State::Succeeded,
+                Outcome {
+                    result: Some(result),
+                    ..Outcome::default()
+                },
+            ),
+            Err(error) => (
+                State::Failed,
+                Outcome {
+                    error: Some(error),
+                    ..Outcome::default()
+                },
+            ),
         };
-        let reason = if to == State::Succeeded { "tool_succeeded" } else { "tool_failed" };
-        Self::advance(current, to, Actor::system(), Some(reason), now, |a| a.outcome = Some(outcome))
+        let reason = if to == State::Succeeded {
+            "tool_succeeded"
+        } else {
+            "tool_failed"
+        };
+        Self::advance(current, to, Actor::system(), Some(reason), now, |a| {
+            a.outcome = Some(outcome)
+        })
     }
 }
 

@@ -44,7 +44,9 @@ impl Window {
             ));
         }
         if not_after <= now {
-            return Err(format!("not_after ({not_after}) has already passed (now {now})"));
+            return Err(format!(
+                "not_after ({not_after}) has already passed (now {now})"
+            ));
         }
         if not_after.duration_since(now) > rules.max_ahead {
             return Err(format!(
@@ -52,7 +54,10 @@ impl Window {
                 rules.max_ahead
             ));
         }
-        Ok(Window { not_before, not_after })
+        Ok(Window {
+            not_before,
+            not_after,
+        })
     }
 
     pub fn opens_after(&self, now: Timestamp) -> bool {
@@ -67,7 +72,9 @@ impl Window {
 fn parse_instant(field: &str, raw: Option<&str>) -> Result<Timestamp, String> {
     let raw = raw.ok_or_else(|| format!("{field} is required"))?;
     raw.parse::<Timestamp>().map_err(|e| {
-        format!("{field} must be an RFC 3339 time with an offset, e.g. 2026-10-21T17:30:00+02:00 ({e})")
+        format!(
+            "{field} must be an RFC 3339 time with an offset, e.g. 2026-10-21T17:30:00+02:00 ({e})"
+        )
     })
 }
 
@@ -91,14 +98,29 @@ mod tests {
 
     #[test]
     fn sc_int_02_rejects_each_bad_shape() {
-        assert!(check("2026-10-21T17:30:00", "2026-10-21T19:30:00Z").unwrap_err().contains("offset"));
-        assert!(check("yesterday", "2026-10-21T19:30:00Z").unwrap_err().contains("not_before"));
-        assert!(check("2026-10-21T13:00:00Z", "2026-10-21T13:04:59Z").unwrap_err().contains("at least"));
-        assert!(check("2026-10-21T10:00:00Z", "2026-10-21T11:00:00Z").unwrap_err().contains("passed"));
-        assert!(check("2026-10-24T11:00:00Z", "2026-10-24T12:00:01Z").unwrap_err().contains("within"));
-        assert!(Window::requested(None, Some("2026-10-21T19:30:00Z"), now(), WindowRules::default())
+        assert!(check("2026-10-21T17:30:00", "2026-10-21T19:30:00Z")
             .unwrap_err()
-            .contains("required"));
+            .contains("offset"));
+        assert!(check("yesterday", "2026-10-21T19:30:00Z")
+            .unwrap_err()
+            .contains("not_before"));
+        assert!(check("2026-10-21T13:00:00Z", "2026-10-21T13:04:59Z")
+            .unwrap_err()
+            .contains("at least"));
+        assert!(check("2026-10-21T10:00:00Z", "2026-10-21T11:00:00Z")
+            .unwrap_err()
+            .contains("passed"));
+        assert!(check("2026-10-24T11:00:00Z", "2026-10-24T12:00:01Z")
+            .unwrap_err()
+            .contains("within"));
+        assert!(Window::requested(
+            None,
+            Some("2026-10-21T19:30:00Z"),
+            now(),
+            WindowRules::default()
+        )
+        .unwrap_err()
+        .contains("required"));
     }
 
     #[test]

@@ -9,41 +9,78 @@ use crate::{
 };
 
 impl Engine {
-    pub async fn approve(&self, who: &Principal, action_id: &str, context_digest: &str) -> Result<Action, Error> {
+    pub async fn approve(
+        &self,
+        who: &Principal,
+        action_id: &str,
+        context_digest: &str,
+    ) -> Result<Action, Error> {
         require(who, &[Role::Approver], "approve actions")?;
         let action = self.load(&who.tenant, action_id).await?;
         if action.agent_id == who.id {
-            return Err(Error::Forbidden("an approver cannot approve an action submitted under its own identity".into()));
+            return Err(Error::Forbidden(
+                "an approver cannot approve an action submitted under its own identity".into(),
+            ));
         }
         let tenant = self.tenant(&action.tenant)?;
         let now = self.clock.now();
         let approval = match (action.state, &action.approval) {
             (State::PendingApproval, Some(approval)) => approval,
             // A retried approve of the same context is answered, not refused.
-            (State::Approved | State::Executing, Some(a)) if a.context_digest == context_digest => return Ok(action),
-            (State::Approved | State::Executing, _) => return Err(Error::ContextChanged { current_digest: current_digest(&action) }),
+            (State::Approved | State::Executing, Some(a)) if a.context_digest == context_digest => {
+                return Ok(action)
+            }
+            (State::Approved | State::Executing, _) => {
+                return Err(Error::ContextChanged {
+                    current_digest: current_digest(&action),
+                })
+            }
             (state, _) => return Err(Error::ActionSealed { state }),
         };
         // SC-APP-04: a lapsed approval is sealed here too, not only by the sweep.
         if now >= approval.expires_at {
-            let sealed = self.seal(&action, State::Cancelled, Actor::system(), "approval_expired").await?;
-            return Err(Error::ActionSealed { state: sealed.state });
+            let sealed = self
+                .seal(
+                    &action,
+                    State::Cancelled,
+                    Actor::system(),
+                    "approval_expired",
+                )
+                .await?;
+            return Err(Error::ActionSealed {
+                state: sealed.state,
+            });
         }
         // SC-APP-02
         if approval.context_digest != context_digest {
-            return Err(Error::ContextChanged { current_digest: approval.context_digest.clone() });
+            return Err(Error::ContextChanged {
+                current_digest: approval.context_digest.clone(),
+            });
         }
         let Some(tool) = tenant.tool(&action.tool) else {
-            let sealed = self.seal(&action, State::Cancelled, Actor::system(), "catalog_changed").await?;
-            return Err(Error::ActionSealed { state: sealed.state });
+            let sealed = self
+                .seal(
+                    &action,
+                    State::Cancelled,
+                    Actor::system(),
+                    "catalog_changed",
+                )
+                .await?;
+            return Err(Error::ActionSealed {
+                state: sealed.state,
+            });
         };
         // SC-APP-03
         let terms = TicketTerms {
             catalog_fingerprint: &tool.fingerprint(),
             due_at: action.schedule.map_or(now, |w| w.not_before.max(now)),
-            deadline: action
-                .schedule
-                .map_or_else(|| now.saturating_add(self.config.limits.run_deadline).expect("in range"), |w| w.not_after),
+            deadline: action.schedule.map_or_else(
+                || {
+                    now.saturating_add(self.config.limits.run_deadline)
+                        .expect("in range")
+                },
+                |w| w.not_after,
+            ),
         };
         let t = Transition::approve(&action, &who.id, terms, now);
         match self.commit_or_reload(&t).await? {
@@ -51,35 +88,60 @@ impl Engine {
                 tracing::info!(tenant = %approved.tenant, action_id = %approved.id, approver = %who.id, "approved; ticket committed");
                 self.dispatch(approved).await
             }
-            Committed::Lost(current) if current.state.is_sealed() => Err(Error::ActionSealed { state: current.state }),
+            Committed::Lost(current) if current.state.is_sealed() => Err(Error::ActionSealed {
+                state: current.state,
+            }),
             Committed::Lost(current) => Ok(current),
         }
     }
 
-    pub async fn deny(&self, who: &Principal, action_id: &str, reason: &str) -> Result<Action, Error> {
+    pub async fn deny(
+        &self,
+        who: &Principal,
+        action_id: &str,
+        reason: &str,
+    ) -> Result<Action, Error> {
         require(who, &[Role::Approver], "deny actions")?;
         let reason = reason.trim();
         if reason.is_empty() || reason.len() > 1000 {
-            return Err(Error::validation("reason", "reason must be 1–1000 characters"));
+            return Err(Error::validation(
+                "reason",
+                "reason must be 1–1000 characters",
+            ));
         }
         let action = self.load(&who.tenant, action_id).await?;
         match action.state {
             State::PendingApproval => {}
-            State::Approved => return Err(Error::validation("state", "the action is already approved; cancel it instead")),
+            State::Approved => {
+                return Err(Error::validation(
+                    "state",
+                    "the action is already approved; cancel it instead",
+                ))
+            }
             State::Executing => return Err(Error::ActionExecuting),
             state => return Err(Error::ActionSealed { state }),
         }
         // SC-APP-05
-        let sealed = self.seal(&action, State::Denied, Actor::user(&who.id), reason).await?;
+        let sealed = self
+            .seal(&action, State::Denied, Actor::user(&who.id), reason)
+            .await?;
         if sealed.state == State::Denied && sealed.actor == Actor::user(&who.id) {
             Ok(sealed)
         } else {
-            Err(Error::ActionSealed { state: sealed.state })
+            Err(Error::ActionSealed {
+                state: sealed.state,
+            })
         }
     }
 
     /// Seal `action` unless someone else changed it first; returns the record as it stands.
-    pub(super) async fn seal(&self, action: &Action, to: State, actor: Actor, reason: &str) -> Result<Action, Error> {
+    pub(super) async fn seal(
+        &self,
+        action: &Action,
+        to: State,
+        actor: Actor,
+        reason: &str,
+    ) -> Result<Action, Error> {
         let t = Transition::seal(action, to, actor, reason, self.clock.now());
         let current = match self.commit_or_reload(&t).await? {
             Committed::Won(a) => {
@@ -93,5 +155,9 @@ impl Engine {
 }
 
 fn current_digest(action: &Action) -> String {
-    action.approval.as_ref().map(|a| a.context_digest.clone()).unwrap_or_default()
+    action
+        .approval
+        .as_ref()
+        .map(|a| a.context_digest.clone())
+        .unwrap_or_default()
 }

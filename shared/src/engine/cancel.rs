@@ -14,7 +14,11 @@ impl Engine {
         let action = self.load(&who.tenant, action_id).await?;
         let actor = match who.role {
             Role::Agent if who.id == action.agent_id => Actor::agent(&who.id),
-            Role::Agent => return Err(Error::Forbidden("an agent may cancel only its own actions".into())),
+            Role::Agent => {
+                return Err(Error::Forbidden(
+                    "an agent may cancel only its own actions".into(),
+                ))
+            }
             Role::Approver | Role::Admin => Actor::user(&who.id),
         };
         match action.state {
@@ -22,7 +26,13 @@ impl Engine {
             State::Executing => return Err(Error::ActionExecuting),
             state => return Err(Error::ActionSealed { state }),
         }
-        let t = Transition::seal(&action, State::Cancelled, actor, "cancelled", self.clock.now());
+        let t = Transition::seal(
+            &action,
+            State::Cancelled,
+            actor,
+            "cancelled",
+            self.clock.now(),
+        );
         match self.commit_or_reload(&t).await? {
             Committed::Won(cancelled) => {
                 tracing::info!(tenant = %cancelled.tenant, action_id = %cancelled.id, by = %who.id, "cancelled");
@@ -48,7 +58,10 @@ impl Engine {
         require(who, &[Role::Admin], "set stops")?;
         if let Some(id) = agent_id {
             if id.trim().is_empty() || id == "*" {
-                return Err(Error::validation("agent_id", "agent_id must be an agent id; omit it to stop the tenant"));
+                return Err(Error::validation(
+                    "agent_id",
+                    "agent_id must be an agent id; omit it to stop the tenant",
+                ));
             }
         }
         let stop = Stop {

@@ -76,8 +76,13 @@ impl Engine {
             .schedule
             .as_ref()
             .map(|w| {
-                Window::requested(w.not_before.as_deref(), w.not_after.as_deref(), now, self.config.limits.window)
-                    .map_err(|m| Error::validation("schedule", m))
+                Window::requested(
+                    w.not_before.as_deref(),
+                    w.not_after.as_deref(),
+                    now,
+                    self.config.limits.window,
+                )
+                .map_err(|m| Error::validation("schedule", m))
             })
             .transpose()?;
 
@@ -126,7 +131,9 @@ impl Engine {
                 let key = idempotency_key.expect("checked");
                 return match self.replay(who, key, &payload_digest, now).await? {
                     Some(replay) => replay,
-                    None => Err(Error::Unavailable("idempotency record vanished; retry".into())),
+                    None => Err(Error::Unavailable(
+                        "idempotency record vanished; retry".into(),
+                    )),
                 };
             }
             Err(e) => return Err(e.into()),
@@ -136,9 +143,7 @@ impl Engine {
             decision = ?action.decision, state = %action.state, "action submitted");
 
         let action = match action.state {
-            State::Approved => {
-                self.dispatch(action).await?
-            }
+            State::Approved => self.dispatch(action).await?,
             _ => action,
         };
         answer(action, false)
@@ -152,7 +157,11 @@ impl Engine {
         payload_digest: &str,
         now: Timestamp,
     ) -> Result<Option<Result<Submitted, Error>>, Error> {
-        let Some(record) = self.store.idempotency(&who.tenant, &who.id, key, now).await? else {
+        let Some(record) = self
+            .store
+            .idempotency(&who.tenant, &who.id, key, now)
+            .await?
+        else {
             return Ok(None);
         };
         if record.payload_digest != payload_digest {
@@ -164,7 +173,12 @@ impl Engine {
 
     /// Stop, capability, then policy. Returns the action's first committed form and the
     /// reason of its first event.
-    async fn decide(&self, tenant: &Tenant, mut a: Action, now: Timestamp) -> Result<(Action, &'static str), Error> {
+    async fn decide(
+        &self,
+        tenant: &Tenant,
+        mut a: Action,
+        now: Timestamp,
+    ) -> Result<(Action, &'static str), Error> {
         // SC-INT-03
         if self.stopped(&a.tenant, &a.agent_id).await? {
             return Ok(refuse(a, Refusal::AgentStopped));
@@ -179,28 +193,41 @@ impl Engine {
         let gate = policy::gate(&tenant.policy, &a.tool);
         tracing::debug!(tool = %a.tool, rule = ?gate.rule, decision = ?gate.decision, "policy gate");
         a.decision = gate.decision;
-        let runs_a_tool = matches!(gate.decision, Decision::Allow | Decision::Schedule | Decision::RequireApproval);
+        let runs_a_tool = matches!(
+            gate.decision,
+            Decision::Allow | Decision::Schedule | Decision::RequireApproval
+        );
         let tool = match runs_a_tool {
             true => Some(tenant.tool(&a.tool).ok_or_else(|| {
-                Error::validation("tool", format!("tool {:?} is not in the tenant's catalog", a.tool))
+                Error::validation(
+                    "tool",
+                    format!("tool {:?} is not in the tenant's catalog", a.tool),
+                )
             })?),
             false => None,
         };
         let deadline = |a: &Action| {
-            a.schedule
-                .map(|w| w.not_after)
-                .unwrap_or_else(|| now.saturating_add(self.config.limits.run_deadline).expect("in range"))
+            a.schedule.map(|w| w.not_after).unwrap_or_else(|| {
+                now.saturating_add(self.config.limits.run_deadline)
+                    .expect("in range")
+            })
         };
         match gate.decision {
             Decision::Deny => Ok(refuse(a, Refusal::Denied)),
             Decision::SetResult => {
                 a.state = State::Succeeded;
-                a.outcome = Some(Outcome { result: gate.result, ..Outcome::reason("set_result") });
+                a.outcome = Some(Outcome {
+                    result: gate.result,
+                    ..Outcome::reason("set_result")
+                });
                 Ok((a, "set_result"))
             }
             Decision::Allow => {
                 let opens_later = a.schedule.is_some_and(|w| {
-                    w.not_before > now.saturating_add(self.config.limits.allow_now_within).expect("in range")
+                    w.not_before
+                        > now
+                            .saturating_add(self.config.limits.allow_now_within)
+                            .expect("in range")
                 });
                 if opens_later {
                     return Ok(refuse(a, Refusal::ScheduleNeedsApproval));
@@ -291,12 +318,19 @@ fn check_shape(req: &SubmitRequest) -> Result<(), Error> {
     }
     if let Some(kind) = &req.action_kind {
         if kind.trim().is_empty() {
-            return Err(Error::validation("action_kind", "action_kind must be a non-empty string or null"));
+            return Err(Error::validation(
+                "action_kind",
+                "action_kind must be a non-empty string or null",
+            ));
         }
     }
-    let size = serde_json::to_vec(&req.args).map(|v| v.len()).unwrap_or(usize::MAX);
+    let size = serde_json::to_vec(&req.args)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
     if size > MAX_ARGS {
-        return Err(Error::PayloadTooLarge(format!("args is {size} bytes; the limit is {MAX_ARGS}")));
+        return Err(Error::PayloadTooLarge(format!(
+            "args is {size} bytes; the limit is {MAX_ARGS}"
+        )));
     }
     Ok(())
 }
@@ -306,6 +340,9 @@ fn check_idempotency_key(key: &str) -> Result<(), Error> {
     if ok {
         Ok(())
     } else {
-        Err(Error::validation("Idempotency-Key", "Idempotency-Key must be 1–255 visible ASCII characters"))
+        Err(Error::validation(
+            "Idempotency-Key",
+            "Idempotency-Key must be 1–255 visible ASCII characters",
+        ))
     }
 }

@@ -42,7 +42,14 @@ impl Engine {
         clock: Arc<dyn Clock>,
     ) -> Self {
         let worker_id = format!("wrk_{}", ulid::Ulid::new());
-        Engine { config, store, waker, tools, clock, worker_id }
+        Engine {
+            config,
+            store,
+            waker,
+            tools,
+            clock,
+            worker_id,
+        }
     }
 
     pub fn config(&self) -> &Config {
@@ -60,7 +67,10 @@ impl Engine {
         if !action_id.starts_with("act_") {
             return Err(Error::NotFound);
         }
-        self.store.load(tenant, action_id).await?.ok_or(Error::NotFound)
+        self.store
+            .load(tenant, action_id)
+            .await?
+            .ok_or(Error::NotFound)
     }
 
     /// Commit; on a lost race return the record as it now stands (the winner's).
@@ -85,7 +95,11 @@ impl Engine {
     async fn arm(&self, action: &Action) {
         let Some(ticket) = &action.ticket else { return };
         let wake = wake_of(action).expect("a ticket has a wake");
-        if let Err(e) = self.waker.arm(&wake, ticket.due_at(), ticket.deadline()).await {
+        if let Err(e) = self
+            .waker
+            .arm(&wake, ticket.due_at(), ticket.deadline())
+            .await
+        {
             tracing::warn!(tenant = %action.tenant, action_id = %action.id, error = %e, "arming the wake failed; the sweep will pick the ticket up");
         }
     }
@@ -109,6 +123,8 @@ fn require(who: &Principal, roles: &[Role], what: &str) -> Result<(), Error> {
     if roles.contains(&who.role) {
         Ok(())
     } else {
-        Err(Error::Forbidden(format!("a {:?} key cannot {what}", who.role).to_lowercase()))
+        Err(Error::Forbidden(
+            format!("a {:?} key cannot {what}", who.role).to_lowercase(),
+        ))
     }
 }

@@ -24,19 +24,36 @@ impl Engine {
     }
 
     /// Newest first; `next_cursor` is set when more may follow.
-    pub async fn list(&self, who: &Principal, f: ListFilter) -> Result<(Vec<Action>, Option<String>), Error> {
+    pub async fn list(
+        &self,
+        who: &Principal,
+        f: ListFilter,
+    ) -> Result<(Vec<Action>, Option<String>), Error> {
         let limit = f.limit.unwrap_or(50);
         if !(1..=MAX_PAGE).contains(&limit) {
-            return Err(Error::validation("limit", format!("limit must be between 1 and {MAX_PAGE}")));
+            return Err(Error::validation(
+                "limit",
+                format!("limit must be between 1 and {MAX_PAGE}"),
+            ));
         }
         if let Some(c) = &f.cursor {
             if !c.starts_with("act_") {
-                return Err(Error::validation("cursor", "cursor must be a next_cursor from an earlier page"));
+                return Err(Error::validation(
+                    "cursor",
+                    "cursor must be a next_cursor from an earlier page",
+                ));
             }
         }
-        let query = ListQuery { state: f.state, agent_id: f.agent_id, limit, before: f.cursor };
+        let query = ListQuery {
+            state: f.state,
+            agent_id: f.agent_id,
+            limit,
+            before: f.cursor,
+        };
         let page = self.store.list(&who.tenant, &query).await?;
-        let next = (page.len() == limit).then(|| page.last().map(|a| a.id.clone())).flatten();
+        let next = (page.len() == limit)
+            .then(|| page.last().map(|a| a.id.clone()))
+            .flatten();
         Ok((page, next))
     }
 

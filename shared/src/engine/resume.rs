@@ -30,7 +30,10 @@ pub enum ResumeOutcome {
     /// Too early: re-armed for `until` (SC-RES-05).
     Waiting { until: Timestamp },
     /// Sealed without running the tool (stop, catalog change, missed window, lost race).
-    Sealed { state: State, reason: Option<String> },
+    Sealed {
+        state: State,
+        reason: Option<String>,
+    },
     /// The tool ran; the result committed.
     Ran { state: State },
     /// Another contender changed the record first; this is what it is now.
@@ -59,14 +62,22 @@ impl Engine {
         let (stopped, fingerprint) = match &action {
             Some(a) => (
                 self.stopped(&a.tenant, &a.agent_id).await?,
-                self.config.tenant(&a.tenant).and_then(|t| t.tool(&a.tool)).map(|t| t.fingerprint()),
+                self.config
+                    .tenant(&a.tenant)
+                    .and_then(|t| t.tool(&a.tool))
+                    .map(|t| t.fingerprint()),
             ),
             None => (false, None),
         };
         let now = self.clock.now();
         let verdict = check(
             wake,
-            &Facts { action: action.as_ref(), stopped, current_fingerprint: fingerprint.as_deref(), now },
+            &Facts {
+                action: action.as_ref(),
+                stopped,
+                current_fingerprint: fingerprint.as_deref(),
+                now,
+            },
         );
         tracing::info!(tenant = %wake.tenant, action_id = %wake.action_id, verdict = ?verdict, "wake");
         match verdict {
@@ -74,12 +85,18 @@ impl Engine {
             Verdict::Seal(state, reason) => {
                 let action = action.expect("a verdict to seal has an action");
                 let sealed = self.seal(&action, state, Actor::system(), reason).await?;
-                Ok(ResumeOutcome::Sealed { state: sealed.state, reason: sealed.reason().map(str::to_owned) })
+                Ok(ResumeOutcome::Sealed {
+                    state: sealed.state,
+                    reason: sealed.reason().map(str::to_owned),
+                })
             }
             Verdict::Wait(until) => {
                 let action = action.expect("a verdict to wait has an action");
                 let deadline = action.ticket.as_ref().map_or(until, |t| t.deadline());
-                self.waker.arm(wake, until, deadline).await.map_err(|e| Error::Unavailable(e.to_string()))?;
+                self.waker
+                    .arm(wake, until, deadline)
+                    .await
+                    .map_err(|e| Error::Unavailable(e.to_string()))?;
                 Ok(ResumeOutcome::Waiting { until })
             }
             Verdict::Claim => {
@@ -94,7 +111,10 @@ impl Engine {
     /// same checks as a wake; later → arm the wake. Arming a due ticket too would only race
     /// this caller for the claim.
     pub(super) async fn dispatch(&self, action: Action) -> Result<Action, Error> {
-        let due = action.ticket.as_ref().is_some_and(|t| t.due_at() <= self.clock.now());
+        let due = action
+            .ticket
+            .as_ref()
+            .is_some_and(|t| t.due_at() <= self.clock.now());
         if !due {
             self.arm(&action).await;
             return Ok(action);
@@ -109,15 +129,32 @@ impl Engine {
     /// whether this call ran the tool (false when another contender won the claim).
     async fn perform(&self, action: Action) -> Result<(Action, bool), Error> {
         let tenant = self.tenant(&action.tenant)?;
-        let ticket = action.ticket.clone().ok_or_else(|| Error::Internal("perform without a ticket".into()))?;
+        let ticket = action
+            .ticket
+            .clone()
+            .ok_or_else(|| Error::Internal("perform without a ticket".into()))?;
         let Some(tool) = tenant.tool(ticket.pending_tool()) else {
-            let sealed = self.seal(&action, State::Cancelled, Actor::system(), "catalog_changed").await?;
+            let sealed = self
+                .seal(
+                    &action,
+                    State::Cancelled,
+                    Actor::system(),
+                    "catalog_changed",
+                )
+                .await?;
             return Ok((sealed, false));
         };
         let now = self.clock.now();
-        let attempts = if tool.recovery == Recovery::Retry { ATTEMPTS_PER_CLAIM } else { 1 };
-        let worst_case = tool.timeout() * attempts as i32 + SignedDuration::from_secs(2 * attempts as i64);
-        let lease_until = now.saturating_add(worst_case + LEASE_MARGIN).expect("in range");
+        let attempts = if tool.recovery == Recovery::Retry {
+            ATTEMPTS_PER_CLAIM
+        } else {
+            1
+        };
+        let worst_case =
+            tool.timeout() * attempts as i32 + SignedDuration::from_secs(2 * attempts as i64);
+        let lease_until = now
+            .saturating_add(worst_case + LEASE_MARGIN)
+            .expect("in range");
         let claim = Transition::claim(&action, &self.worker_id, lease_until, now);
         let claimed = match self.commit_or_reload(&claim).await? {
             Committed::Won(a) => a,
@@ -131,7 +168,12 @@ impl Engine {
         let mut attempt = 0;
         let answer = loop {
             attempt += 1;
-            let call = Call { action_id: &claimed.id, tool, args, attempt: lease.epoch + attempt - 1 };
+            let call = Call {
+                action_id: &claimed.id,
+                tool,
+                args,
+                attempt: lease.epoch + attempt - 1,
+            };
             let answer = self.tools.run(&call).await;
             let retry_left = attempt < attempts && self.clock.now() < ticket.deadline();
             match answer {
@@ -167,10 +209,18 @@ impl Engine {
         let due = self.store.sweep_due(now, 500).await?;
         report.due = due.len();
         for r in due {
-            let Some(action) = self.store.load(&r.tenant, &r.action_id).await? else { continue };
+            let Some(action) = self.store.load(&r.tenant, &r.action_id).await? else {
+                continue;
+            };
             match action.state {
                 State::PendingApproval => {
-                    self.seal(&action, State::Cancelled, Actor::system(), "approval_expired").await?;
+                    self.seal(
+                        &action,
+                        State::Cancelled,
+                        Actor::system(),
+                        "approval_expired",
+                    )
+                    .await?;
                     report.expired += 1;
                 }
                 State::Approved => {
@@ -198,7 +248,10 @@ impl Engine {
         if !expired {
             return Ok(action);
         }
-        let tool = self.config.tenant(&action.tenant).and_then(|t| t.tool(ticket.pending_tool()));
+        let tool = self
+            .config
+            .tenant(&action.tenant)
+            .and_then(|t| t.tool(ticket.pending_tool()));
         let retry = tool.is_some_and(|t| t.recovery == Recovery::Retry)
             && tool.map(|t| t.fingerprint()).as_deref() == Some(ticket.catalog_fingerprint())
             && now <= ticket.deadline();
@@ -206,10 +259,18 @@ impl Engine {
         if retry {
             Ok(self.perform(action).await?.0)
         } else {
-            let t = Transition::seal(&action, State::Failed, Actor::system(), "outcome_unknown", now);
+            let t = Transition::seal(
+                &action,
+                State::Failed,
+                Actor::system(),
+                "outcome_unknown",
+                now,
+            );
             let mut t = t;
             if let Some(o) = t.action.outcome.as_mut() {
-                o.error = Some(json!({"kind": "outcome_unknown", "message": "the worker's lease expired before a result committed; reconcile with the tool (Idempotency-Key is the action id)"}));
+                o.error = Some(
+                    json!({"kind": "outcome_unknown", "message": "the worker's lease expired before a result committed; reconcile with the tool (Idempotency-Key is the action id)"}),
+                );
             }
             match self.commit_or_reload(&t).await? {
                 Committed::Won(a) | Committed::Lost(a) => Ok(a),
@@ -222,7 +283,9 @@ impl Engine {
         let waiting = self.store.sweep_due(Timestamp::MAX, 100_000).await?;
         let mut armed = 0;
         for r in waiting {
-            let Some(action) = self.store.load(&r.tenant, &r.action_id).await? else { continue };
+            let Some(action) = self.store.load(&r.tenant, &r.action_id).await? else {
+                continue;
+            };
             if action.state == State::Approved {
                 self.arm(&action).await;
                 armed += 1;

@@ -73,11 +73,16 @@ impl SqliteStore {
     }
 
     fn init(conn: Connection) -> StoreResult<Self> {
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(unavailable)?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(unavailable)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(unavailable)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(unavailable)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(unavailable)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
-        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)) })
+        Ok(SqliteStore {
+            conn: Arc::new(Mutex::new(conn)),
+        })
     }
 
     /// Run blocking SQLite work off the async threads.
@@ -87,7 +92,9 @@ impl SqliteStore {
     ) -> StoreResult<T> {
         let conn = self.conn.clone();
         tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().map_err(|_| StoreError::Unavailable("lock poisoned".into()))?;
+            let mut guard = conn
+                .lock()
+                .map_err(|_| StoreError::Unavailable("lock poisoned".into()))?;
             f(&mut guard)
         })
         .await
@@ -153,17 +160,29 @@ impl Store for SqliteStore {
     async fn commit(&self, t: &Transition) -> StoreResult<()> {
         let t = t.clone();
         let Some((state, version)) = t.expected else {
-            return Err(StoreError::Malformed("commit needs an expected state".into()));
+            return Err(StoreError::Malformed(
+                "commit needs an expected state".into(),
+            ));
         };
         self.with(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(unavailable)?;
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
             let a = &t.action;
             let changed = tx
                 .execute(
                     "UPDATE actions SET state = ?1, version = ?2, sweep_at = ?3, body = ?4
                      WHERE tenant = ?5 AND id = ?6 AND state = ?7 AND version = ?8",
-                    params![a.state.as_str(), a.version as i64, a.sweep_at().map(instant), a.to_stored(),
-                            a.tenant, a.id, state.as_str(), version as i64],
+                    params![
+                        a.state.as_str(),
+                        a.version as i64,
+                        a.sweep_at().map(instant),
+                        a.to_stored(),
+                        a.tenant,
+                        a.id,
+                        state.as_str(),
+                        version as i64
+                    ],
                 )
                 .map_err(unavailable)?;
             if changed != 1 {
@@ -186,7 +205,8 @@ impl Store for SqliteStore {
                 )
                 .optional()
                 .map_err(unavailable)?;
-            body.map(|b| Action::from_stored(&b).map_err(malformed)).transpose()
+            body.map(|b| Action::from_stored(&b).map_err(malformed))
+                .transpose()
         })
         .await
     }
@@ -195,7 +215,9 @@ impl Store for SqliteStore {
         let (tenant, id) = (tenant.to_owned(), action_id.to_owned());
         self.with(move |conn| {
             let mut stmt = conn
-                .prepare("SELECT body FROM events WHERE tenant = ?1 AND action_id = ?2 ORDER BY seq")
+                .prepare(
+                    "SELECT body FROM events WHERE tenant = ?1 AND action_id = ?2 ORDER BY seq",
+                )
                 .map_err(unavailable)?;
             let rows = stmt
                 .query_map(params![tenant, id], |row| row.get::<_, Vec<u8>>(0))
@@ -223,7 +245,13 @@ impl Store for SqliteStore {
                 .map_err(unavailable)?;
             let rows = stmt
                 .query_map(
-                    params![tenant, q.state.map(|s| s.as_str()), q.agent_id, q.before, q.limit as i64],
+                    params![
+                        tenant,
+                        q.state.map(|s| s.as_str()),
+                        q.agent_id,
+                        q.before,
+                        q.limit as i64
+                    ],
                     |row| row.get::<_, Vec<u8>>(0),
                 )
                 .map_err(unavailable)?;
@@ -246,7 +274,13 @@ impl Store for SqliteStore {
                 "SELECT payload_digest, action_id, expires_at FROM idempotency
                  WHERE tenant = ?1 AND agent_id = ?2 AND key = ?3 AND expires_at > ?4",
                 params![tenant, agent_id, key, instant(now)],
-                |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, String>(2)?)),
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                    ))
+                },
             )
             .optional()
             .map_err(unavailable)?
@@ -270,7 +304,11 @@ impl Store for SqliteStore {
         self.with(move |conn| {
             conn.execute(
                 "INSERT OR REPLACE INTO stops (tenant, scope, body) VALUES (?1, ?2, ?3)",
-                params![stop.tenant, stop.scope(), serde_json::to_vec(&stop).expect("a stop serializes")],
+                params![
+                    stop.tenant,
+                    stop.scope(),
+                    serde_json::to_vec(&stop).expect("a stop serializes")
+                ],
             )
             .map_err(unavailable)?;
             Ok(())
@@ -282,7 +320,10 @@ impl Store for SqliteStore {
         let (tenant, scope) = (tenant.to_owned(), scope.to_owned());
         self.with(move |conn| {
             let n = conn
-                .execute("DELETE FROM stops WHERE tenant = ?1 AND scope = ?2", params![tenant, scope])
+                .execute(
+                    "DELETE FROM stops WHERE tenant = ?1 AND scope = ?2",
+                    params![tenant, scope],
+                )
                 .map_err(unavailable)?;
             Ok(n > 0)
         })
@@ -314,12 +355,20 @@ impl Store for SqliteStore {
                 .map_err(unavailable)?;
             let rows = stmt
                 .query_map(params![instant(until), limit as i64], |row| {
-                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, String>(2)?))
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                    ))
                 })
                 .map_err(unavailable)?;
             rows.map(|r| {
                 let (tenant, action_id, at) = r.map_err(unavailable)?;
-                Ok(SweepRef { tenant, action_id, sweep_at: at.parse().map_err(malformed)? })
+                Ok(SweepRef {
+                    tenant,
+                    action_id,
+                    sweep_at: at.parse().map_err(malformed)?,
+                })
             })
             .collect()
         })

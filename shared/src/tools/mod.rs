@@ -40,7 +40,9 @@ pub struct Executors {
 
 impl Executors {
     pub fn new() -> Self {
-        Executors { webhook: webhook::Webhook::new() }
+        Executors {
+            webhook: webhook::Webhook::new(),
+        }
     }
 }
 
@@ -55,9 +57,11 @@ impl ToolRunner for Executors {
     async fn run(&self, call: &Call<'_>) -> ToolAnswer {
         match &call.tool.executor {
             Executor::Echo => echo::run(call),
-            Executor::Webhook { url, secret_env, timeout_ms } => {
-                self.webhook.run(call, url, secret_env, *timeout_ms).await
-            }
+            Executor::Webhook {
+                url,
+                secret_env,
+                timeout_ms,
+            } => self.webhook.run(call, url, secret_env, *timeout_ms).await,
         }
     }
 }

@@ -31,9 +31,17 @@ impl Webhook {
         Webhook { http }
     }
 
-    pub async fn run(&self, call: &Call<'_>, url: &str, secret_env: &str, timeout_ms: u64) -> ToolAnswer {
+    pub async fn run(
+        &self,
+        call: &Call<'_>,
+        url: &str,
+        secret_env: &str,
+        timeout_ms: u64,
+    ) -> ToolAnswer {
         let Ok(secret) = std::env::var(secret_env) else {
-            return ToolAnswer::Failed(json!({"kind": "misconfigured", "message": format!("{secret_env} is not set")}));
+            return ToolAnswer::Failed(
+                json!({"kind": "misconfigured", "message": format!("{secret_env} is not set")}),
+            );
         };
         let body = serde_json::to_vec(&json!({
             "action_id": call.action_id,
@@ -48,20 +56,35 @@ impl Webhook {
             .timeout(std::time::Duration::from_millis(timeout_ms))
             .header("content-type", "application/json")
             .header("idempotency-key", call.action_id)
-            .header("countersign-signature", signature(secret.as_bytes(), jiff::Timestamp::now().as_second(), &body))
+            .header(
+                "countersign-signature",
+                signature(secret.as_bytes(), jiff::Timestamp::now().as_second(), &body),
+            )
             .body(body)
             .send()
             .await;
         let response = match sent {
             Ok(r) => r,
-            Err(e) if e.is_timeout() => return ToolAnswer::Retryable(json!({"kind": "timeout", "message": e.to_string()})),
-            Err(e) => return ToolAnswer::Retryable(json!({"kind": "unreachable", "message": e.to_string()})),
+            Err(e) if e.is_timeout() => {
+                return ToolAnswer::Retryable(json!({"kind": "timeout", "message": e.to_string()}))
+            }
+            Err(e) => {
+                return ToolAnswer::Retryable(
+                    json!({"kind": "unreachable", "message": e.to_string()}),
+                )
+            }
         };
         let status = response.status();
         let body = match read_capped(response).await {
             Ok(body) => body,
-            Err(e) if e.is_timeout() => return ToolAnswer::Retryable(json!({"kind": "timeout", "message": e.to_string()})),
-            Err(e) => return ToolAnswer::Retryable(json!({"kind": "unreachable", "message": e.to_string()})),
+            Err(e) if e.is_timeout() => {
+                return ToolAnswer::Retryable(json!({"kind": "timeout", "message": e.to_string()}))
+            }
+            Err(e) => {
+                return ToolAnswer::Retryable(
+                    json!({"kind": "unreachable", "message": e.to_string()}),
+                )
+            }
         };
         let payload = match body {
             Body::Complete(bytes) => serde_json::from_slice::<Value>(&bytes)
@@ -71,7 +94,9 @@ impl Webhook {
         if status.is_success() {
             ToolAnswer::Succeeded(payload)
         } else if status.is_server_error() {
-            ToolAnswer::Retryable(json!({"kind": "http", "status": status.as_u16(), "body": payload}))
+            ToolAnswer::Retryable(
+                json!({"kind": "http", "status": status.as_u16(), "body": payload}),
+            )
         } else {
             ToolAnswer::Failed(json!({"kind": "http", "status": status.as_u16(), "body": payload}))
         }

@@ -18,7 +18,14 @@ pub struct InProcessWaker {
 impl InProcessWaker {
     pub fn new(clock: Arc<dyn Clock>) -> (Self, mpsc::UnboundedReceiver<Wake>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (InProcessWaker { tx, timers: Arc::default(), clock }, rx)
+        (
+            InProcessWaker {
+                tx,
+                timers: Arc::default(),
+                clock,
+            },
+            rx,
+        )
     }
 
     /// How many timers are armed (for logs and tests).
@@ -30,7 +37,9 @@ impl InProcessWaker {
 #[async_trait]
 impl Waker for InProcessWaker {
     async fn arm(&self, wake: &Wake, at: Timestamp, _deadline: Timestamp) -> Result<(), WakeError> {
-        let delay = at.duration_since(self.clock.now()).max(jiff::SignedDuration::ZERO);
+        let delay = at
+            .duration_since(self.clock.now())
+            .max(jiff::SignedDuration::ZERO);
         let delay = std::time::Duration::try_from(delay).map_err(|e| WakeError(e.to_string()))?;
         let (tx, timers, wake) = (self.tx.clone(), self.timers.clone(), wake.clone());
         let key = wake.correlation_id.clone();
@@ -51,7 +60,12 @@ impl Waker for InProcessWaker {
     }
 
     async fn disarm(&self, wake: &Wake) -> Result<(), WakeError> {
-        if let Some(timer) = self.timers.lock().expect("timers lock").remove(&wake.correlation_id) {
+        if let Some(timer) = self
+            .timers
+            .lock()
+            .expect("timers lock")
+            .remove(&wake.correlation_id)
+        {
             timer.abort();
         }
         Ok(())

@@ -370,3 +370,88 @@ fn tool_entry(at: &str, name: String, raw: RawTool) -> Result<ToolEntry, ConfigE
         recovery: raw.recovery,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "744db379a83da2deefdc13b510e392e5023808002b15e0bca779b63e498d306a";
+
+    fn load(tenant_body: &str) -> Result<Config, ConfigError> {
+        Config::from_toml(&format!(
+            "[tenants.acme]\ntime_zone = \"Europe/Berlin\"\n{tenant_body}\n"
+        ))
+    }
+
+    fn err(tenant_body: &str) -> String {
+        load(tenant_body).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_sample_config_loads() {
+        let text = include_str!("../../config/local.toml");
+        let config = Config::from_toml(text).unwrap();
+        let who = config.principal("cs_agent-dev").unwrap();
+        assert_eq!(
+            (who.tenant.as_str(), who.role, who.id.as_str()),
+            ("acme", Role::Agent, "agent-dev")
+        );
+        assert!(config.principal("cs_nobody").is_none());
+    }
+
+    #[test]
+    fn errors_name_the_bad_entry() {
+        assert!(Config::from_toml("[tenants]")
+            .unwrap_err()
+            .to_string()
+            .contains("no [tenants"));
+        assert!(
+            Config::from_toml("[tenants.acme]\ntime_zone = \"Mars/Olympus\"")
+                .unwrap_err()
+                .to_string()
+                .contains("tenants.acme.time_zone")
+        );
+        assert!(err("approval_ttl = \"soon\"").contains("tenants.acme.approval_ttl"));
+        assert!(
+            err("keys = [{ id = \"a\", role = \"agent\", sha256 = \"abc\" }]")
+                .contains("tenants.acme.keys[0]")
+        );
+        let dup = format!(
+            "keys = [{{ id = \"a\", role = \"agent\", sha256 = \"{KEY}\" }}, {{ id = \"b\", role = \"admin\", sha256 = \"{KEY}\" }}]"
+        );
+        assert!(err(&dup).contains("tenants.acme.keys[1]"));
+        assert!(err("keys = [{ id = \"a\", role = \"king\", sha256 = \"x\" }]").contains("king"));
+        assert!(
+            err("policy = [{ tool = \"x\", decision = \"set_result\" }]")
+                .contains("tenants.acme.policy[0]")
+        );
+        assert!(
+            err("policy = [{ tool = \"x\", decision = \"allow\", result = 1 }]")
+                .contains("policy[0]")
+        );
+        assert!(err("[tenants.acme.tools.t]\nexecutor = \"lambda\"")
+            .contains("tenants.acme.tools.\"t\".executor"));
+        assert!(err(
+            "[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"ftp://x\"\nsecret_env = \"X\""
+        )
+        .contains(".url"));
+        assert!(err("[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"http://x\"\nsecret_env = \"COUNTERSIGN_SURELY_UNSET\"")
+            .contains("COUNTERSIGN_SURELY_UNSET is not set"));
+        assert!(err("colour = 1").contains("colour"));
+    }
+
+    #[test]
+    fn fingerprints_change_with_the_entry() {
+        let a = ToolEntry {
+            name: "t".into(),
+            executor: Executor::Echo,
+            recovery: Recovery::Fail,
+        };
+        let b = ToolEntry {
+            recovery: Recovery::Retry,
+            ..a.clone()
+        };
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.fingerprint(), a.clone().fingerprint());
+    }
+}

@@ -9,3 +9,17 @@ pub use routes::router;
 
 /// Largest accepted request body.
 pub const MAX_BODY: usize = 256 * 1024;
+
+/// Every route the router serves, with the Lambda function that owns it on AWS (SPEC §3).
+/// The infra tests hold the SAM template to this list; a router test holds the router to it.
+pub const ROUTES: &[(&str, &str, &str)] = &[
+    ("POST", "/v1/actions", "intake"),
+    ("GET", "/v1/actions", "intake"),
+    ("GET", "/v1/actions/{id}", "intake"),
+    ("GET", "/v1/actions/{id}/events", "intake"),
+    ("POST", "/v1/actions/{id}/approve", "approve"),
+    ("POST", "/v1/actions/{id}/deny", "approve"),
+    ("POST", "/v1/actions/{id}/cancel", "cancel"),
+    ("POST", "/v1/stops", "cancel"),
+    ("DELETE", "/v1/stops/{scope}", "cancel"),
+];

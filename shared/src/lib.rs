@@ -11,6 +11,8 @@
 //! - [`config`] — the one TOML document: tenants, keys, policy, action kinds, tool catalog.
 
 pub mod api;
+#[cfg(feature = "aws")]
+pub mod aws;
 pub mod clock;
 pub mod config;
 pub mod domain;

@@ -1,6 +1,8 @@
 //! The storage port. Every transition is one conditional write on (state, version) with its
 //! audit event appended atomically; a lost race is the typed [`StoreError::Conflict`].
 
+#[cfg(feature = "aws")]
+pub mod dynamodb;
 pub mod sqlite;
 
 use crate::domain::{Action, Event, State, Transition};
@@ -70,7 +72,11 @@ pub struct SweepRef {
 pub trait Store: Send + Sync + 'static {
     /// Commit a new action (`t.expected == None`) and, atomically, its idempotency record.
     /// `Conflict` if the id or the idempotency key exists already.
-    async fn create(&self, t: &Transition, idempotency: Option<&IdempotencyRecord>) -> StoreResult<()>;
+    async fn create(
+        &self,
+        t: &Transition,
+        idempotency: Option<&IdempotencyRecord>,
+    ) -> StoreResult<()>;
     /// Commit a transition iff the record is still at `t.expected`.
     async fn commit(&self, t: &Transition) -> StoreResult<()>;
     async fn load(&self, tenant: &str, action_id: &str) -> StoreResult<Option<Action>>;

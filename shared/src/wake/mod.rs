@@ -1,6 +1,8 @@
 //! The wake port. A wake is only a signal: the resume re-reads the committed ticket and decides.
 
 pub mod in_process;
+#[cfg(feature = "aws")]
+pub mod scheduler;
 
 use crate::domain::resume::Wake;
 use async_trait::async_trait;

@@ -1,0 +1,21 @@
+//! The `resume` function: EventBridge Scheduler's wake `{tenant, action_id, correlation_id}` and
+//! the minute sweep `{"sweep":{}}`. Answers the `ResumeOutcome` / `SweepReport` as JSON; an
+//! error (store or Scheduler unavailable) fails the invocation so the delivery is retried.
+
+use countersign::aws::{self, ResumeEvent};
+use lambda_runtime::{service_fn, LambdaEvent};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    aws::init_logs();
+    // Once per cold start: clients and configuration are reused by warm invocations.
+    let engine = aws::engine_from_env().await?;
+    lambda_runtime::run(service_fn(|event: LambdaEvent<ResumeEvent>| {
+        let engine = engine.clone();
+        async move {
+            let answer = aws::resume(&engine, event.payload).await?;
+            Ok::<_, lambda_runtime::Error>(serde_json::to_value(answer)?)
+        }
+    }))
+    .await
+}

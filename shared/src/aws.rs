@@ -1,0 +1,273 @@
+//! The AWS wiring in one place: environment → adapters → [`Engine`], and the resume function's
+//! event and handler. Each Lambda binary is a few lines over this module.
+//!
+//! Environment (configuration comes from nowhere else):
+//! - `COUNTERSIGN_TABLE` — the DynamoDB table (`infra/table.json`)
+//! - `COUNTERSIGN_SCHEDULE_GROUP` — the EventBridge Scheduler group for wakes
+//! - `COUNTERSIGN_RESUME_ARN` — the resume function, target of every wake
+//! - `COUNTERSIGN_SCHEDULER_ROLE_ARN` — the role Scheduler assumes to invoke it
+//! - `COUNTERSIGN_DLQ_ARN` — optional dead-letter queue for undeliverable wakes
+//! - `COUNTERSIGN_CONFIG` — the configuration document (TOML text)
+//! - `COUNTERSIGN_RETENTION` — optional: keep sealed actions this long (e.g. `2160h`), then TTL
+//!
+//! The AWS SDK reads its own settings (region, credentials, `AWS_ENDPOINT_URL`) as usual.
+
+use crate::{
+    config::Config,
+    domain::resume::Wake,
+    engine::{ResumeOutcome, SweepReport},
+    store::dynamodb::DynamoStore,
+    tools::{Executors, ToolRunner},
+    wake::scheduler::{SchedulerTarget, SchedulerWaker},
+    Clock, Engine, Error, SystemClock,
+};
+use aws_config::{BehaviorVersion, SdkConfig};
+use jiff::SignedDuration;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BootError {
+    #[error("environment variable {0} is not set")]
+    Missing(&'static str),
+    #[error("environment variable {0}: {1}")]
+    Invalid(&'static str, String),
+}
+
+/// Everything a function needs besides the SDK's own settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub table: String,
+    pub target: SchedulerTarget,
+    pub config: Arc<Config>,
+    pub retention: Option<SignedDuration>,
+}
+
+fn required(name: &'static str) -> Result<String, BootError> {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => Ok(v),
+        _ => Err(BootError::Missing(name)),
+    }
+}
+
+fn optional(name: &'static str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl Settings {
+    pub fn from_env() -> Result<Settings, BootError> {
+        let config = Config::from_toml(&required("COUNTERSIGN_CONFIG")?)
+            .map_err(|e| BootError::Invalid("COUNTERSIGN_CONFIG", e.to_string()))?;
+        let retention = optional("COUNTERSIGN_RETENTION")
+            .map(|text| {
+                text.parse::<SignedDuration>()
+                    .ok()
+                    .filter(|d| d.is_positive())
+                    .ok_or_else(|| {
+                        BootError::Invalid(
+                            "COUNTERSIGN_RETENTION",
+                            format!("{text:?} is not a positive duration like \"2160h\""),
+                        )
+                    })
+            })
+            .transpose()?;
+        Ok(Settings {
+            table: required("COUNTERSIGN_TABLE")?,
+            target: SchedulerTarget {
+                schedule_group: required("COUNTERSIGN_SCHEDULE_GROUP")?,
+                resume_function_arn: required("COUNTERSIGN_RESUME_ARN")?,
+                role_arn: required("COUNTERSIGN_SCHEDULER_ROLE_ARN")?,
+                dead_letter_arn: optional("COUNTERSIGN_DLQ_ARN"),
+            },
+            config: Arc::new(config),
+            retention,
+        })
+    }
+}
+
+/// The SDK configuration from the usual sources, over rustls with ring.
+pub async fn sdk_config() -> SdkConfig {
+    use aws_smithy_http_client::{tls, Builder};
+    let http = Builder::new()
+        .tls_provider(tls::Provider::Rustls(
+            tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https();
+    aws_config::defaults(BehaviorVersion::latest())
+        .http_client(http)
+        .load()
+        .await
+}
+
+/// The adapters over one SDK configuration: build once per cold start, reuse while warm.
+pub fn adapters(settings: &Settings, sdk: &SdkConfig) -> (DynamoStore, SchedulerWaker) {
+    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(sdk), &settings.table)
+        .with_retention(settings.retention);
+    let waker = SchedulerWaker::new(aws_sdk_scheduler::Client::new(sdk), settings.target.clone());
+    (store, waker)
+}
+
+/// The engine over DynamoDB and Scheduler, with the given tools and clock (tests inject theirs).
+pub fn engine_with(
+    settings: &Settings,
+    sdk: &SdkConfig,
+    tools: Arc<dyn ToolRunner>,
+    clock: Arc<dyn Clock>,
+) -> Arc<Engine> {
+    let (store, waker) = adapters(settings, sdk);
+    Arc::new(Engine::new(
+        settings.config.clone(),
+        Arc::new(store),
+        Arc::new(waker),
+        tools,
+        clock,
+    ))
+}
+
+/// What every function does at cold start.
+pub async fn engine_from_env() -> Result<Arc<Engine>, BootError> {
+    let settings = Settings::from_env()?;
+    let sdk = sdk_config().await;
+    Ok(engine_with(
+        &settings,
+        &sdk,
+        Arc::new(Executors::new()),
+        Arc::new(SystemClock),
+    ))
+}
+
+/// JSON logs to stdout (CloudWatch), filtered by `RUST_LOG` (default `info`).
+pub fn init_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_current_span(false)
+        .with_ansi(false)
+        .without_time() // CloudWatch stamps each line
+        .init();
+}
+
+/// The HTTP functions' handler: the API router, reached by the path the caller used (a REST
+/// API's stage prefix, e.g. `/prod`, is not part of our routes). `lambda_http` turns API
+/// Gateway REST (v1) and HTTP API (v2) events into these requests and the answers back.
+#[derive(Clone)]
+pub struct HttpHandler(axum::Router);
+
+pub fn http_handler(engine: Arc<Engine>) -> HttpHandler {
+    HttpHandler(crate::api::router(engine))
+}
+
+/// What an HTTP function does after its cold start: serve events until the runtime stops.
+pub async fn serve_http(engine: Arc<Engine>) -> Result<(), lambda_http::Error> {
+    lambda_http::run(http_handler(engine)).await
+}
+
+impl lambda_http::Service<lambda_http::Request> for HttpHandler {
+    type Response = axum::response::Response;
+    type Error = std::convert::Infallible;
+    type Future = axum::routing::future::RouteFuture<std::convert::Infallible>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut req: lambda_http::Request) -> Self::Future {
+        without_stage(&mut req);
+        self.0.call(req)
+    }
+}
+
+/// Drop a leading `/<stage>` that `lambda_http` keeps in the path of a named stage.
+fn without_stage(req: &mut lambda_http::Request) {
+    use lambda_http::{request::RequestContext, RequestExt};
+    let stage = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV1(c)) => c.stage.clone(),
+        Some(RequestContext::ApiGatewayV2(c)) => c.stage.clone(),
+        _ => None,
+    };
+    let Some(stage) = stage.filter(|s| !s.is_empty() && s != "$default") else {
+        return;
+    };
+    let path = req.uri().path();
+    let rest = match path.strip_prefix(&format!("/{stage}")) {
+        Some(rest) if rest.starts_with('/') => rest.to_owned(),
+        Some("") => "/".to_owned(),
+        _ => return,
+    };
+    let path_and_query = match req.uri().query() {
+        Some(q) => format!("{rest}?{q}"),
+        None => rest,
+    };
+    let mut parts = req.uri().clone().into_parts();
+    if let Ok(pq) = path_and_query.parse() {
+        parts.path_and_query = Some(pq);
+        if let Ok(uri) = lambda_http::http::Uri::from_parts(parts) {
+            *req.uri_mut() = uri;
+        }
+    }
+}
+
+/// The sweep event's body: `{"sweep":{}}` (from a recurring schedule, every minute).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {}
+
+/// What the resume function accepts: a wake, or the sweep. Anything else is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ResumeEvent {
+    Wake(Wake),
+    Sweep(SweepEvent),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepEvent {
+    pub sweep: Sweep,
+}
+
+/// The resume function's answer.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum ResumeAnswer {
+    Wake(ResumeOutcome),
+    Sweep(SweepReport),
+}
+
+/// Handle one resume event. An `Err` makes the invocation fail, so the delivery is retried
+/// (store or Scheduler unavailable); a rejected or sealed wake is an answer, not an error.
+pub async fn resume(engine: &Engine, event: ResumeEvent) -> Result<ResumeAnswer, Error> {
+    match event {
+        ResumeEvent::Wake(wake) => engine.resume(&wake).await.map(ResumeAnswer::Wake),
+        ResumeEvent::Sweep(_) => engine.sweep().await.map(ResumeAnswer::Sweep),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resume_events_are_closed() {
+        let wake: ResumeEvent = serde_json::from_str(
+            r#"{"tenant":"acme","action_id":"act_1","correlation_id":"cor_1"}"#,
+        )
+        .unwrap();
+        assert!(matches!(wake, ResumeEvent::Wake(_)));
+        let sweep: ResumeEvent = serde_json::from_str(r#"{"sweep":{}}"#).unwrap();
+        assert!(matches!(sweep, ResumeEvent::Sweep(_)));
+        for bad in [
+            r#"{"tenant":"acme","action_id":"act_1","correlation_id":"cor_1","tool":"x"}"#,
+            r#"{"sweep":{"all":true}}"#,
+            r#"{"sweep":{},"tenant":"acme"}"#,
+            r#"{}"#,
+        ] {
+            assert!(serde_json::from_str::<ResumeEvent>(bad).is_err(), "{bad}");
+        }
+    }
+}

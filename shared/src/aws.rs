@@ -34,6 +34,19 @@ pub enum BootError {
     Invalid(&'static str, String),
 }
 
+/// Every environment variable [`Settings::from_env`] reads, required or optional. The infra
+/// test (`tests/infra_template.rs`) holds the SAM template to this list: every function sets
+/// all of them. It also checks that this module names no other `COUNTERSIGN_*` variable.
+pub const ENV_VARS: &[&str] = &[
+    "COUNTERSIGN_TABLE",
+    "COUNTERSIGN_SCHEDULE_GROUP",
+    "COUNTERSIGN_RESUME_ARN",
+    "COUNTERSIGN_SCHEDULER_ROLE_ARN",
+    "COUNTERSIGN_DLQ_ARN",
+    "COUNTERSIGN_CONFIG",
+    "COUNTERSIGN_RETENTION",
+];
+
 /// Everything a function needs besides the SDK's own settings.
 #[derive(Debug, Clone)]
 pub struct Settings {

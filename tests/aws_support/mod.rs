@@ -1,0 +1,507 @@
+//! Support for the tests against LocalStack: the SDK pointed at it, a fresh table (from
+//! `infra/table.json`) and schedule group per test, the engine wired exactly as the Lambda
+//! functions wire it, real API Gateway events through `lambda_http`'s adapter, and the
+//! Scheduler's stored input delivered to the resume handler.
+#![allow(dead_code)]
+
+use aws_config::SdkConfig;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+};
+use countersign::{
+    aws::{self, ResumeEvent, Settings},
+    clock::ManualClock,
+    config::Config,
+    domain::resume::Wake,
+    tools::Executors,
+    wake::scheduler::{schedule_name, SchedulerTarget},
+    Clock, Engine,
+};
+use countersign_tests::ToolServer;
+use jiff::{SignedDuration, Timestamp};
+use lambda_http::{request::LambdaRequest, Adapter, Context, LambdaEvent, Service};
+use serde_json::{json, Value};
+use std::sync::{Arc, Once};
+
+pub const RESUME_ARN: &str = "arn:aws:lambda:us-east-1:000000000000:function:countersign-resume";
+pub const ROLE_ARN: &str = "arn:aws:iam::000000000000:role/countersign-scheduler";
+pub const DLQ_ARN: &str = "arn:aws:sqs:us-east-1:000000000000:countersign-wake-dlq";
+
+/// Point the SDK at LocalStack unless the caller already chose an endpoint.
+pub fn aws_env() {
+    static SET: Once = Once::new();
+    SET.call_once(|| {
+        for (k, v) in [
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:4566"),
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AWS_REGION", "us-east-1"),
+        ] {
+            if std::env::var(k).is_err() {
+                std::env::set_var(k, v);
+            }
+        }
+    });
+}
+
+pub fn endpoint() -> String {
+    aws_env();
+    std::env::var("AWS_ENDPOINT_URL").unwrap()
+}
+
+/// Fail loudly (never skip) when LocalStack is not there.
+pub async fn require_localstack() {
+    let url = format!("{}/_localstack/health", endpoint());
+    let ok = reqwest::Client::new()
+        .get(&url)
+        .timeout(std::time::Duration::from_secs(5))
+        .send()
+        .await
+        .map(|r| r.status().is_success());
+    assert!(
+        matches!(ok, Ok(true)),
+        "LocalStack is not reachable at {url}: start it with `bash localstack/start.sh` \
+         (or set AWS_ENDPOINT_URL) — these tests do not skip"
+    );
+}
+
+pub async fn sdk() -> SdkConfig {
+    aws_env();
+    require_localstack().await;
+    aws::sdk_config().await
+}
+
+/// A name unique to this test run: `cs-<label>-<ulid>` (lowercase, ≤ 64 characters).
+pub fn unique(label: &str) -> String {
+    format!("cs-{label}-{}", ulid::Ulid::new()).to_lowercase()
+}
+
+/// Create a table from `infra/table.json`, the definition the infrastructure uses.
+pub async fn create_table(sdk: &SdkConfig, name: &str) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/table.json");
+    let def: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let key_schema = |v: &Value| -> Vec<KeySchemaElement> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|k| {
+                KeySchemaElement::builder()
+                    .attribute_name(k["AttributeName"].as_str().unwrap())
+                    .key_type(KeyType::from(k["KeyType"].as_str().unwrap()))
+                    .build()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let client = aws_sdk_dynamodb::Client::new(sdk);
+    let mut req = client
+        .create_table()
+        .table_name(name)
+        .set_key_schema(Some(key_schema(&def["KeySchema"])))
+        .billing_mode(BillingMode::from(def["BillingMode"].as_str().unwrap()));
+    for a in def["AttributeDefinitions"].as_array().unwrap() {
+        req = req.attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name(a["AttributeName"].as_str().unwrap())
+                .attribute_type(ScalarAttributeType::from(
+                    a["AttributeType"].as_str().unwrap(),
+                ))
+                .build()
+                .unwrap(),
+        );
+    }
+    for g in def["GlobalSecondaryIndexes"].as_array().unwrap() {
+        req = req.global_secondary_indexes(
+            GlobalSecondaryIndex::builder()
+                .index_name(g["IndexName"].as_str().unwrap())
+                .set_key_schema(Some(key_schema(&g["KeySchema"])))
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::from(
+                            g["Projection"]["ProjectionType"].as_str().unwrap(),
+                        ))
+                        .build(),
+                )
+                .build()
+                .unwrap(),
+        );
+    }
+    req.send().await.expect("CreateTable");
+    client
+        .update_time_to_live()
+        .table_name(name)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name(def["TimeToLiveAttribute"].as_str().unwrap())
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .expect("UpdateTimeToLive");
+}
+
+pub async fn create_group(sdk: &SdkConfig, name: &str) {
+    aws_sdk_scheduler::Client::new(sdk)
+        .create_schedule_group()
+        .name(name)
+        .send()
+        .await
+        .expect("CreateScheduleGroup");
+}
+
+/// One answer of an HTTP function.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+    pub headers: Value,
+}
+
+/// A test's AWS world: its own table and schedule group, a tool server, a manual clock (set to
+/// real time at start) and the engine wired as the functions wire it.
+pub struct AwsWorld {
+    pub sdk: SdkConfig,
+    pub table: String,
+    pub group: String,
+    pub tools: ToolServer,
+    pub clock: Arc<ManualClock>,
+    pub settings: Settings,
+    pub engine: Arc<Engine>,
+    pub scheduler: aws_sdk_scheduler::Client,
+}
+
+impl AwsWorld {
+    pub async fn new(label: &str) -> AwsWorld {
+        Self::with_group(label, None).await
+    }
+
+    /// `group`: use this schedule group name and do not create it (to make arming fail).
+    pub async fn with_group(label: &str, group: Option<&str>) -> AwsWorld {
+        let sdk = sdk().await;
+        let table = unique(label);
+        create_table(&sdk, &table).await;
+        let group = match group {
+            Some(g) => g.to_owned(),
+            None => {
+                let g = unique(label);
+                create_group(&sdk, &g).await;
+                g
+            }
+        };
+        let tools = ToolServer::start().await;
+        let config = Config::from_toml(&countersign_tests::config_toml(&tools, "1m", "5s"))
+            .expect("test config");
+        let settings = Settings {
+            table: table.clone(),
+            target: SchedulerTarget {
+                schedule_group: group.clone(),
+                resume_function_arn: RESUME_ARN.into(),
+                role_arn: ROLE_ARN.into(),
+                dead_letter_arn: Some(DLQ_ARN.into()),
+            },
+            config: Arc::new(config),
+            retention: None,
+        };
+        let clock = Arc::new(ManualClock::new(Timestamp::now()));
+        let engine = aws::engine_with(
+            &settings,
+            &sdk,
+            Arc::new(Executors::new()),
+            clock.clone() as Arc<dyn Clock>,
+        );
+        let scheduler = aws_sdk_scheduler::Client::new(&sdk);
+        AwsWorld {
+            sdk,
+            table,
+            group,
+            tools,
+            clock,
+            settings,
+            engine,
+            scheduler,
+        }
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// RFC 3339 UTC, `secs` from the test clock's now.
+    pub fn at(&self, secs: i64) -> String {
+        self.now()
+            .checked_add(SignedDuration::from_secs(secs))
+            .unwrap()
+            .round(jiff::Unit::Second)
+            .unwrap()
+            .to_string()
+    }
+
+    /// Feed an API Gateway event (JSON, as API Gateway sends it) to an HTTP function's handler
+    /// through `lambda_http`'s own adapter — what `lambda_http::run` does with each invocation.
+    pub async fn http_event(&self, event: Value) -> Reply {
+        http_event(&self.engine, event).await
+    }
+
+    /// HTTP API (v2) event.
+    pub async fn v2(&self, method: &str, path: &str, key: &str, body: Option<Value>) -> Reply {
+        self.http_event(apigw_v2(method, path, key, body, &[]))
+            .await
+    }
+
+    /// REST API (v1) event, stage `prod`.
+    pub async fn v1(&self, method: &str, path: &str, key: &str, body: Option<Value>) -> Reply {
+        self.http_event(apigw_v1(method, path, key, body, &[]))
+            .await
+    }
+
+    /// Deliver a schedule's `Target.Input` to the resume handler, as the Scheduler would.
+    pub async fn deliver(&self, input: &str) -> Result<Value, String> {
+        deliver(&self.engine, input).await
+    }
+
+    /// The stored schedule of this wake, if any.
+    pub async fn schedule(
+        &self,
+        wake: &Wake,
+    ) -> Option<aws_sdk_scheduler::operation::get_schedule::GetScheduleOutput> {
+        match self
+            .scheduler
+            .get_schedule()
+            .group_name(&self.group)
+            .name(schedule_name(wake))
+            .send()
+            .await
+        {
+            Ok(s) => Some(s),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_resource_not_found_exception()) =>
+            {
+                None
+            }
+            Err(e) => panic!("GetSchedule: {e:?}"),
+        }
+    }
+
+    /// Every schedule in this test's group.
+    pub async fn schedule_names(&self) -> Vec<String> {
+        let out = self
+            .scheduler
+            .list_schedules()
+            .group_name(&self.group)
+            .send()
+            .await
+            .expect("ListSchedules");
+        out.schedules()
+            .iter()
+            .filter_map(|s| s.name().map(str::to_owned))
+            .collect()
+    }
+
+    /// The wake a committed ticket is found by (read through the store, as the engine does).
+    pub async fn wake_of(&self, action_id: &str) -> Wake {
+        let store = countersign::store::dynamodb::DynamoStore::new(
+            aws_sdk_dynamodb::Client::new(&self.sdk),
+            &self.table,
+        );
+        use countersign::store::Store;
+        let action = store
+            .load("acme", action_id)
+            .await
+            .unwrap()
+            .expect("action exists");
+        let ticket = action.ticket.expect("a committed ticket");
+        Wake {
+            tenant: action.tenant,
+            action_id: action.id,
+            correlation_id: ticket.correlation_id().to_owned(),
+        }
+    }
+}
+
+pub async fn http_event(engine: &Arc<Engine>, event: Value) -> Reply {
+    let request: LambdaRequest =
+        serde_json::from_value(event.clone()).expect("lambda_http accepts the event");
+    let mut adapter = Adapter::from(aws::http_handler(engine.clone()));
+    let response = adapter
+        .call(LambdaEvent::new(request, Context::default()))
+        .await
+        .expect("the handler answers");
+    // What the runtime sends back to API Gateway.
+    let wire = serde_json::to_value(&response).unwrap();
+    let status = wire["statusCode"].as_u64().unwrap() as u16;
+    let body = match wire["body"].as_str() {
+        Some(text) if !text.is_empty() => serde_json::from_str(text).expect("a JSON body"),
+        _ => Value::Null,
+    };
+    // REST (v1) answers carry headers in `multiValueHeaders`, HTTP API (v2) in `headers`.
+    let mut headers = wire["headers"].as_object().cloned().unwrap_or_default();
+    for (name, values) in wire["multiValueHeaders"].as_object().into_iter().flatten() {
+        if let Some(first) = values.get(0) {
+            headers.entry(name.clone()).or_insert(first.clone());
+        }
+    }
+    Reply {
+        status,
+        body,
+        headers: Value::Object(headers),
+    }
+}
+
+/// The resume function's handler over the raw input text (deserialized as the runtime does).
+pub async fn deliver(engine: &Engine, input: &str) -> Result<Value, String> {
+    let event: ResumeEvent = serde_json::from_str(input).map_err(|e| e.to_string())?;
+    aws::resume(engine, event)
+        .await
+        .map(|answer| serde_json::to_value(answer).unwrap())
+        .map_err(|e| e.to_string())
+}
+
+fn header_map(key: &str, body: bool, extra: &[(&str, &str)]) -> serde_json::Map<String, Value> {
+    let mut headers = serde_json::Map::new();
+    headers.insert("accept".into(), json!("application/json"));
+    headers.insert("authorization".into(), json!(format!("Bearer {key}")));
+    headers.insert(
+        "host".into(),
+        json!("abc123defg.execute-api.us-east-1.amazonaws.com"),
+    );
+    headers.insert("user-agent".into(), json!("agent-sdk/1.0"));
+    headers.insert("x-forwarded-for".into(), json!("203.0.113.7"));
+    headers.insert("x-forwarded-proto".into(), json!("https"));
+    if body {
+        headers.insert("content-type".into(), json!("application/json"));
+    }
+    for (k, v) in extra {
+        headers.insert(k.to_lowercase(), json!(v));
+    }
+    headers
+}
+
+/// An HTTP API (payload format 2.0) event, as API Gateway sends it to the function.
+pub fn apigw_v2(
+    method: &str,
+    path_and_query: &str,
+    key: &str,
+    body: Option<Value>,
+    extra_headers: &[(&str, &str)],
+) -> Value {
+    let (path, query) = path_and_query
+        .split_once('?')
+        .unwrap_or((path_and_query, ""));
+    let now = Timestamp::now();
+    let mut event = json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": query,
+        "headers": header_map(key, body.is_some(), extra_headers),
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "abc123defg",
+            "domainName": "abc123defg.execute-api.us-east-1.amazonaws.com",
+            "domainPrefix": "abc123defg",
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "203.0.113.7",
+                "userAgent": "agent-sdk/1.0"
+            },
+            "requestId": format!("req-{}", ulid::Ulid::new()),
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000").to_string(),
+            "timeEpoch": now.as_millisecond()
+        },
+        "isBase64Encoded": false
+    });
+    if !query.is_empty() {
+        let params: serde_json::Map<String, Value> = query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_owned(), json!(v)))
+            .collect();
+        event["queryStringParameters"] = Value::Object(params);
+    }
+    if let Some(body) = body {
+        event["body"] = json!(body.to_string());
+    }
+    event
+}
+
+/// A REST API (v1, proxy integration) event on stage `prod`, as API Gateway sends it.
+pub fn apigw_v1(
+    method: &str,
+    path_and_query: &str,
+    key: &str,
+    body: Option<Value>,
+    extra_headers: &[(&str, &str)],
+) -> Value {
+    let (path, query) = path_and_query
+        .split_once('?')
+        .unwrap_or((path_and_query, ""));
+    let headers = header_map(key, body.is_some(), extra_headers);
+    let multi: serde_json::Map<String, Value> = headers
+        .iter()
+        .map(|(k, v)| (k.clone(), json!([v])))
+        .collect();
+    let (qs, mqs) = if query.is_empty() {
+        (Value::Null, Value::Null)
+    } else {
+        let pairs: Vec<(String, String)> = query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        (
+            Value::Object(pairs.iter().map(|(k, v)| (k.clone(), json!(v))).collect()),
+            Value::Object(pairs.iter().map(|(k, v)| (k.clone(), json!([v]))).collect()),
+        )
+    };
+    let now = Timestamp::now();
+    json!({
+        "resource": "/{proxy+}",
+        "path": path,
+        "httpMethod": method,
+        "headers": headers,
+        "multiValueHeaders": multi,
+        "queryStringParameters": qs,
+        "multiValueQueryStringParameters": mqs,
+        "pathParameters": {"proxy": path.trim_start_matches('/')},
+        "stageVariables": null,
+        "requestContext": {
+            "resourceId": "a1b2c3",
+            "resourcePath": "/{proxy+}",
+            "httpMethod": method,
+            "extendedRequestId": format!("ext-{}", ulid::Ulid::new()),
+            "requestTime": now.strftime("%d/%b/%Y:%H:%M:%S +0000").to_string(),
+            "path": format!("/prod{path}"),
+            "accountId": "123456789012",
+            "protocol": "HTTP/1.1",
+            "stage": "prod",
+            "domainPrefix": "abc123defg",
+            "requestTimeEpoch": now.as_millisecond(),
+            "requestId": format!("req-{}", ulid::Ulid::new()),
+            "identity": {
+                "sourceIp": "203.0.113.7",
+                "userAgent": "agent-sdk/1.0",
+                "accessKey": null,
+                "accountId": null,
+                "caller": null,
+                "user": null,
+                "userArn": null,
+                "cognitoIdentityId": null,
+                "cognitoIdentityPoolId": null,
+                "cognitoAuthenticationType": null,
+                "cognitoAuthenticationProvider": null
+            },
+            "domainName": "abc123defg.execute-api.us-east-1.amazonaws.com",
+            "apiId": "abc123defg"
+        },
+        "body": body.map(|b| b.to_string()),
+        "isBase64Encoded": false
+    })
+}

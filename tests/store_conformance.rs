@@ -1,1 +1,637 @@
-//! placeholder
+//! One store conformance suite, run against both adapters (SQLite, and DynamoDB on LocalStack),
+//! so both keep the same semantics: conditional writes and typed conflicts (SPEC §1.3),
+//! atomicity of transition + audit event (§1.7), listing and pagination, idempotency records
+//! (SC-INT-07), stops (SC-STOP-01) and the sweep index (SC-REC-01/02, SC-APP-04).
+
+#[path = "aws_support/mod.rs"]
+mod aws_support;
+
+use countersign::{
+    domain::{
+        action::Approval, transition::TicketTerms, Action, Actor, Decision, State, Transition,
+    },
+    store::{
+        dynamodb::DynamoStore, sqlite::SqliteStore, IdempotencyRecord, ListQuery, Stop, Store,
+        StoreError,
+    },
+};
+use jiff::{SignedDuration, Timestamp};
+use serde_json::json;
+use std::sync::Arc;
+
+fn t0() -> Timestamp {
+    "2031-01-01T00:00:00Z".parse().unwrap()
+}
+
+fn far() -> Timestamp {
+    "2099-01-01T00:00:00Z".parse().unwrap()
+}
+
+fn plus(t: Timestamp, secs: i64) -> Timestamp {
+    t.checked_add(SignedDuration::from_secs(secs)).unwrap()
+}
+
+fn tenant(label: &str) -> String {
+    format!("{label}_{}", ulid::Ulid::new()).to_lowercase()
+}
+
+/// A pending action (not yet committed) whose approval lapses at `expires_at`.
+fn pending(tenant: &str, agent: &str, expires_at: Timestamp) -> Action {
+    Action {
+        id: format!("act_{}", ulid::Ulid::new()),
+        tenant: tenant.into(),
+        agent_id: agent.into(),
+        tool: "mail.send".into(),
+        args: json!({"to": "a@example.com"}),
+        args_digest: "sha256:00".into(),
+        action_kind: None,
+        run: None,
+        schedule: None,
+        decision: Decision::RequireApproval,
+        state: State::PendingApproval,
+        approval: Some(Approval {
+            context: json!({"tool": "mail.send"}),
+            context_digest: "sha256:ctx".into(),
+            expires_at,
+            approver: None,
+            decided_at: None,
+        }),
+        outcome: None,
+        actor: Actor::agent(agent),
+        version: 0,
+        created_at: t0(),
+        updated_at: t0(),
+        sealed_at: None,
+        ticket: None,
+        lease: None,
+        chain_head: Action::genesis_hash(),
+    }
+}
+
+async fn create_pending(
+    store: &dyn Store,
+    tenant: &str,
+    agent: &str,
+    expires_at: Timestamp,
+) -> Action {
+    let t = Transition::create(
+        pending(tenant, agent, expires_at),
+        Actor::agent(agent),
+        Some("approval_required"),
+        t0(),
+    );
+    store.create(&t, None).await.expect("create");
+    t.action
+}
+
+fn approve(a: &Action, due_at: Timestamp, deadline: Timestamp, now: Timestamp) -> Transition {
+    let terms = TicketTerms {
+        catalog_fingerprint: "sha256:tool",
+        due_at,
+        deadline,
+    };
+    Transition::approve(a, "approver-1", terms, now)
+}
+
+/// The whole suite, over any adapter.
+pub async fn conformance(store: Arc<dyn Store>) {
+    // First: it needs the sweep index to itself.
+    sweep(&*store).await;
+    conflicts(&*store).await;
+    event_and_transition_are_atomic(&*store).await;
+    racing_commits_have_one_winner(store.clone()).await;
+    listing(&*store).await;
+    idempotency(&*store).await;
+    stops(&*store).await;
+}
+
+/// §1.3: create is conditional on absence, commit on (state, version); losers get `Conflict`.
+async fn conflicts(store: &dyn Store) {
+    let tn = tenant("conflicts");
+    let t = Transition::create(
+        pending(&tn, "a1", far()),
+        Actor::agent("a1"),
+        Some("approval_required"),
+        t0(),
+    );
+    store.create(&t, None).await.unwrap();
+    assert_eq!(
+        store.load(&tn, &t.action.id).await.unwrap(),
+        Some(t.action.clone())
+    );
+    assert_eq!(
+        store.events(&tn, &t.action.id).await.unwrap(),
+        vec![t.event.clone()]
+    );
+    assert!(
+        matches!(store.create(&t, None).await, Err(StoreError::Conflict)),
+        "same id twice"
+    );
+    assert_eq!(
+        store.load("someone-else", &t.action.id).await.unwrap(),
+        None,
+        "tenant is part of the key"
+    );
+
+    let base = t.action;
+    let mut stale = approve(&base, plus(t0(), 60), plus(t0(), 3600), t0());
+    stale.expected = Some((State::PendingApproval, 7));
+    assert!(matches!(
+        store.commit(&stale).await,
+        Err(StoreError::Conflict)
+    ));
+    let mut wrong_state = approve(&base, plus(t0(), 60), plus(t0(), 3600), t0());
+    wrong_state.expected = Some((State::Approved, base.version));
+    assert!(matches!(
+        store.commit(&wrong_state).await,
+        Err(StoreError::Conflict)
+    ));
+    assert_eq!(
+        store.load(&tn, &base.id).await.unwrap(),
+        Some(base.clone()),
+        "a lost write changes nothing"
+    );
+    assert_eq!(store.events(&tn, &base.id).await.unwrap().len(), 1);
+
+    let good = approve(&base, plus(t0(), 60), plus(t0(), 3600), t0());
+    store.commit(&good).await.unwrap();
+    assert_eq!(
+        store.load(&tn, &base.id).await.unwrap(),
+        Some(good.action.clone())
+    );
+    let events = store.events(&tn, &base.id).await.unwrap();
+    assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(events[1], good.event);
+    assert!(
+        matches!(store.commit(&good).await, Err(StoreError::Conflict)),
+        "replayed commit"
+    );
+
+    let mut no_expectation = good.clone();
+    no_expectation.expected = None;
+    assert!(matches!(
+        store.commit(&no_expectation).await,
+        Err(StoreError::Malformed(_))
+    ));
+}
+
+/// §1.7: when the audit event cannot be written, the transition does not land either.
+async fn event_and_transition_are_atomic(store: &dyn Store) {
+    let tn = tenant("atomic");
+    let a = create_pending(store, &tn, "a1", far()).await;
+    let approved = approve(&a, plus(t0(), 60), plus(t0(), 3600), t0());
+    store.commit(&approved).await.unwrap();
+
+    let mut claim = Transition::claim(&approved.action, "wrk_1", plus(t0(), 120), plus(t0(), 61));
+    claim.event.seq = 2; // collides with the approval's event
+    assert!(matches!(
+        store.commit(&claim).await,
+        Err(StoreError::Conflict)
+    ));
+    assert_eq!(
+        store.load(&tn, &a.id).await.unwrap(),
+        Some(approved.action.clone()),
+        "the action did not move"
+    );
+    assert_eq!(store.events(&tn, &a.id).await.unwrap().len(), 2);
+
+    let claim = Transition::claim(&approved.action, "wrk_1", plus(t0(), 120), plus(t0(), 61));
+    store.commit(&claim).await.unwrap();
+    let done = Transition::finish(&claim.action, Ok(json!({"ok": true})), plus(t0(), 62));
+    store.commit(&done).await.unwrap();
+    let stored = store.load(&tn, &a.id).await.unwrap().unwrap();
+    assert_eq!(stored.state, State::Succeeded);
+    assert_eq!(stored.chain_head, done.event.hash);
+    let events = store.events(&tn, &a.id).await.unwrap();
+    assert_eq!(
+        events.iter().map(|e| e.to).collect::<Vec<_>>(),
+        [
+            State::PendingApproval,
+            State::Approved,
+            State::Executing,
+            State::Succeeded
+        ]
+    );
+}
+
+/// §1.3: two contenders from the same base: exactly one commits.
+async fn racing_commits_have_one_winner(store: Arc<dyn Store>) {
+    for _ in 0..10 {
+        let tn = tenant("race");
+        let a = create_pending(&*store, &tn, "a1", far()).await;
+        let cancel = Transition::seal(
+            &a,
+            State::Cancelled,
+            Actor::agent("a1"),
+            "cancelled",
+            plus(t0(), 1),
+        );
+        let deny = Transition::seal(
+            &a,
+            State::Denied,
+            Actor::user("approver-1"),
+            "no",
+            plus(t0(), 1),
+        );
+        let (x, y) = tokio::join!(store.commit(&cancel), store.commit(&deny));
+        assert!(x.is_ok() != y.is_ok(), "exactly one winner: {x:?} {y:?}");
+        let loser = if x.is_ok() { y } else { x };
+        assert!(matches!(loser, Err(StoreError::Conflict)), "{loser:?}");
+        let winner = if store.load(&tn, &a.id).await.unwrap().unwrap().state == State::Cancelled {
+            &cancel
+        } else {
+            &deny
+        };
+        assert_eq!(
+            store.load(&tn, &a.id).await.unwrap(),
+            Some(winner.action.clone())
+        );
+        assert_eq!(
+            store.events(&tn, &a.id).await.unwrap().len(),
+            2,
+            "one event per committed transition"
+        );
+    }
+}
+
+/// Newest first, paged by `before`, filtered by state and agent, one tenant only.
+async fn listing(store: &dyn Store) {
+    let tn = tenant("list");
+    let other = tenant("list_other");
+    let mut ids = Vec::new();
+    for agent in ["a1", "a1", "a1", "a1", "a2", "a2", "a2"] {
+        ids.push(create_pending(store, &tn, agent, far()).await);
+    }
+    create_pending(store, &other, "a1", far()).await;
+    // Seal one of a2's.
+    let sealed = Transition::seal(
+        &ids[6],
+        State::Denied,
+        Actor::user("approver-1"),
+        "no",
+        plus(t0(), 1),
+    );
+    store.commit(&sealed).await.unwrap();
+
+    let mut newest_first: Vec<String> = ids.iter().map(|a| a.id.clone()).collect();
+    newest_first.sort();
+    newest_first.reverse();
+    let page = |before: Option<String>, limit: usize| ListQuery {
+        state: None,
+        agent_id: None,
+        limit,
+        before,
+    };
+
+    let mut seen = Vec::new();
+    let mut before = None;
+    loop {
+        let got = store.list(&tn, &page(before.clone(), 3)).await.unwrap();
+        assert!(got.len() <= 3);
+        seen.extend(got.iter().map(|a| a.id.clone()));
+        if got.len() < 3 {
+            break;
+        }
+        before = got.last().map(|a| a.id.clone());
+    }
+    assert_eq!(
+        seen, newest_first,
+        "pages cover the tenant, newest first, without overlap"
+    );
+
+    let pending_only = store
+        .list(
+            &tn,
+            &ListQuery {
+                state: Some(State::PendingApproval),
+                ..page(None, 50)
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(pending_only.len(), 6);
+    assert!(pending_only
+        .iter()
+        .all(|a| a.state == State::PendingApproval));
+    let a2 = store
+        .list(
+            &tn,
+            &ListQuery {
+                agent_id: Some("a2".into()),
+                ..page(None, 50)
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(a2.len(), 3);
+    let a2_pending = store
+        .list(
+            &tn,
+            &ListQuery {
+                agent_id: Some("a2".into()),
+                state: Some(State::PendingApproval),
+                ..page(None, 1)
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(a2_pending.len(), 1, "filters and limit together");
+    assert_eq!(a2_pending[0].agent_id, "a2");
+    assert_eq!(store.list(&other, &page(None, 50)).await.unwrap().len(), 1);
+    assert!(store
+        .list(&tenant("nobody"), &page(None, 50))
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+/// SC-INT-07: the record commits with the action, is scoped to tenant + agent + key, lapses,
+/// and a lapsed record may be replaced.
+async fn idempotency(store: &dyn Store) {
+    let tn = tenant("idem");
+    let record = |action: &Action, digest: &str, expires_at: Timestamp| IdempotencyRecord {
+        tenant: tn.clone(),
+        agent_id: "a1".into(),
+        key: "order-4711".into(),
+        payload_digest: digest.into(),
+        action_id: action.id.clone(),
+        expires_at,
+    };
+    let first = Transition::create(pending(&tn, "a1", far()), Actor::agent("a1"), None, t0());
+    let rec = record(&first.action, "sha256:p1", plus(t0(), 86_400));
+    store.create(&first, Some(&rec)).await.unwrap();
+    assert_eq!(
+        store
+            .idempotency(&tn, "a1", "order-4711", t0())
+            .await
+            .unwrap(),
+        Some(rec.clone())
+    );
+    assert_eq!(
+        store
+            .idempotency(&tn, "a2", "order-4711", t0())
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .idempotency(&tn, "a1", "order-4712", t0())
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .idempotency("other", "a1", "order-4711", t0())
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .idempotency(&tn, "a1", "order-4711", plus(t0(), 86_400))
+            .await
+            .unwrap(),
+        None,
+        "lapsed"
+    );
+
+    // A live key: the second action does not commit either (atomic with its record).
+    let second = Transition::create(
+        pending(&tn, "a1", far()),
+        Actor::agent("a1"),
+        None,
+        plus(t0(), 3600),
+    );
+    let rec2 = record(&second.action, "sha256:p2", plus(t0(), 3600 + 86_400));
+    assert!(matches!(
+        store.create(&second, Some(&rec2)).await,
+        Err(StoreError::Conflict)
+    ));
+    assert_eq!(store.load(&tn, &second.action.id).await.unwrap(), None);
+    assert!(store
+        .events(&tn, &second.action.id)
+        .await
+        .unwrap()
+        .is_empty());
+
+    // After it lapsed, the key may be used again.
+    let later = plus(t0(), 90_000);
+    let third = Transition::create(pending(&tn, "a1", far()), Actor::agent("a1"), None, later);
+    let rec3 = record(&third.action, "sha256:p3", plus(later, 86_400));
+    store.create(&third, Some(&rec3)).await.unwrap();
+    assert_eq!(
+        store
+            .idempotency(&tn, "a1", "order-4711", later)
+            .await
+            .unwrap(),
+        Some(rec3)
+    );
+}
+
+/// SC-STOP-01: agent and tenant-wide stops, replaced idempotently, lifted once.
+async fn stops(store: &dyn Store) {
+    let tn = tenant("stops");
+    let scopes = |stops: Vec<Stop>| {
+        let mut s: Vec<String> = stops.iter().map(|s| s.scope().to_owned()).collect();
+        s.sort();
+        s
+    };
+    assert!(store.stops_for(&tn, "a1").await.unwrap().is_empty());
+    let agent_stop = Stop {
+        tenant: tn.clone(),
+        agent_id: Some("a1".into()),
+        stopped_at: t0(),
+        stopped_by: "admin-1".into(),
+    };
+    store.put_stop(&agent_stop).await.unwrap();
+    store.put_stop(&agent_stop).await.unwrap();
+    assert_eq!(
+        store.stops_for(&tn, "a1").await.unwrap(),
+        vec![agent_stop.clone()]
+    );
+    assert!(store.stops_for(&tn, "a2").await.unwrap().is_empty());
+    assert!(store.stops_for("other", "a1").await.unwrap().is_empty());
+
+    let tenant_stop = Stop {
+        agent_id: None,
+        ..agent_stop.clone()
+    };
+    store.put_stop(&tenant_stop).await.unwrap();
+    assert_eq!(
+        scopes(store.stops_for(&tn, "a1").await.unwrap()),
+        ["*", "a1"]
+    );
+    assert_eq!(scopes(store.stops_for(&tn, "a2").await.unwrap()), ["*"]);
+
+    assert!(store.lift_stop(&tn, "a1").await.unwrap());
+    assert!(!store.lift_stop(&tn, "a1").await.unwrap(), "already lifted");
+    assert!(store.lift_stop(&tn, "*").await.unwrap());
+    assert!(store.stops_for(&tn, "a1").await.unwrap().is_empty());
+}
+
+/// SC-REC-01/02, SC-APP-04: the sweep index holds lapsing approvals, due tickets and expiring
+/// leases by their instant, earliest first; sealed actions leave it.
+async fn sweep(store: &dyn Store) {
+    // Its own span of time, after everything the other cases left waiting.
+    let b = plus(t0(), 365 * 86_400);
+    let tn = tenant("sweep");
+    let lapsing = create_pending(store, &tn, "a1", plus(b, 600)).await;
+    let waiting = create_pending(store, &tn, "a1", far()).await;
+    let waiting = approve(&waiting, plus(b, 300), plus(b, 3600), b);
+    store.commit(&waiting).await.unwrap();
+    let running = create_pending(store, &tn, "a1", far()).await;
+    let running = approve(&running, b, plus(b, 3600), b);
+    store.commit(&running).await.unwrap();
+    let running = Transition::claim(&running.action, "wrk_1", plus(b, 120), plus(b, 1));
+    store.commit(&running).await.unwrap();
+    let sealed = create_pending(store, &tn, "a1", plus(b, 60)).await;
+    store
+        .commit(&Transition::seal(
+            &sealed,
+            State::Denied,
+            Actor::user("approver-1"),
+            "no",
+            b,
+        ))
+        .await
+        .unwrap();
+    let later = create_pending(store, &tn, "a1", far()).await;
+    let later = approve(&later, plus(b, 86_400), plus(b, 90_000), b);
+    store.commit(&later).await.unwrap();
+
+    let ids = |refs: Vec<countersign::store::SweepRef>| {
+        refs.into_iter().map(|r| r.action_id).collect::<Vec<_>>()
+    };
+    assert!(
+        store.sweep_due(plus(b, 60), 10).await.unwrap().is_empty(),
+        "nothing due yet"
+    );
+    let due = store.sweep_due(plus(b, 660), 10).await.unwrap();
+    assert!(due.iter().all(|r| r.tenant == tn));
+    assert_eq!(due[0].sweep_at, plus(b, 120));
+    assert_eq!(
+        ids(due),
+        [
+            running.action.id.clone(),
+            waiting.action.id.clone(),
+            lapsing.id.clone()
+        ]
+    );
+    assert_eq!(
+        ids(store.sweep_due(plus(b, 660), 2).await.unwrap()),
+        [running.action.id.clone(), waiting.action.id.clone()]
+    );
+
+    // Sealing removes it from the index.
+    store
+        .commit(&Transition::seal(
+            &waiting.action,
+            State::Cancelled,
+            Actor::agent("a1"),
+            "cancelled",
+            plus(b, 5),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(store.sweep_due(plus(b, 660), 10).await.unwrap()),
+        [running.action.id.clone(), lapsing.id.clone()]
+    );
+    // Rediscovery reads every waiting ticket, however far.
+    let all = ids(store.sweep_due(Timestamp::MAX, 100_000).await.unwrap());
+    assert!(all.contains(&later.action.id));
+    assert!(!all.contains(&sealed.id));
+}
+
+#[tokio::test]
+async fn store_conformance_sqlite() {
+    conformance(Arc::new(SqliteStore::in_memory().unwrap())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn store_conformance_dynamodb() {
+    let sdk = aws_support::sdk().await;
+    let table = aws_support::unique("conformance");
+    aws_support::create_table(&sdk, &table).await;
+    conformance(Arc::new(DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&sdk),
+        &table,
+    )))
+    .await;
+}
+
+/// DynamoDB only: TTL attributes (idempotency records; sealed actions and their events under a
+/// retention), and a malformed stored record fails closed on load (SPEC §1.2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dynamodb_ttl_retention_and_fail_closed() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let sdk = aws_support::sdk().await;
+    let table = aws_support::unique("ttl");
+    aws_support::create_table(&sdk, &table).await;
+    let client = aws_sdk_dynamodb::Client::new(&sdk);
+    let store = DynamoStore::new(client.clone(), &table)
+        .with_retention(Some(SignedDuration::from_hours(24 * 90)));
+    let tn = tenant("ttl");
+    let a = create_pending(&store, &tn, "a1", far()).await;
+    let sealed = Transition::seal(
+        &a,
+        State::Cancelled,
+        Actor::agent("a1"),
+        "cancelled",
+        plus(t0(), 10),
+    );
+    store.commit(&sealed).await.unwrap();
+
+    let pk = format!("TENANT#{tn}#ACTION#{}", a.id);
+    let expected = (plus(t0(), 10).as_second() + 90 * 86_400).to_string();
+    for sk in [
+        "ACTION",
+        "EVENT#00000000000000000001",
+        "EVENT#00000000000000000002",
+    ] {
+        let item = client
+            .get_item()
+            .table_name(&table)
+            .key("pk", AttributeValue::S(pk.clone()))
+            .key("sk", AttributeValue::S(sk.into()))
+            .send()
+            .await
+            .unwrap();
+        let item = item.item().unwrap_or_else(|| panic!("{sk} exists"));
+        assert_eq!(
+            item.get("expires_at"),
+            Some(&AttributeValue::N(expected.clone())),
+            "{sk}"
+        );
+        assert!(
+            item.get("sweep_pk").is_none(),
+            "sealed items leave the sweep index"
+        );
+    }
+
+    // Fail closed: a record whose ticket is inconsistent with its state is refused.
+    let waiting = create_pending(&store, &tn, "a1", far()).await;
+    let approved = approve(&waiting, plus(t0(), 60), plus(t0(), 600), t0());
+    store.commit(&approved).await.unwrap();
+    let mut body: serde_json::Value = serde_json::from_slice(&approved.action.to_stored()).unwrap();
+    body["state"] = json!("pending_approval");
+    client
+        .update_item()
+        .table_name(&table)
+        .key(
+            "pk",
+            AttributeValue::S(format!("TENANT#{tn}#ACTION#{}", waiting.id)),
+        )
+        .key("sk", AttributeValue::S("ACTION".into()))
+        .update_expression("SET body = :b")
+        .expression_attribute_values(":b", AttributeValue::S(body.to_string()))
+        .send()
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.load(&tn, &waiting.id).await,
+        Err(StoreError::Malformed(_))
+    ));
+}

@@ -325,11 +325,12 @@ impl AwsWorld {
 pub async fn http_event(engine: &Arc<Engine>, event: Value) -> Reply {
     let request: LambdaRequest =
         serde_json::from_value(event.clone()).expect("lambda_http accepts the event");
-    let mut adapter = Adapter::from(aws::http_handler(engine.clone()));
-    let response = adapter
-        .call(LambdaEvent::new(request, Context::default()))
-        .await
-        .expect("the handler answers");
+    // The adapter itself is not `Send`; its answer future is (as in `lambda_runtime`).
+    let answer = {
+        let mut adapter = Adapter::from(aws::http_handler(engine.clone()));
+        adapter.call(LambdaEvent::new(request, Context::default()))
+    };
+    let response = answer.await.expect("the handler answers");
     // What the runtime sends back to API Gateway.
     let wire = serde_json::to_value(&response).unwrap();
     let status = wire["statusCode"].as_u64().unwrap() as u16;

@@ -1,0 +1,610 @@
+//! The SAM template (`infra/template.yaml`) held to the code (issue 4, SPEC §7): the routes the
+//! router serves, the environment the functions read, the AWS calls each function makes
+//! (`infra/permissions.json`), the table (`infra/table.json`), and a Scheduler role that can
+//! invoke only the resume function. No AWS needed: the template is read as plain YAML.
+
+use countersign::{api::ROUTES, aws::ENV_VARS};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The functions of SPEC §7, each built from `functions/<name>` as binary `countersign-<name>`.
+const FUNCTIONS: [&str; 4] = ["intake", "approve", "cancel", "resume"];
+/// Attempts per claim of a `retry` tool (engine::resume::ATTEMPTS_PER_CLAIM, private there)
+/// and the longest tool timeout infra/README.md supports ("Timeouts").
+const ATTEMPTS_PER_CLAIM: i64 = 3;
+const SUPPORTED_TOOL_TIMEOUT_S: i64 = 30;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is inside the repo")
+        .to_path_buf()
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(repo().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The template as JSON. Short-form tags (`!Ref`) would not parse into plain values: the
+/// template keeps to long-form intrinsics on purpose.
+fn template() -> Value {
+    serde_norway::from_str(&read("infra/template.yaml"))
+        .expect("infra/template.yaml is plain YAML (long-form intrinsics, no !Tags)")
+}
+
+fn json_file(path: &str) -> Value {
+    serde_json::from_str(&read(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn resources(t: &Value) -> &Map<String, Value> {
+    t["Resources"].as_object().expect("Resources")
+}
+
+fn resource<'a>(t: &'a Value, id: &str) -> &'a Value {
+    resources(t)
+        .get(id)
+        .unwrap_or_else(|| panic!("resource {id} is missing"))
+}
+
+fn of_type<'a>(t: &'a Value, ty: &str) -> Vec<(&'a String, &'a Value)> {
+    resources(t)
+        .iter()
+        .filter(|(_, r)| r["Type"] == ty)
+        .collect()
+}
+
+fn sub(s: &str) -> Value {
+    json!({ "Fn::Sub": s })
+}
+
+fn get_att(id: &str, att: &str) -> Value {
+    json!({ "Fn::GetAtt": [id, att] })
+}
+
+fn reference(id: &str) -> Value {
+    json!({ "Ref": id })
+}
+
+/// A policy's `Action`/`Resource`: a string or a list of them.
+fn list(v: &Value) -> Vec<Value> {
+    match v {
+        Value::Array(items) => items.clone(),
+        Value::Null => vec![],
+        other => vec![other.clone()],
+    }
+}
+
+/// function name (intake, …) → logical id, from `FunctionName: ${AWS::StackName}-<name>`.
+fn functions(t: &Value) -> BTreeMap<String, String> {
+    of_type(t, "AWS::Serverless::Function")
+        .into_iter()
+        .map(|(id, r)| {
+            let name = r["Properties"]["FunctionName"]["Fn::Sub"]
+                .as_str()
+                .and_then(|s| s.strip_prefix("${AWS::StackName}-"))
+                .unwrap_or_else(|| {
+                    panic!("{id}: FunctionName must be Fn::Sub ${{AWS::StackName}}-<name>")
+                });
+            (name.to_owned(), id.clone())
+        })
+        .collect()
+}
+
+/// The ARN of the resume function as the template spells it where GetAtt cannot be used.
+const RESUME_ARN_SUB: &str =
+    "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-resume";
+
+#[test]
+fn issue4_the_template_deploys_the_four_functions_built_with_cargo_lambda() {
+    let t = template();
+    assert_eq!(t["Transform"], "AWS::Serverless-2016-10-31");
+    let fns = functions(&t);
+    assert_eq!(
+        fns.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+        FUNCTIONS.into_iter().collect::<BTreeSet<_>>(),
+        "SPEC §7: exactly the functions intake, approve, cancel, resume"
+    );
+    let globals = &t["Globals"]["Function"];
+    for (name, id) in &fns {
+        let r = resource(&t, id);
+        let p = &r["Properties"];
+        let prop = |k: &str| {
+            if p[k].is_null() {
+                globals[k].clone()
+            } else {
+                p[k].clone()
+            }
+        };
+        assert_eq!(prop("Runtime"), "provided.al2023", "{id}");
+        assert_eq!(prop("Architectures"), json!(["arm64"]), "{id}");
+        assert_eq!(prop("Handler"), "bootstrap", "{id}");
+        assert_eq!(r["Metadata"]["BuildMethod"], "rust-cargolambda", "{id}");
+        let binary = format!("countersign-{name}");
+        assert_eq!(r["Metadata"]["BuildProperties"]["Binary"], binary, "{id}");
+        // The workspace root, where cargo-lambda leaves target/lambda/<binary>/bootstrap.
+        assert_eq!(p["CodeUri"], "..", "{id}: CodeUri is the workspace root");
+        let manifest = read(&format!("functions/{name}/Cargo.toml"));
+        assert!(
+            manifest.contains(&format!("name = \"{binary}\"")),
+            "functions/{name}/Cargo.toml builds binary {binary}"
+        );
+        assert!(
+            p["MemorySize"].as_i64().is_some_and(|m| (128..=1024).contains(&m)),
+            "{id}: MemorySize"
+        );
+        assert!(p["Timeout"].as_i64().is_some(), "{id}: Timeout");
+    }
+}
+
+#[test]
+fn issue4_functions_that_run_tools_outlast_the_longest_tool_run() {
+    // intake (allow → runs now), approve (due at approval) and resume (wake, sweep) run tools;
+    // a function killed mid-run leaves an expired lease (SC-REC-02) instead of a result.
+    let t = template();
+    let fns = functions(&t);
+    let worst = SUPPORTED_TOOL_TIMEOUT_S * ATTEMPTS_PER_CLAIM + 2 * ATTEMPTS_PER_CLAIM + 3;
+    for name in ["intake", "approve", "resume"] {
+        let timeout = resource(&t, &fns[name])["Properties"]["Timeout"]
+            .as_i64()
+            .unwrap();
+        assert!(
+            timeout > worst && timeout <= 900,
+            "{name}: Timeout {timeout}s must exceed {ATTEMPTS_PER_CLAIM} × {SUPPORTED_TOOL_TIMEOUT_S}s tool timeout + backoff ({worst}s)"
+        );
+    }
+}
+
+#[test]
+fn issue4_sc_api_every_route_the_router_serves_is_routed_to_its_function_and_nothing_else() {
+    // SPEC §3 route → function, via countersign::api::ROUTES (held to the router by its test).
+    let t = template();
+    let fns = functions(&t);
+    let mut routed = BTreeSet::new();
+    for (name, id) in &fns {
+        let events = resource(&t, id)["Properties"]["Events"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        for (event_id, e) in events {
+            assert_eq!(
+                e["Type"], "HttpApi",
+                "{id}.{event_id}: functions are reached through the HTTP API only (resume by Scheduler)"
+            );
+            let p = &e["Properties"];
+            assert_eq!(p["ApiId"], reference("Api"), "{id}.{event_id}");
+            assert_eq!(p["PayloadFormatVersion"], "2.0", "{id}.{event_id}");
+            let route = (
+                p["Method"].as_str().unwrap().to_uppercase(),
+                p["Path"].as_str().unwrap().to_owned(),
+                name.clone(),
+            );
+            assert!(routed.insert(route.clone()), "{route:?} routed twice");
+        }
+    }
+    let expected: BTreeSet<_> = ROUTES
+        .iter()
+        .map(|(m, p, f)| (m.to_string(), p.to_string(), f.to_string()))
+        .collect();
+    let missing: Vec<_> = expected.difference(&routed).collect();
+    let extra: Vec<_> = routed.difference(&expected).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "template routes ≠ api::ROUTES\n  not routed: {missing:?}\n  routed but not served: {extra:?}"
+    );
+    assert!(
+        resource(&t, &fns["resume"])["Properties"]["Events"].is_null(),
+        "resume has no API route: only Scheduler invokes it"
+    );
+    assert_eq!(of_type(&t, "AWS::Serverless::HttpApi").len(), 1);
+    assert!(
+        of_type(&t, "AWS::Lambda::Permission").is_empty(),
+        "no extra invoke permissions"
+    );
+}
+
+#[test]
+fn issue4_env_vars_lists_every_countersign_variable_the_wiring_reads() {
+    // The constant is the test's source; make sure it is complete: every COUNTERSIGN_*
+    // literal in the AWS wiring and the function binaries is in it.
+    let mut sources = vec![read("shared/src/aws.rs")];
+    for name in FUNCTIONS {
+        sources.push(read(&format!("functions/{name}/src/main.rs")));
+    }
+    let mut named = BTreeSet::new();
+    for text in &sources {
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("\"COUNTERSIGN_") {
+            let tail = &rest[at + 1..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+                .unwrap_or(tail.len());
+            named.insert(tail[..end].to_owned());
+            rest = &tail[end..];
+        }
+    }
+    let listed: BTreeSet<String> = ENV_VARS.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        named, listed,
+        "countersign::aws::ENV_VARS must name exactly the COUNTERSIGN_* variables the wiring reads"
+    );
+}
+
+#[test]
+fn issue4_every_env_var_a_function_reads_is_set_for_it() {
+    let t = template();
+    let globals = t["Globals"]["Function"]["Environment"]["Variables"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    for (name, id) in functions(&t) {
+        let mut env = globals.clone();
+        if let Some(own) =
+            resource(&t, &id)["Properties"]["Environment"]["Variables"].as_object()
+        {
+            env.extend(own.clone());
+        }
+        for var in ENV_VARS {
+            assert!(
+                env.contains_key(*var),
+                "{name} ({id}) reads {var} but the template does not set it"
+            );
+        }
+        // …and each points at the resource it names.
+        assert_eq!(env["COUNTERSIGN_TABLE"], reference("Table"), "{name}");
+        assert_eq!(
+            env["COUNTERSIGN_SCHEDULE_GROUP"],
+            reference("WakeScheduleGroup"),
+            "{name}"
+        );
+        assert_eq!(env["COUNTERSIGN_RESUME_ARN"], sub(RESUME_ARN_SUB), "{name}");
+        assert_eq!(
+            env["COUNTERSIGN_SCHEDULER_ROLE_ARN"],
+            get_att("SchedulerRole", "Arn"),
+            "{name}"
+        );
+        assert_eq!(
+            env["COUNTERSIGN_DLQ_ARN"],
+            get_att("WakeDeadLetterQueue", "Arn"),
+            "{name}"
+        );
+        assert_eq!(env["COUNTERSIGN_CONFIG"], reference("ConfigDocument"), "{name}");
+        assert_eq!(
+            env["COUNTERSIGN_RETENTION"],
+            reference("SealedRetention"),
+            "{name}"
+        );
+    }
+    let fns = functions(&t);
+    assert_eq!(
+        resource(&t, &fns["resume"])["Properties"]["FunctionName"],
+        sub("${AWS::StackName}-resume"),
+        "COUNTERSIGN_RESUME_ARN is built from this name"
+    );
+}
+
+/// Every statement of a role's inline policies: (actions, resources, condition).
+fn statements(role: &Value, role_id: &str) -> Vec<(Vec<String>, Vec<Value>, Value)> {
+    let p = &role["Properties"];
+    assert!(
+        p["ManagedPolicyArns"].is_null(),
+        "{role_id}: no managed policies; everything is listed inline"
+    );
+    let mut out = Vec::new();
+    for policy in list(&p["Policies"]) {
+        for s in list(&policy["PolicyDocument"]["Statement"]) {
+            assert_eq!(s["Effect"], "Allow", "{role_id}: {s}");
+            for forbidden in ["NotAction", "NotResource", "NotPrincipal"] {
+                assert!(s[forbidden].is_null(), "{role_id}: {forbidden} in {s}");
+            }
+            let actions: Vec<String> = list(&s["Action"])
+                .iter()
+                .map(|a| a.as_str().expect("action is a string").to_owned())
+                .collect();
+            for a in &actions {
+                assert!(!a.contains('*'), "{role_id}: wildcard action {a}");
+            }
+            let resources = list(&s["Resource"]);
+            assert!(!resources.is_empty(), "{role_id}: statement without Resource");
+            assert!(
+                !resources.contains(&json!("*")),
+                "{role_id}: Resource \"*\" in {s}"
+            );
+            out.push((actions, resources, s["Condition"].clone()));
+        }
+    }
+    out
+}
+
+fn role_of<'a>(t: &'a Value, function_id: &str) -> (String, &'a Value) {
+    let p = &resource(t, function_id)["Properties"];
+    assert!(
+        p["Policies"].is_null(),
+        "{function_id}: use its own Role, not SAM Policies (which add managed policies)"
+    );
+    let role_id = p["Role"]["Fn::GetAtt"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("{function_id}: Role must be Fn::GetAtt [<Role>, Arn]"))
+        .to_owned();
+    let role = resource(t, &role_id);
+    assert_eq!(role["Type"], "AWS::IAM::Role");
+    (role_id, role)
+}
+
+#[test]
+fn issue4_each_function_is_allowed_exactly_the_aws_calls_its_code_makes() {
+    let t = template();
+    let perms = json_file("infra/permissions.json");
+    let table = json_file("infra/table.json");
+    let indexes: BTreeSet<String> = list(&table["GlobalSecondaryIndexes"])
+        .iter()
+        .map(|i| i["IndexName"].as_str().unwrap().to_owned())
+        .collect();
+    let runtime = perms["runtime"].as_object().expect("runtime");
+    let declared = perms["functions"].as_object().expect("functions");
+    assert_eq!(
+        declared.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+        FUNCTIONS.into_iter().collect::<BTreeSet<_>>()
+    );
+    let group_schedules = sub(
+        "arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}:schedule/${WakeScheduleGroup}/cs-*",
+    );
+    // Wake schedules are named cs-<correlation id>: the policies' cs-* covers them.
+    let name = countersign::wake::scheduler::schedule_name(&countersign::domain::resume::Wake {
+        tenant: "t".into(),
+        action_id: "act_1".into(),
+        correlation_id: "cor_1".into(),
+    });
+    assert!(name.starts_with("cs-"), "{name}");
+
+    for (fname, fid) in functions(&t) {
+        let (role_id, role) = role_of(&t, &fid);
+        let trust = &role["Properties"]["AssumeRolePolicyDocument"]["Statement"];
+        assert_eq!(
+            list(trust)
+                .iter()
+                .map(|s| s["Principal"].clone())
+                .collect::<Vec<_>>(),
+            vec![json!({"Service": "lambda.amazonaws.com"})],
+            "{role_id}: only Lambda assumes it"
+        );
+        let calls = declared[&fname].as_object().expect("calls");
+        for (action, why) in calls.iter().chain(runtime.iter()) {
+            assert!(
+                why.as_str().is_some_and(|w| w.len() > 10),
+                "permissions.json: say why {fname} needs {action}"
+            );
+        }
+        let expected: BTreeSet<&str> = calls
+            .keys()
+            .chain(runtime.keys())
+            .map(String::as_str)
+            .collect();
+        let mut allowed = BTreeSet::new();
+        for (actions, resources, condition) in statements(role, &role_id) {
+            for action in &actions {
+                allowed.insert(action.clone());
+                let service = action.split(':').next().unwrap();
+                for r in &resources {
+                    let ok = match service {
+                        "dynamodb" => {
+                            *r == get_att("Table", "Arn")
+                                || r["Fn::Sub"]
+                                    .as_str()
+                                    .and_then(|s| s.strip_prefix("${Table.Arn}/index/"))
+                                    .is_some_and(|i| indexes.contains(i))
+                        }
+                        "scheduler" => *r == group_schedules,
+                        "iam" => {
+                            *r == get_att("SchedulerRole", "Arn")
+                                && condition
+                                    == json!({"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}})
+                        }
+                        "logs" => {
+                            let logs_id = r["Fn::GetAtt"][0].as_str().unwrap_or_default();
+                            resources_name(&t, logs_id)
+                                == sub(&format!("/aws/lambda/${{AWS::StackName}}-{fname}"))
+                        }
+                        _ => false,
+                    };
+                    assert!(ok, "{role_id}: {action} on {r} (condition {condition}) is broader than {fname} needs");
+                }
+            }
+        }
+        let allowed: BTreeSet<&str> = allowed.iter().map(String::as_str).collect();
+        let missing: Vec<_> = expected.difference(&allowed).collect();
+        let extra: Vec<_> = allowed.difference(&expected).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{fname}: role {role_id} ≠ infra/permissions.json\n  missing: {missing:?}\n  not needed: {extra:?}"
+        );
+    }
+}
+
+fn resources_name(t: &Value, log_group_id: &str) -> Value {
+    let r = resource(t, log_group_id);
+    assert_eq!(r["Type"], "AWS::Logs::LogGroup", "{log_group_id}");
+    r["Properties"]["LogGroupName"].clone()
+}
+
+#[test]
+fn issue4_the_scheduler_role_can_only_invoke_the_resume_function() {
+    let t = template();
+    let role = resource(&t, "SchedulerRole");
+    let trust = list(&role["Properties"]["AssumeRolePolicyDocument"]["Statement"]);
+    assert_eq!(trust.len(), 1);
+    assert_eq!(
+        trust[0]["Principal"],
+        json!({"Service": "scheduler.amazonaws.com"})
+    );
+    assert_eq!(
+        trust[0]["Condition"]["StringEquals"]["aws:SourceAccount"],
+        reference("AWS::AccountId"),
+        "confused-deputy guard"
+    );
+    let mut seen = BTreeSet::new();
+    for (actions, resources, condition) in statements(role, "SchedulerRole") {
+        for action in actions {
+            match action.as_str() {
+                "lambda:InvokeFunction" => {
+                    assert_eq!(resources, vec![sub(RESUME_ARN_SUB)], "invoke resume only")
+                }
+                // Scheduler sends undeliverable events to the DLQ as this role.
+                "sqs:SendMessage" => assert_eq!(
+                    resources,
+                    vec![get_att("WakeDeadLetterQueue", "Arn")]
+                ),
+                other => panic!("SchedulerRole may not {other}"),
+            }
+            assert!(condition.is_null());
+            seen.insert(action);
+        }
+    }
+    assert!(seen.contains("lambda:InvokeFunction"));
+    // Every schedule the template creates targets the resume function with this role.
+    for (id, s) in of_type(&t, "AWS::Scheduler::Schedule") {
+        let target = &s["Properties"]["Target"];
+        assert_eq!(target["Arn"], get_att("ResumeFunction", "Arn"), "{id}");
+        assert_eq!(target["RoleArn"], get_att("SchedulerRole", "Arn"), "{id}");
+    }
+    let fns = functions(&t);
+    assert_eq!(fns["resume"], "ResumeFunction");
+}
+
+#[test]
+fn issue4_sc_rec_01_the_sweep_runs_every_minute_and_no_function_can_delete_it() {
+    let t = template();
+    let sweeps = of_type(&t, "AWS::Scheduler::Schedule");
+    assert_eq!(sweeps.len(), 1, "one recurring schedule: the sweep");
+    let p = &sweeps[0].1["Properties"];
+    assert_eq!(p["ScheduleExpression"], "rate(1 minute)");
+    assert_eq!(p["GroupName"], reference("WakeScheduleGroup"));
+    assert_eq!(p["State"], "ENABLED");
+    let name = p["Name"].as_str().unwrap();
+    assert!(
+        !name.starts_with("cs-"),
+        "the functions may manage cs-* wake schedules only; the sweep is not one"
+    );
+    let input: countersign::aws::ResumeEvent =
+        serde_json::from_str(p["Target"]["Input"].as_str().unwrap())
+            .expect("the resume function accepts the sweep's input");
+    assert!(matches!(input, countersign::aws::ResumeEvent::Sweep(_)));
+    assert_eq!(
+        p["Target"]["DeadLetterConfig"]["Arn"],
+        get_att("WakeDeadLetterQueue", "Arn")
+    );
+    assert_eq!(
+        resource(&t, "WakeScheduleGroup")["Type"],
+        "AWS::Scheduler::ScheduleGroup"
+    );
+}
+
+#[test]
+fn issue4_the_table_equals_infra_table_json() {
+    // One source of truth: the DynamoDB adapter's tests and the LocalStack setup create the
+    // table from infra/table.json; the deployed table must be the same.
+    let t = template();
+    let spec = json_file("infra/table.json");
+    let known: BTreeSet<&str> = [
+        "AttributeDefinitions",
+        "KeySchema",
+        "GlobalSecondaryIndexes",
+        "BillingMode",
+        "TimeToLiveAttribute",
+    ]
+    .into();
+    for key in spec.as_object().unwrap().keys() {
+        assert!(
+            known.contains(key.as_str()),
+            "infra/table.json has {key}: teach this test (and the template) about it"
+        );
+    }
+    let table = resource(&t, "Table");
+    assert_eq!(table["Type"], "AWS::DynamoDB::Table");
+    assert_eq!(table["DeletionPolicy"], "Retain");
+    assert_eq!(table["UpdateReplacePolicy"], "Retain");
+    let p = &table["Properties"];
+    let as_set = |v: &Value| -> BTreeSet<String> { list(v).iter().map(|x| x.to_string()).collect() };
+    assert_eq!(
+        as_set(&p["AttributeDefinitions"]),
+        as_set(&spec["AttributeDefinitions"]),
+        "AttributeDefinitions"
+    );
+    assert_eq!(p["KeySchema"], spec["KeySchema"], "KeySchema");
+    let by_name = |v: &Value| -> BTreeMap<String, Value> {
+        list(v)
+            .into_iter()
+            .map(|i| (i["IndexName"].as_str().unwrap().to_owned(), i))
+            .collect()
+    };
+    assert_eq!(
+        by_name(&p["GlobalSecondaryIndexes"]),
+        by_name(&spec["GlobalSecondaryIndexes"]),
+        "GlobalSecondaryIndexes (keys and projections)"
+    );
+    assert!(p["LocalSecondaryIndexes"].is_null());
+    assert_eq!(p["BillingMode"], spec["BillingMode"]);
+    assert_eq!(
+        p["TimeToLiveSpecification"],
+        json!({"AttributeName": spec["TimeToLiveAttribute"], "Enabled": true})
+    );
+    assert_eq!(
+        p["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"],
+        true
+    );
+    assert_eq!(p["DeletionProtectionEnabled"], reference("DeletionProtection"));
+    assert_eq!(
+        t["Parameters"]["DeletionProtection"]["AllowedValues"],
+        json!(["true", "false"])
+    );
+}
+
+#[test]
+fn issue4_alarms_watch_the_dead_letter_queue_and_every_function() {
+    let t = template();
+    let alarms = of_type(&t, "AWS::CloudWatch::Alarm");
+    let watches = |namespace: &str, metric: &str, dimension: &Value| {
+        alarms.iter().any(|(_, a)| {
+            let p = &a["Properties"];
+            p["Namespace"] == namespace
+                && p["MetricName"] == metric
+                && list(&p["Dimensions"]).iter().any(|d| d["Value"] == *dimension)
+                && p["ComparisonOperator"] == "GreaterThanThreshold"
+                && p["Threshold"] == 0
+        })
+    };
+    assert!(
+        watches(
+            "AWS/SQS",
+            "ApproximateNumberOfMessagesVisible",
+            &get_att("WakeDeadLetterQueue", "QueueName")
+        ),
+        "an alarm on undeliverable wakes"
+    );
+    for (name, id) in functions(&t) {
+        assert!(
+            watches("AWS/Lambda", "Errors", &reference(&id)),
+            "an Errors alarm on {name}"
+        );
+    }
+    assert_eq!(
+        resource(&t, "WakeDeadLetterQueue")["Type"],
+        "AWS::SQS::Queue"
+    );
+}
+
+#[test]
+fn issue4_outputs_name_the_api_url_and_the_table() {
+    let t = template();
+    let outputs = &t["Outputs"];
+    assert_eq!(
+        outputs["ApiUrl"]["Value"],
+        sub("https://${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}")
+    );
+    assert_eq!(outputs["TableName"]["Value"], reference("Table"));
+    // The configuration document comes from SSM (see infra/README.md for why).
+    assert_eq!(
+        t["Parameters"]["ConfigDocument"]["Type"],
+        "AWS::SSM::Parameter::Value<String>"
+    );
+}

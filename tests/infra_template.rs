@@ -130,7 +130,9 @@ fn issue4_the_template_deploys_the_four_functions_built_with_cargo_lambda() {
             "functions/{name}/Cargo.toml builds binary {binary}"
         );
         assert!(
-            p["MemorySize"].as_i64().is_some_and(|m| (128..=1024).contains(&m)),
+            p["MemorySize"]
+                .as_i64()
+                .is_some_and(|m| (128..=1024).contains(&m)),
             "{id}: MemorySize"
         );
         assert!(p["Timeout"].as_i64().is_some(), "{id}: Timeout");
@@ -239,9 +241,7 @@ fn issue4_every_env_var_a_function_reads_is_set_for_it() {
         .unwrap_or_default();
     for (name, id) in functions(&t) {
         let mut env = globals.clone();
-        if let Some(own) =
-            resource(&t, &id)["Properties"]["Environment"]["Variables"].as_object()
-        {
+        if let Some(own) = resource(&t, &id)["Properties"]["Environment"]["Variables"].as_object() {
             env.extend(own.clone());
         }
         for var in ENV_VARS {
@@ -268,7 +268,11 @@ fn issue4_every_env_var_a_function_reads_is_set_for_it() {
             get_att("WakeDeadLetterQueue", "Arn"),
             "{name}"
         );
-        assert_eq!(env["COUNTERSIGN_CONFIG"], reference("ConfigDocument"), "{name}");
+        assert_eq!(
+            env["COUNTERSIGN_CONFIG"],
+            reference("ConfigDocument"),
+            "{name}"
+        );
         assert_eq!(
             env["COUNTERSIGN_RETENTION"],
             reference("SealedRetention"),
@@ -305,7 +309,10 @@ fn statements(role: &Value, role_id: &str) -> Vec<(Vec<String>, Vec<Value>, Valu
                 assert!(!a.contains('*'), "{role_id}: wildcard action {a}");
             }
             let resources = list(&s["Resource"]);
-            assert!(!resources.is_empty(), "{role_id}: statement without Resource");
+            assert!(
+                !resources.is_empty(),
+                "{role_id}: statement without Resource"
+            );
             assert!(
                 !resources.contains(&json!("*")),
                 "{role_id}: Resource \"*\" in {s}"
@@ -450,10 +457,9 @@ fn issue4_the_scheduler_role_can_only_invoke_the_resume_function() {
                     assert_eq!(resources, vec![sub(RESUME_ARN_SUB)], "invoke resume only")
                 }
                 // Scheduler sends undeliverable events to the DLQ as this role.
-                "sqs:SendMessage" => assert_eq!(
-                    resources,
-                    vec![get_att("WakeDeadLetterQueue", "Arn")]
-                ),
+                "sqs:SendMessage" => {
+                    assert_eq!(resources, vec![get_att("WakeDeadLetterQueue", "Arn")])
+                }
                 other => panic!("SchedulerRole may not {other}"),
             }
             assert!(condition.is_null());
@@ -524,7 +530,8 @@ fn issue4_the_table_equals_infra_table_json() {
     assert_eq!(table["DeletionPolicy"], "Retain");
     assert_eq!(table["UpdateReplacePolicy"], "Retain");
     let p = &table["Properties"];
-    let as_set = |v: &Value| -> BTreeSet<String> { list(v).iter().map(|x| x.to_string()).collect() };
+    let as_set =
+        |v: &Value| -> BTreeSet<String> { list(v).iter().map(|x| x.to_string()).collect() };
     assert_eq!(
         as_set(&p["AttributeDefinitions"]),
         as_set(&spec["AttributeDefinitions"]),
@@ -552,7 +559,10 @@ fn issue4_the_table_equals_infra_table_json() {
         p["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"],
         true
     );
-    assert_eq!(p["DeletionProtectionEnabled"], reference("DeletionProtection"));
+    assert_eq!(
+        p["DeletionProtectionEnabled"],
+        reference("DeletionProtection")
+    );
     assert_eq!(
         t["Parameters"]["DeletionProtection"]["AllowedValues"],
         json!(["true", "false"])
@@ -568,7 +578,9 @@ fn issue4_alarms_watch_the_dead_letter_queue_and_every_function() {
             let p = &a["Properties"];
             p["Namespace"] == namespace
                 && p["MetricName"] == metric
-                && list(&p["Dimensions"]).iter().any(|d| d["Value"] == *dimension)
+                && list(&p["Dimensions"])
+                    .iter()
+                    .any(|d| d["Value"] == *dimension)
                 && p["ComparisonOperator"] == "GreaterThanThreshold"
                 && p["Threshold"] == 0
         })

@@ -1007,11 +1007,20 @@ async fn listing_filters_and_pages_and_events_form_a_chain() {
 async fn every_listed_route_is_served() {
     let w = world().await;
     for (method, path, _function) in countersign::api::ROUTES {
-        let path = path.replace("{id}", "act_01ABC").replace("{scope}", "agent-1");
+        let path = path
+            .replace("{id}", "act_01ABC")
+            .replace("{scope}", "agent-1");
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
         let (s, v, _) = w.api.send(method.clone(), &path, None, None, &[]).await;
-        assert_eq!((s, err_code(&v)), (401, "unauthenticated"), "{method} {path}");
+        assert_eq!(
+            (s, err_code(&v)),
+            (401, "unauthenticated"),
+            "{method} {path}"
+        );
     }
-    let (s, _, _) = w.api.send(reqwest::Method::PUT, "/v1/actions", None, None, &[]).await;
+    let (s, _, _) = w
+        .api
+        .send(reqwest::Method::PUT, "/v1/actions", None, None, &[])
+        .await;
     assert_ne!(s, 401, "an unlisted method is not served");
 }

@@ -131,6 +131,29 @@ impl ToolEntry {
         canonical::digest(self)
     }
 
+    /// Attempts one claim makes: a `retry` tool's 5xx/timeout is tried again inside the window.
+    pub fn attempts_per_claim(&self) -> u32 {
+        match self.recovery {
+            Recovery::Retry => 3,
+            Recovery::Fail => 1,
+        }
+    }
+
+    /// The pause before attempt `n + 1` (n = 1, 2, …).
+    pub fn backoff(attempt: u32) -> SignedDuration {
+        SignedDuration::from_secs(attempt as i64)
+    }
+
+    /// The longest one claim can take: every attempt timing out, plus the pauses between them.
+    /// A lease (and a function timeout) must outlast it.
+    pub fn claim_budget(&self) -> SignedDuration {
+        let n = self.attempts_per_claim();
+        let pauses = (1..n)
+            .map(Self::backoff)
+            .fold(SignedDuration::ZERO, |a, b| a + b);
+        self.timeout() * n as i32 + pauses
+    }
+
     /// The longest one attempt may take.
     pub fn timeout(&self) -> SignedDuration {
         match &self.executor {

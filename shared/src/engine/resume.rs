@@ -4,7 +4,7 @@
 
 use super::{wake_of, Committed, Engine};
 use crate::{
-    config::Recovery,
+    config::{Recovery, ToolEntry},
     domain::{
         resume::{check, Facts, Rejection, Verdict, Wake},
         Action, Actor, State, Transition,
@@ -16,8 +16,6 @@ use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-/// Attempts per claim for a `retry` tool whose answer was retryable (5xx, timeout).
-const ATTEMPTS_PER_CLAIM: u32 = 3;
 /// Slack added to a lease beyond the attempts' worst case.
 const LEASE_MARGIN: SignedDuration = SignedDuration::from_secs(30);
 
@@ -145,15 +143,9 @@ impl Engine {
             return Ok((sealed, false));
         };
         let now = self.clock.now();
-        let attempts = if tool.recovery == Recovery::Retry {
-            ATTEMPTS_PER_CLAIM
-        } else {
-            1
-        };
-        let worst_case =
-            tool.timeout() * attempts as i32 + SignedDuration::from_secs(2 * attempts as i64);
+        let attempts = tool.attempts_per_claim();
         let lease_until = now
-            .saturating_add(worst_case + LEASE_MARGIN)
+            .saturating_add(tool.claim_budget() + LEASE_MARGIN)
             .expect("in range");
         let claim = Transition::claim(&action, &self.worker_id, lease_until, now);
         let claimed = match self.commit_or_reload(&claim).await? {
@@ -179,7 +171,8 @@ impl Engine {
             match answer {
                 ToolAnswer::Retryable(e) if retry_left => {
                     tracing::warn!(tenant = %claimed.tenant, action_id = %claimed.id, attempt, error = %e, "retryable tool failure; retrying");
-                    tokio::time::sleep(std::time::Duration::from_secs(attempt as u64)).await;
+                    let pause = ToolEntry::backoff(attempt).unsigned_abs();
+                    tokio::time::sleep(pause).await;
                 }
                 other => break other,
             }

@@ -698,3 +698,20 @@ async fn webhook_5xx_on_a_retry_tool_is_retried_with_the_same_identity() {
         [1, 2, 3]
     );
 }
+
+/// SC-REC-01/02 under a deadline: a sweep starts no tool run whose claim budget would outlast
+/// it (a function killed mid-run would leave an expired lease); the next pass performs it.
+#[tokio::test]
+async fn a_sweep_with_a_deadline_defers_runs_that_would_not_fit() {
+    let r = rig().await;
+    r.waker.fail.store(true, Ordering::SeqCst);
+    let a = r.committed("report.build", 60, 600).await; // retry tool, 2 s timeout: budget 9 s
+    r.advance(60);
+    let report = r.engine.sweep_until(Some(r.at(10))).await.unwrap();
+    assert_eq!((report.deferred, report.resumed), (1, 0), "{report:?}");
+    assert_eq!(r.load(&a.id).await.state, State::Approved);
+    assert_eq!(r.tools.count_for(&a.id), 0);
+    let report = r.engine.sweep_until(Some(r.at(20))).await.unwrap();
+    assert_eq!((report.deferred, report.resumed), (0, 1), "{report:?}");
+    assert_eq!(r.load(&a.id).await.state, State::Succeeded);
+}

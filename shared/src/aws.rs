@@ -254,10 +254,16 @@ pub enum ResumeAnswer {
 
 /// Handle one resume event. An `Err` makes the invocation fail, so the delivery is retried
 /// (store or Scheduler unavailable); a rejected or sealed wake is an answer, not an error.
-pub async fn resume(engine: &Engine, event: ResumeEvent) -> Result<ResumeAnswer, Error> {
+/// `deadline` is the invocation's (the Lambda context's): the sweep starts no tool run that
+/// could not finish before it.
+pub async fn resume(
+    engine: &Engine,
+    event: ResumeEvent,
+    deadline: Option<jiff::Timestamp>,
+) -> Result<ResumeAnswer, Error> {
     match event {
         ResumeEvent::Wake(wake) => engine.resume(&wake).await.map(ResumeAnswer::Wake),
-        ResumeEvent::Sweep(_) => engine.sweep().await.map(ResumeAnswer::Sweep),
+        ResumeEvent::Sweep(_) => engine.sweep_until(deadline).await.map(ResumeAnswer::Sweep),
     }
 }
 

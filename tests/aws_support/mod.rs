@@ -355,7 +355,11 @@ pub async fn http_event(engine: &Arc<Engine>, event: Value) -> Reply {
 /// The resume function's handler over the raw input text (deserialized as the runtime does).
 pub async fn deliver(engine: &Engine, input: &str) -> Result<Value, String> {
     let event: ResumeEvent = serde_json::from_str(input).map_err(|e| e.to_string())?;
-    aws::resume(engine, event)
+    // As the function does: the invocation's deadline (resume's Timeout is 300 s) bounds the sweep.
+    let deadline = jiff::Timestamp::now()
+        .checked_add(jiff::SignedDuration::from_secs(300))
+        .ok();
+    aws::resume(engine, event, deadline)
         .await
         .map(|answer| serde_json::to_value(answer).unwrap())
         .map_err(|e| e.to_string())

@@ -13,7 +13,9 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_runtime::run(service_fn(|event: LambdaEvent<ResumeEvent>| {
         let engine = engine.clone();
         async move {
-            let answer = aws::resume(&engine, event.payload).await?;
+            // The invocation's deadline (ms since the epoch) bounds what the sweep starts.
+            let deadline = jiff::Timestamp::from_millisecond(event.context.deadline as i64).ok();
+            let answer = aws::resume(&engine, event.payload, deadline).await?;
             Ok::<_, lambda_runtime::Error>(serde_json::to_value(answer)?)
         }
     }))

@@ -18,6 +18,10 @@ use serde_json::{json, Value};
 
 /// Slack added to a lease beyond the attempts' worst case.
 const LEASE_MARGIN: SignedDuration = SignedDuration::from_secs(30);
+/// Due items one sweep pass looks at; the rest come in the next pass.
+const SWEEP_BATCH: usize = 500;
+/// Time kept free before a sweep's deadline for the result commit and the answer.
+const SWEEP_SLACK: SignedDuration = SignedDuration::from_secs(5);
 
 /// What a wake did. Serialized as the resume function's answer.
 #[derive(Debug, Clone, Serialize)]
@@ -44,6 +48,18 @@ pub struct SweepReport {
     pub resumed: usize,
     pub recovered: usize,
     pub expired: usize,
+    /// Left for the next pass: their tool run would not fit before the deadline.
+    pub deferred: usize,
+    /// Items whose handling failed (logged); the next pass retries them.
+    pub failed: usize,
+}
+
+enum Swept {
+    Expired,
+    Resumed,
+    Recovered,
+    Deferred,
+    Nothing,
 }
 
 impl Engine {
@@ -197,41 +213,88 @@ impl Engine {
 
     /// One pass over everything due (SC-REC-01/02, SC-APP-04).
     pub async fn sweep(&self) -> Result<SweepReport, Error> {
+        self.sweep_until(None).await
+    }
+
+    /// As [`Engine::sweep`], but no tool run starts unless its whole claim budget fits before
+    /// `stop_by` (a Lambda's deadline): a function killed mid-run would leave an expired lease,
+    /// and a `fail` tool would end `outcome_unknown`. What does not fit waits for the next pass.
+    /// One item's failure is logged and counted; it does not stop the pass.
+    pub async fn sweep_until(&self, stop_by: Option<Timestamp>) -> Result<SweepReport, Error> {
         let now = self.clock.now();
         let mut report = SweepReport::default();
-        let due = self.store.sweep_due(now, 500).await?;
+        let due = self.store.sweep_due(now, SWEEP_BATCH).await?;
         report.due = due.len();
         for r in due {
-            let Some(action) = self.store.load(&r.tenant, &r.action_id).await? else {
-                continue;
-            };
-            match action.state {
-                State::PendingApproval => {
-                    self.seal(
-                        &action,
-                        State::Cancelled,
-                        Actor::system(),
-                        "approval_expired",
-                    )
-                    .await?;
-                    report.expired += 1;
+            match self.sweep_one(&r.tenant, &r.action_id, now, stop_by).await {
+                Ok(Swept::Expired) => report.expired += 1,
+                Ok(Swept::Resumed) => report.resumed += 1,
+                Ok(Swept::Recovered) => report.recovered += 1,
+                Ok(Swept::Deferred) => report.deferred += 1,
+                Ok(Swept::Nothing) => {}
+                Err(e) => {
+                    report.failed += 1;
+                    tracing::error!(tenant = %r.tenant, action_id = %r.action_id, error = %e, "sweep item failed; the next pass retries");
                 }
-                State::Approved => {
-                    let wake = wake_of(&action).expect("an approved action has a wake");
-                    self.resume(&wake).await?;
-                    report.resumed += 1;
-                }
-                State::Executing => {
-                    self.recover(action, now).await?;
-                    report.recovered += 1;
-                }
-                _ => {}
             }
         }
         if report.due > 0 {
             tracing::info!(?report, "sweep");
         }
         Ok(report)
+    }
+
+    async fn sweep_one(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        now: Timestamp,
+        stop_by: Option<Timestamp>,
+    ) -> Result<Swept, Error> {
+        let Some(action) = self.store.load(tenant, action_id).await? else {
+            return Ok(Swept::Nothing);
+        };
+        let runs_a_tool = matches!(action.state, State::Approved | State::Executing);
+        if runs_a_tool && !self.fits(&action, stop_by) {
+            return Ok(Swept::Deferred);
+        }
+        match action.state {
+            State::PendingApproval => {
+                self.seal(
+                    &action,
+                    State::Cancelled,
+                    Actor::system(),
+                    "approval_expired",
+                )
+                .await?;
+                Ok(Swept::Expired)
+            }
+            State::Approved => {
+                let wake = wake_of(&action).expect("an approved action has a wake");
+                self.resume(&wake).await?;
+                Ok(Swept::Resumed)
+            }
+            State::Executing => {
+                self.recover(action, now).await?;
+                Ok(Swept::Recovered)
+            }
+            _ => Ok(Swept::Nothing),
+        }
+    }
+
+    /// Whether a run of this action's tool, every attempt timing out, ends before `stop_by`.
+    fn fits(&self, action: &Action, stop_by: Option<Timestamp>) -> bool {
+        let Some(stop_by) = stop_by else { return true };
+        let budget = self
+            .config
+            .tenant(&action.tenant)
+            .and_then(|t| t.tool(&action.tool))
+            .map_or(SignedDuration::ZERO, |t| t.claim_budget());
+        self.clock
+            .now()
+            .saturating_add(budget + SWEEP_SLACK)
+            .expect("in range")
+            <= stop_by
     }
 
     /// SC-REC-02: an expired lease, handled by the tool's pinned recovery policy.

@@ -138,6 +138,10 @@ async fn sc_can_03_cancel_races_the_worker_on_dynamodb() {
         }
     }
     assert_eq!(cancel_won + worker_won, PAIRS);
+    assert!(
+        cancel_won > 0 && worker_won > 0,
+        "both orders of the race were exercised"
+    );
     assert_eq!(
         w.tools.received().len(),
         worker_won,

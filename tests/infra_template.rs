@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 /// The functions of SPEC §7, each built from `functions/<name>` as binary `countersign-<name>`.
 const FUNCTIONS: [&str; 4] = ["intake", "approve", "cancel", "resume"];
-/// The longest tool timeout infra/README.md supports ("Timeouts").
-const SUPPORTED_TOOL_TIMEOUT_S: u64 = 30;
+/// The longest tool timeout the config accepts (infra/README.md "Timeouts").
+const SUPPORTED_TOOL_TIMEOUT_S: u64 = countersign::config::MAX_TOOL_TIMEOUT.as_secs() as u64;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

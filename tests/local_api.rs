@@ -122,6 +122,31 @@ async fn sc_int_01_shape_errors_are_clear_4xx() {
             "validation_failed",
             "action_kind",
         ),
+        (
+            json!({"tool": "mail.send", "args": {}, "action_kind": "k".repeat(300)})
+                .to_string()
+                .into_bytes(),
+            400,
+            "validation_failed",
+            "action_kind",
+        ),
+        // An empty call id would make an unbuildable ticket: refused at the door.
+        (
+            json!({"tool": "search.web", "args": {}, "run": {"call_id": ""}})
+                .to_string()
+                .into_bytes(),
+            400,
+            "validation_failed",
+            "run.call_id",
+        ),
+        (
+            json!({"tool": "mail.send", "args": {}, "run": {"run_id": "r".repeat(300)}})
+                .to_string()
+                .into_bytes(),
+            400,
+            "validation_failed",
+            "run.run_id",
+        ),
     ];
     for (body, status, code, param) in cases {
         let shown = String::from_utf8_lossy(&body).into_owned();
@@ -684,6 +709,23 @@ async fn sc_app_02_a_changed_context_is_refused() {
         )
         .await;
     let id = v["id"].as_str().unwrap();
+    // The digest of a real context for the same call in another window: still not this one.
+    let (_, other) = w
+        .api
+        .submit(
+            keys::AGENT,
+            json!({"tool": "mail.send", "args": {}, "schedule": window(120, 600)}),
+        )
+        .await;
+    let other_digest = other["approval"]["context_digest"].as_str().unwrap();
+    assert_ne!(
+        other_digest,
+        v["approval"]["context_digest"].as_str().unwrap()
+    );
+    for digest in [other_digest, "sha256:0000"] {
+        let (s, r) = w.api.approve(id, digest).await;
+        assert_eq!((s, err_code(&r)), (409, "context_changed"));
+    }
     let (s, r) = w.api.approve(id, "sha256:0000").await;
     assert_eq!((s, err_code(&r)), (409, "context_changed"));
     assert_eq!(
@@ -1023,4 +1065,34 @@ async fn every_listed_route_is_served() {
         .send(reqwest::Method::PUT, "/v1/actions", None, None, &[])
         .await;
     assert_ne!(s, 401, "an unlisted method is not served");
+}
+
+/// Ids and cursors that cannot name an action answer 404/400 before reaching the store.
+#[tokio::test]
+async fn odd_ids_and_cursors_are_clear_4xx() {
+    let w = world().await;
+    let long = format!("act_{}", "A".repeat(3000));
+    for path in [
+        format!("/v1/actions/{long}"),
+        "/v1/actions/act_%FF".to_owned(),
+        "/v1/actions/%E2%9C%93".to_owned(),
+        format!("/v1/actions/{long}/events"),
+    ] {
+        let (s, v) = w.api.get(&path, keys::AGENT).await;
+        assert_eq!((s, err_code(&v)), (404, "not_found"), "{path}");
+    }
+    let (s, v) = w
+        .api
+        .get(&format!("/v1/actions?cursor={long}"), keys::AGENT)
+        .await;
+    assert_eq!((s, err_param(&v)), (400, "cursor"));
+    let (s, v) = w
+        .api
+        .post(
+            "/v1/stops",
+            keys::ADMIN,
+            json!({"agent_id": "a".repeat(300)}),
+        )
+        .await;
+    assert_eq!((s, err_param(&v)), (400, "agent_id"));
 }

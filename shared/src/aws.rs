@@ -75,11 +75,12 @@ impl Settings {
             .map(|text| {
                 text.parse::<SignedDuration>()
                     .ok()
-                    .filter(|d| d.is_positive())
+                    // Idempotency records live 24 h (SC-INT-07): their actions must outlive them.
+                    .filter(|d| *d >= SignedDuration::from_hours(24))
                     .ok_or_else(|| {
                         BootError::Invalid(
                             "COUNTERSIGN_RETENTION",
-                            format!("{text:?} is not a positive duration like \"2160h\""),
+                            format!("{text:?} is not a duration of at least 24h, like \"2160h\""),
                         )
                     })
             })

@@ -6,6 +6,11 @@ use jiff::{tz::TimeZone, SignedDuration};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+/// Bounds of a webhook's per-attempt timeout. The deployed functions' timeouts are sized so that
+/// one claim of a `retry` tool at the maximum fits (`ToolEntry::claim_budget`; infra test).
+pub const MIN_TOOL_TIMEOUT: SignedDuration = SignedDuration::from_millis(100);
+pub const MAX_TOOL_TIMEOUT: SignedDuration = SignedDuration::from_secs(30);
+
 #[derive(Debug, thiserror::Error)]
 #[error("config: {0}")]
 pub struct ConfigError(pub String);
@@ -201,9 +206,13 @@ impl Config {
 
     pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError(e.to_string()))?;
+        let min_window = duration("limits.min_window", raw.limits.min_window.as_deref(), "5m")?;
+        if min_window > WindowRules::default().max_ahead {
+            return Err(bad("limits.min_window", "must be at most 72h"));
+        }
         let limits = Limits {
             window: WindowRules {
-                min_width: duration("limits.min_window", raw.limits.min_window.as_deref(), "5m")?,
+                min_width: min_window,
                 ..WindowRules::default()
             },
             allow_now_within: SignedDuration::from_secs(60),
@@ -368,6 +377,14 @@ fn tool_entry(at: &str, name: String, raw: RawTool) -> Result<ToolEntry, ConfigE
                 ));
             }
             let timeout = duration(&format!("{at}.timeout"), raw.timeout.as_deref(), "10s")?;
+            if !(MIN_TOOL_TIMEOUT..=MAX_TOOL_TIMEOUT).contains(&timeout) {
+                return Err(bad(
+                    format!("{at}.timeout"),
+                    format!(
+                        "must be between {MIN_TOOL_TIMEOUT:#} and {MAX_TOOL_TIMEOUT:#} (the functions' timeouts are sized for it)"
+                    ),
+                ));
+            }
             Executor::Webhook {
                 url,
                 secret_env,
@@ -461,6 +478,19 @@ mod tests {
         assert!(err("[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"http://x\"\nsecret_env = \"COUNTERSIGN_SURELY_UNSET\"")
             .contains("COUNTERSIGN_SURELY_UNSET is not set"));
         assert!(err("colour = 1").contains("colour"));
+        std::env::set_var("COUNTERSIGN_CONFIG_TEST_SECRET", "s");
+        let tool = |timeout: &str| {
+            format!("[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"http://x\"\nsecret_env = \"COUNTERSIGN_CONFIG_TEST_SECRET\"\ntimeout = \"{timeout}\"")
+        };
+        assert!(err(&tool("31s")).contains("tenants.acme.tools.\"t\".timeout"));
+        assert!(err(&tool("1ns")).contains(".timeout"));
+        assert!(load(&tool("30s")).is_ok());
+        assert!(Config::from_toml(
+            "[limits]\nmin_window = \"73h\"\n[tenants.acme]\ntime_zone = \"UTC\""
+        )
+        .unwrap_err()
+        .to_string()
+        .contains("limits.min_window"));
     }
 
     #[test]

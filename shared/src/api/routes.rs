@@ -37,6 +37,24 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .with_state(engine)
 }
 
+/// A path segment (`{id}`, `{scope}`). One that does not decode (e.g. `%FF`) names nothing:
+/// 404 in the API's JSON shape, not the framework's plain-text rejection.
+struct Segment(String);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Segment {
+    type Rejection = Error;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Error> {
+        Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|Path(segment)| Segment(segment))
+            .map_err(|_| Error::NotFound)
+    }
+}
+
 /// Read a JSON body: size-capped, then parsed so that `param` names the offending field.
 async fn read_json<T: DeserializeOwned>(body: Body) -> Result<T, Error> {
     let bytes = axum::body::to_bytes(body, MAX_BODY)
@@ -107,7 +125,7 @@ async fn submit(
 async fn get_action(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<Response, Error> {
     Ok(action_response(
         StatusCode::OK,
@@ -153,7 +171,7 @@ async fn list(
 async fn events(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<Response, Error> {
     let events = engine.events(&who, &id).await?;
     Ok(Json(json!({"data": events})).into_response())
@@ -168,7 +186,7 @@ struct ApproveBody {
 async fn approve(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
     body: Body,
 ) -> Result<Response, Error> {
     let body: ApproveBody = read_json(body).await?;
@@ -187,7 +205,7 @@ struct DenyBody {
 async fn deny(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
     body: Body,
 ) -> Result<Response, Error> {
     let body: DenyBody = read_json(body).await?;
@@ -200,7 +218,7 @@ async fn deny(
 async fn cancel(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<Response, Error> {
     Ok(action_response(
         StatusCode::OK,
@@ -236,7 +254,7 @@ async fn stop(
 async fn lift_stop(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
-    Path(scope): Path<String>,
+    Segment(scope): Segment,
 ) -> Result<Response, Error> {
     engine.lift_stop(&who, &scope).await?;
     Ok(StatusCode::NO_CONTENT.into_response())

@@ -76,3 +76,47 @@ pub fn check(wake: &Wake, facts: &Facts<'_>) -> Verdict {
     }
     Verdict::Claim
 }
+
+/// What the sweep does with an `executing` action whose worker may have died (SC-REC-02).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecoveryVerdict {
+    /// Not executing, or the lease still holds: someone is working on it.
+    Leave,
+    /// Re-claim with a new epoch and run again (same Idempotency-Key).
+    Rerun,
+    /// Seal `failed`, reason `outcome_unknown`, for reconciliation.
+    SealUnknown,
+}
+
+pub struct RecoveryFacts<'a> {
+    pub action: &'a Action,
+    /// The tool's pinned policy is `retry` (idempotent downstream).
+    pub retry_policy: bool,
+    pub stopped: bool,
+    pub current_fingerprint: Option<&'a str>,
+    pub now: Timestamp,
+}
+
+/// The recovery checks, in order, each before any re-run: a lease still held is left alone;
+/// then only a `retry` tool, for an agent that is not stopped (SC-RES-03), whose catalog entry
+/// is unchanged (SC-RES-04), inside its window (§1.4), runs again. Everything else is sealed
+/// as an unknown outcome: the first attempt may have reached the tool.
+pub fn check_recovery(f: &RecoveryFacts<'_>) -> RecoveryVerdict {
+    let (State::Executing, Some(ticket), Some(lease)) =
+        (f.action.state, &f.action.ticket, &f.action.lease)
+    else {
+        return RecoveryVerdict::Leave;
+    };
+    if f.now < lease.until {
+        return RecoveryVerdict::Leave;
+    }
+    let rerun = f.retry_policy
+        && !f.stopped
+        && f.current_fingerprint == Some(ticket.catalog_fingerprint())
+        && f.now <= ticket.deadline();
+    if rerun {
+        RecoveryVerdict::Rerun
+    } else {
+        RecoveryVerdict::SealUnknown
+    }
+}

@@ -177,6 +177,7 @@ impl TicketTerms<'_> {
             .run
             .as_ref()
             .and_then(|r| r.call_id.as_deref())
+            .filter(|c| !c.trim().is_empty())
             .unwrap_or(&action.id);
         Ticket::commit(Commit {
             action_id: &action.id,

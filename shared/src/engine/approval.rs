@@ -86,7 +86,7 @@ impl Engine {
         match self.commit_or_reload(&t).await? {
             Committed::Won(approved) => {
                 tracing::info!(tenant = %approved.tenant, action_id = %approved.id, approver = %who.id, "approved; ticket committed");
-                self.dispatch(approved).await
+                Ok(self.dispatch(approved).await)
             }
             Committed::Lost(current) if current.state.is_sealed() => Err(Error::ActionSealed {
                 state: current.state,

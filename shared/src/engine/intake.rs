@@ -21,6 +21,8 @@ use serde_json::Value;
 
 /// Largest accepted `args`, serialized.
 pub const MAX_ARGS: usize = 64 * 1024;
+/// Longest caller-supplied identifier (`run.*`, `action_kind`).
+pub const MAX_ID: usize = 256;
 /// How long an Idempotency-Key is remembered.
 pub const IDEMPOTENCY_TTL: SignedDuration = SignedDuration::from_hours(24);
 
@@ -143,7 +145,7 @@ impl Engine {
             decision = ?action.decision, state = %action.state, "action submitted");
 
         let action = match action.state {
-            State::Approved => self.dispatch(action).await?,
+            State::Approved => self.dispatch(action).await,
             _ => action,
         };
         answer(action, false)
@@ -317,11 +319,29 @@ fn check_shape(req: &SubmitRequest) -> Result<(), Error> {
         return Err(Error::validation("tool", "tool must be at most 256 bytes"));
     }
     if let Some(kind) = &req.action_kind {
-        if kind.trim().is_empty() {
+        if kind.trim().is_empty() || kind.len() > MAX_ID {
             return Err(Error::validation(
                 "action_kind",
-                "action_kind must be a non-empty string or null",
+                format!("action_kind must be 1–{MAX_ID} bytes, or null"),
             ));
+        }
+    }
+    if let Some(run) = &req.run {
+        let ids = [
+            ("run.run_id", &run.run_id),
+            ("run.thread_id", &run.thread_id),
+            ("run.call_id", &run.call_id),
+        ];
+        for (param, id) in ids {
+            if id
+                .as_ref()
+                .is_some_and(|v| v.trim().is_empty() || v.len() > MAX_ID)
+            {
+                return Err(Error::validation(
+                    param,
+                    format!("{param} must be 1–{MAX_ID} bytes when given"),
+                ));
+            }
         }
     }
     let size = serde_json::to_vec(&req.args)

@@ -64,7 +64,7 @@ impl Engine {
 
     /// Load an action of the caller's tenant; another tenant's id is simply not found.
     async fn load(&self, tenant: &str, action_id: &str) -> Result<Action, Error> {
-        if !action_id.starts_with("act_") {
+        if !is_action_id(action_id) {
             return Err(Error::NotFound);
         }
         self.store
@@ -103,6 +103,12 @@ impl Engine {
             tracing::warn!(tenant = %action.tenant, action_id = %action.id, error = %e, "arming the wake failed; the sweep will pick the ticket up");
         }
     }
+}
+
+/// `act_` + a ULID: anything else names no action (and never reaches the store).
+pub(crate) fn is_action_id(id: &str) -> bool {
+    id.strip_prefix("act_")
+        .is_some_and(|u| u.len() == 26 && u.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 /// The wake that finds this action's committed ticket.

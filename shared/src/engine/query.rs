@@ -37,7 +37,7 @@ impl Engine {
             ));
         }
         if let Some(c) = &f.cursor {
-            if !c.starts_with("act_") {
+            if !super::is_action_id(c) {
                 return Err(Error::validation(
                     "cursor",
                     "cursor must be a next_cursor from an earlier page",

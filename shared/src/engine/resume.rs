@@ -6,7 +6,9 @@ use super::{wake_of, Committed, Engine};
 use crate::{
     config::{Recovery, ToolEntry},
     domain::{
-        resume::{check, Facts, Rejection, Verdict, Wake},
+        resume::{
+            check, check_recovery, Facts, RecoveryFacts, RecoveryVerdict, Rejection, Verdict, Wake,
+        },
         Action, Actor, State, Transition,
     },
     tools::{Call, ToolAnswer},
@@ -65,6 +67,12 @@ enum Swept {
 impl Engine {
     /// Handle one wake. The payload only finds the ticket; the committed record decides.
     pub async fn resume(&self, wake: &Wake) -> Result<ResumeOutcome, Error> {
+        let (action, verdict) = self.judge(wake).await?;
+        self.apply(wake, action, verdict).await
+    }
+
+    /// Gather the facts for the ordered checks (fresh: the clock is read here) and run them.
+    async fn judge(&self, wake: &Wake) -> Result<(Option<Action>, Verdict), Error> {
         let action = match self.store.load(&wake.tenant, &wake.action_id).await {
             Ok(a) => a,
             Err(crate::store::StoreError::Malformed(m)) => {
@@ -76,36 +84,42 @@ impl Engine {
         let (stopped, fingerprint) = match &action {
             Some(a) => (
                 self.stopped(&a.tenant, &a.agent_id).await?,
-                self.config
-                    .tenant(&a.tenant)
-                    .and_then(|t| t.tool(&a.tool))
-                    .map(|t| t.fingerprint()),
+                self.fingerprint_of(a),
             ),
             None => (false, None),
         };
-        let now = self.clock.now();
         let verdict = check(
             wake,
             &Facts {
                 action: action.as_ref(),
                 stopped,
                 current_fingerprint: fingerprint.as_deref(),
-                now,
+                now: self.clock.now(),
             },
         );
         tracing::info!(tenant = %wake.tenant, action_id = %wake.action_id, verdict = ?verdict, "wake");
-        match verdict {
-            Verdict::Reject(reason) => Ok(ResumeOutcome::Rejected { reason }),
-            Verdict::Seal(state, reason) => {
-                let action = action.expect("a verdict to seal has an action");
+        Ok((action, verdict))
+    }
+
+    async fn apply(
+        &self,
+        wake: &Wake,
+        action: Option<Action>,
+        verdict: Verdict,
+    ) -> Result<ResumeOutcome, Error> {
+        match (verdict, action) {
+            (Verdict::Reject(reason), _) => Ok(ResumeOutcome::Rejected { reason }),
+            (Verdict::Seal(state, reason), Some(action)) => {
                 let sealed = self.seal(&action, state, Actor::system(), reason).await?;
-                Ok(ResumeOutcome::Sealed {
-                    state: sealed.state,
-                    reason: sealed.reason().map(str::to_owned),
+                Ok(match sealed.state {
+                    s if s == state => ResumeOutcome::Sealed {
+                        state: s,
+                        reason: sealed.reason().map(str::to_owned),
+                    },
+                    s => ResumeOutcome::Lost { state: s },
                 })
             }
-            Verdict::Wait(until) => {
-                let action = action.expect("a verdict to wait has an action");
+            (Verdict::Wait(until), Some(action)) => {
                 let deadline = action.ticket.as_ref().map_or(until, |t| t.deadline());
                 self.waker
                     .arm(wake, until, deadline)
@@ -113,29 +127,47 @@ impl Engine {
                     .map_err(|e| Error::Unavailable(e.to_string()))?;
                 Ok(ResumeOutcome::Waiting { until })
             }
-            Verdict::Claim => {
-                let action = action.expect("a verdict to claim has an action");
+            (Verdict::Claim, Some(action)) => {
                 let (after, ran) = self.perform(action).await?;
                 Ok(outcome_of(&after, ran))
             }
+            (_, None) => Ok(ResumeOutcome::Rejected {
+                reason: Rejection::NoWaitingTicket,
+            }),
         }
+    }
+
+    /// The fingerprint of the action's tool in the catalog now; `None` if it left the catalog.
+    fn fingerprint_of(&self, action: &Action) -> Option<String> {
+        self.config
+            .tenant(&action.tenant)
+            .and_then(|t| t.tool(&action.tool))
+            .map(|t| t.fingerprint())
     }
 
     /// After a ticket commits (approval or intake): due now → perform it here, through the
     /// same checks as a wake; later → arm the wake. Arming a due ticket too would only race
-    /// this caller for the claim.
-    pub(super) async fn dispatch(&self, action: Action) -> Result<Action, Error> {
+    /// this caller for the claim. Never an error: the ticket is committed, so a failure here
+    /// answers with the committed action (the sweep performs it, SC-REC-01) rather than inviting
+    /// the caller to submit the same call again.
+    pub(super) async fn dispatch(&self, action: Action) -> Action {
         let due = action
             .ticket
             .as_ref()
             .is_some_and(|t| t.due_at() <= self.clock.now());
         if !due {
             self.arm(&action).await;
-            return Ok(action);
+            return action;
         }
         let wake = wake_of(&action).expect("an approved action has a wake");
-        self.resume(&wake).await?;
-        self.load(&action.tenant, &action.id).await
+        let performed = match self.resume(&wake).await {
+            Ok(_) => self.load(&action.tenant, &action.id).await,
+            Err(e) => Err(e),
+        };
+        performed.unwrap_or_else(|e| {
+            tracing::error!(tenant = %action.tenant, action_id = %action.id, error = %e, "committed, not yet performed; the sweep will");
+            action
+        })
     }
 
     /// Claim (`approved`/expired `executing` → `executing`), run the committed call, commit the
@@ -159,6 +191,22 @@ impl Engine {
             return Ok((sealed, false));
         };
         let now = self.clock.now();
+        // Last guard before the claim (§1.4): time may have passed since the checks ran.
+        if now > ticket.deadline() {
+            let sealed = match action.state {
+                State::Executing => self.seal_unknown(&action).await?,
+                _ => {
+                    self.seal(
+                        &action,
+                        State::Cancelled,
+                        Actor::system(),
+                        "schedule_missed",
+                    )
+                    .await?
+                }
+            };
+            return Ok((sealed, false));
+        }
         let attempts = tool.attempts_per_claim();
         let lease_until = now
             .saturating_add(tool.claim_budget() + LEASE_MARGIN)
@@ -226,7 +274,7 @@ impl Engine {
         let due = self.store.sweep_due(now, SWEEP_BATCH).await?;
         report.due = due.len();
         for r in due {
-            match self.sweep_one(&r.tenant, &r.action_id, now, stop_by).await {
+            match self.sweep_one(&r.tenant, &r.action_id, stop_by).await {
                 Ok(Swept::Expired) => report.expired += 1,
                 Ok(Swept::Resumed) => report.resumed += 1,
                 Ok(Swept::Recovered) => report.recovered += 1,
@@ -248,16 +296,11 @@ impl Engine {
         &self,
         tenant: &str,
         action_id: &str,
-        now: Timestamp,
         stop_by: Option<Timestamp>,
     ) -> Result<Swept, Error> {
         let Some(action) = self.store.load(tenant, action_id).await? else {
             return Ok(Swept::Nothing);
         };
-        let runs_a_tool = matches!(action.state, State::Approved | State::Executing);
-        if runs_a_tool && !self.fits(&action, stop_by) {
-            return Ok(Swept::Deferred);
-        }
         match action.state {
             State::PendingApproval => {
                 self.seal(
@@ -269,17 +312,53 @@ impl Engine {
                 .await?;
                 Ok(Swept::Expired)
             }
+            // SC-REC-01: a due ticket whose wake was lost goes through the same checks.
             State::Approved => {
                 let wake = wake_of(&action).expect("an approved action has a wake");
-                self.resume(&wake).await?;
+                let (action, verdict) = self.judge(&wake).await?;
+                // Only a run is deferred; sealing verdicts apply at once.
+                if verdict == Verdict::Claim
+                    && !action.as_ref().is_some_and(|a| self.fits(a, stop_by))
+                {
+                    return Ok(Swept::Deferred);
+                }
+                self.apply(&wake, action, verdict).await?;
                 Ok(Swept::Resumed)
             }
-            State::Executing => {
-                self.recover(action, now).await?;
-                Ok(Swept::Recovered)
-            }
+            State::Executing => match self.recovery_verdict(&action).await? {
+                RecoveryVerdict::Leave => Ok(Swept::Nothing),
+                RecoveryVerdict::Rerun if !self.fits(&action, stop_by) => Ok(Swept::Deferred),
+                RecoveryVerdict::Rerun => {
+                    tracing::warn!(tenant = %action.tenant, action_id = %action.id, "expired lease: re-running a retry tool");
+                    self.perform(action).await?;
+                    Ok(Swept::Recovered)
+                }
+                RecoveryVerdict::SealUnknown => {
+                    tracing::warn!(tenant = %action.tenant, action_id = %action.id, "expired lease: outcome unknown");
+                    self.seal_unknown(&action).await?;
+                    Ok(Swept::Recovered)
+                }
+            },
             _ => Ok(Swept::Nothing),
         }
+    }
+
+    /// SC-REC-02: the recovery checks over fresh facts.
+    async fn recovery_verdict(&self, action: &Action) -> Result<RecoveryVerdict, Error> {
+        let retry_policy = self
+            .config
+            .tenant(&action.tenant)
+            .and_then(|t| t.tool(&action.tool))
+            .is_some_and(|t| t.recovery == Recovery::Retry);
+        let stopped = self.stopped(&action.tenant, &action.agent_id).await?;
+        let fingerprint = self.fingerprint_of(action);
+        Ok(check_recovery(&RecoveryFacts {
+            action,
+            retry_policy,
+            stopped,
+            current_fingerprint: fingerprint.as_deref(),
+            now: self.clock.now(),
+        }))
     }
 
     /// Whether a run of this action's tool, every attempt timing out, ends before `stop_by`.
@@ -297,40 +376,23 @@ impl Engine {
             <= stop_by
     }
 
-    /// SC-REC-02: an expired lease, handled by the tool's pinned recovery policy.
-    async fn recover(&self, action: Action, now: Timestamp) -> Result<Action, Error> {
-        let expired = action.lease.as_ref().is_some_and(|l| l.until <= now);
-        let ticket = action.ticket.as_ref().expect("executing holds a ticket");
-        if !expired {
-            return Ok(action);
+    /// Seal an executing action whose result never committed: `failed`, `outcome_unknown`.
+    async fn seal_unknown(&self, action: &Action) -> Result<Action, Error> {
+        let mut t = Transition::seal(
+            action,
+            State::Failed,
+            Actor::system(),
+            "outcome_unknown",
+            self.clock.now(),
+        );
+        if let Some(o) = t.action.outcome.as_mut() {
+            o.error = Some(json!({
+                "kind": "outcome_unknown",
+                "message": "the worker's lease expired before a result committed; reconcile with the tool (its Idempotency-Key is the action id)",
+            }));
         }
-        let tool = self
-            .config
-            .tenant(&action.tenant)
-            .and_then(|t| t.tool(ticket.pending_tool()));
-        let retry = tool.is_some_and(|t| t.recovery == Recovery::Retry)
-            && tool.map(|t| t.fingerprint()).as_deref() == Some(ticket.catalog_fingerprint())
-            && now <= ticket.deadline();
-        tracing::warn!(tenant = %action.tenant, action_id = %action.id, retry, "recovering an expired lease");
-        if retry {
-            Ok(self.perform(action).await?.0)
-        } else {
-            let t = Transition::seal(
-                &action,
-                State::Failed,
-                Actor::system(),
-                "outcome_unknown",
-                now,
-            );
-            let mut t = t;
-            if let Some(o) = t.action.outcome.as_mut() {
-                o.error = Some(
-                    json!({"kind": "outcome_unknown", "message": "the worker's lease expired before a result committed; reconcile with the tool (Idempotency-Key is the action id)"}),
-                );
-            }
-            match self.commit_or_reload(&t).await? {
-                Committed::Won(a) | Committed::Lost(a) => Ok(a),
-            }
+        match self.commit_or_reload(&t).await? {
+            Committed::Won(a) | Committed::Lost(a) => Ok(a),
         }
     }
 

@@ -89,7 +89,15 @@ impl Webhook {
         let payload = match body {
             Body::Complete(bytes) => serde_json::from_slice::<Value>(&bytes)
                 .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
-            Body::TooLarge(n) => json!({"truncated": true, "bytes_at_least": n, "cap": RESULT_CAP}),
+            Body::TooLarge(n) => truncated(n),
+        };
+        // The cap holds for what is stored: a non-JSON body kept as a string can grow several
+        // times when escaped (control bytes become \u00XX).
+        let stored = serde_json::to_vec(&payload).map_or(usize::MAX, |v| v.len());
+        let payload = if stored > RESULT_CAP {
+            truncated(stored)
+        } else {
+            payload
         };
         if status.is_success() {
             ToolAnswer::Succeeded(payload)
@@ -107,6 +115,10 @@ impl Default for Webhook {
     fn default() -> Self {
         Self::new()
     }
+}
+
+fn truncated(bytes: usize) -> Value {
+    json!({"truncated": true, "bytes_at_least": bytes, "cap": RESULT_CAP})
 }
 
 enum Body {

@@ -224,6 +224,17 @@ impl Action {
                 if ticket.pending_tool() != self.tool || ticket.target().args != self.args {
                     return Err(Malformed("ticket call differs from the action".into()));
                 }
+                let call_id = self.run.as_ref().and_then(|r| r.call_id.as_deref());
+                if ticket.call_id() != call_id.unwrap_or(&self.id) {
+                    return Err(Malformed("ticket call id differs from the action".into()));
+                }
+                // A ticket never runs past the window the action was submitted with.
+                if self
+                    .schedule
+                    .is_some_and(|w| ticket.deadline() != w.not_after)
+                {
+                    return Err(Malformed("ticket deadline differs from the window".into()));
+                }
             }
             (None, false) => {}
         }

@@ -59,14 +59,6 @@ impl Window {
             not_after,
         })
     }
-
-    pub fn opens_after(&self, now: Timestamp) -> bool {
-        now < self.not_before
-    }
-
-    pub fn closed_at(&self, now: Timestamp) -> bool {
-        now > self.not_after
-    }
 }
 
 fn parse_instant(field: &str, raw: Option<&str>) -> Result<Timestamp, String> {

@@ -30,6 +30,11 @@ impl Engine {
             (State::Approved | State::Executing, Some(a)) if a.context_digest == context_digest => {
                 return Ok(action)
             }
+            (State::Approved | State::Executing, None) => {
+                return Err(Error::Forbidden(
+                    "this action was committed by policy; it takes no countersignature".into(),
+                ))
+            }
             (State::Approved | State::Executing, _) => {
                 return Err(Error::ContextChanged {
                     current_digest: current_digest(&action),
@@ -74,13 +79,7 @@ impl Engine {
         let terms = TicketTerms {
             catalog_fingerprint: &tool.fingerprint(),
             due_at: action.schedule.map_or(now, |w| w.not_before.max(now)),
-            deadline: action.schedule.map_or_else(
-                || {
-                    now.saturating_add(self.config.limits.run_deadline)
-                        .expect("in range")
-                },
-                |w| w.not_after,
-            ),
+            deadline: self.deadline_of(&action, now),
         };
         let t = Transition::approve(&action, &who.id, terms, now);
         match self.commit_or_reload(&t).await? {

@@ -208,12 +208,7 @@ impl Engine {
             })?),
             false => None,
         };
-        let deadline = |a: &Action| {
-            a.schedule.map(|w| w.not_after).unwrap_or_else(|| {
-                now.saturating_add(self.config.limits.run_deadline)
-                    .expect("in range")
-            })
-        };
+        let deadline = |a: &Action| self.deadline_of(a, now);
         match gate.decision {
             Decision::Deny => Ok(refuse(a, Refusal::Denied)),
             Decision::SetResult => {

@@ -254,7 +254,7 @@ impl Engine {
             }
             Committed::Lost(current) => {
                 tracing::warn!(tenant = %current.tenant, action_id = %current.id, state = %current.state, "lease superseded; result not committed");
-                Ok((current, true))
+                Ok((current, false))
             }
         }
     }

@@ -115,11 +115,7 @@ fn sweep_pk(shard: u32) -> String {
     format!("SWEEP#{shard}")
 }
 
-/// Timestamps as fixed-width UTC text (nanoseconds), so text order is time order — the same
-/// form as the SQLite adapter.
-fn instant(t: Timestamp) -> String {
-    t.strftime("%Y-%m-%dT%H:%M:%S.%9fZ").to_string()
-}
+use super::sortable_instant as instant;
 
 /// TTL attribute value: epoch seconds, rounded up so nothing expires early.
 fn epoch_seconds(t: Timestamp) -> AttributeValue {

@@ -25,6 +25,12 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Timestamps as fixed-width UTC text (nanoseconds), so text order is time order: the form of
+/// `sweep_at` and expiries in every adapter.
+pub fn sortable_instant(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%S.%9fZ").to_string()
+}
+
 /// The idempotency record of an intake (scope: tenant + agent + key).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IdempotencyRecord {

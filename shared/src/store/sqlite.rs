@@ -50,10 +50,7 @@ pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
 }
 
-/// Timestamps as fixed-width UTC text (nanoseconds), so text order is time order.
-fn instant(t: Timestamp) -> String {
-    t.strftime("%Y-%m-%dT%H:%M:%S.%9fZ").to_string()
-}
+use super::sortable_instant as instant;
 
 fn unavailable(e: rusqlite::Error) -> StoreError {
     StoreError::Unavailable(e.to_string())

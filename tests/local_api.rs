@@ -315,27 +315,9 @@ async fn sc_int_03_and_sc_stop_01_stop_first_and_lifting_does_not_revive() {
         .await;
     assert_eq!(s, 200);
 
-    let (s, _, _) = w
-        .api
-        .send(
-            reqwest::Method::DELETE,
-            "/v1/stops/agent-1",
-            Some(keys::ADMIN),
-            None,
-            &[],
-        )
-        .await;
+    let s = w.api.delete("/v1/stops/agent-1", keys::ADMIN).await;
     assert_eq!(s, 204);
-    let (s, _, _) = w
-        .api
-        .send(
-            reqwest::Method::DELETE,
-            "/v1/stops/agent-1",
-            Some(keys::ADMIN),
-            None,
-            &[],
-        )
-        .await;
+    let s = w.api.delete("/v1/stops/agent-1", keys::ADMIN).await;
     assert_eq!(s, 404, "nothing left to lift");
     assert_eq!(
         w.api.action(&id).await["state"],
@@ -365,16 +347,7 @@ async fn sc_int_03_and_sc_stop_01_stop_first_and_lifting_does_not_revive() {
         .submit(keys::AGENT_2, json!({"tool": "search.web", "args": {}}))
         .await;
     assert_eq!((s, err_code(&v)), (403, "agent_stopped"));
-    let (s, _, _) = w
-        .api
-        .send(
-            reqwest::Method::DELETE,
-            "/v1/stops/*",
-            Some(keys::ADMIN),
-            None,
-            &[],
-        )
-        .await;
+    let s = w.api.delete("/v1/stops/*", keys::ADMIN).await;
     assert_eq!(s, 204);
     assert_eq!(
         w.tools.received().len(),

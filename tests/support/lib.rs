@@ -324,6 +324,13 @@ impl Api {
         (s, v)
     }
 
+    pub async fn delete(&self, path: &str, key: &str) -> u16 {
+        let (s, _, _) = self
+            .send(reqwest::Method::DELETE, path, Some(key), None, &[])
+            .await;
+        s
+    }
+
     pub async fn submit(&self, key: &str, body: Value) -> (u16, Value) {
         self.post("/v1/actions", key, body).await
     }

@@ -350,7 +350,10 @@ async fn sc_res_07_claim_run_commit_and_a_fenced_owner_is_refused() {
     assert_eq!(done.state, State::Succeeded);
     let calls = r.tools.calls_for(&a.id);
     assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].attempt, 2, "second claim epoch");
+    assert_eq!(
+        calls[0].attempt, 4,
+        "first attempt of the second claim (3 per claim)"
+    );
     assert_eq!(
         calls[0].idempotency_key.as_deref(),
         Some(a.id.as_str()),

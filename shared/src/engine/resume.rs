@@ -228,7 +228,9 @@ impl Engine {
                 action_id: &claimed.id,
                 tool,
                 args,
-                attempt: lease.epoch + attempt - 1,
+                // Counts every attempt of this action across claims: 1, 2, 3 in the first
+                // claim of a retry tool, 4, 5, 6 after a recovery re-claim.
+                attempt: (lease.epoch - 1) * attempts + attempt,
             };
             let answer = self.tools.run(&call).await;
             let retry_left = attempt < attempts && self.clock.now() < ticket.deadline();

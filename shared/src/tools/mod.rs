@@ -13,7 +13,7 @@ pub struct Call<'a> {
     pub action_id: &'a str,
     pub tool: &'a ToolEntry,
     pub args: &'a Value,
-    /// 1 for the first claim; recovery re-claims and in-window retries count up.
+    /// Counts every attempt at this action from 1, across in-window retries and recovery re-claims.
     pub attempt: u32,
 }
 

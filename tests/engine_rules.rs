@@ -89,6 +89,14 @@ impl Rig {
         }
     }
 
+    /// A worker claims `a` with a lease of `lease_secs` and dies before committing a result
+    /// (SC-REC-02). Returns the record as that worker left it.
+    async fn crash_after_claim(&self, a: &Action, lease_secs: i64) -> Action {
+        let claim = Transition::claim(a, "wrk_dead", self.at(lease_secs), self.at(0));
+        self.store.commit(&claim).await.unwrap();
+        claim.action
+    }
+
     async fn load(&self, id: &str) -> Action {
         self.store.load("acme", id).await.unwrap().unwrap()
     }
@@ -339,9 +347,7 @@ async fn sc_res_07_claim_run_commit_and_a_fenced_owner_is_refused() {
     let a = r.committed("report.build", 60, 600).await;
     r.advance(60);
     // A worker claims and dies before committing (SC-REC-02 crash after claim).
-    let claim = Transition::claim(&a, "wrk_dead", r.at(30), r.at(0));
-    r.store.commit(&claim).await.unwrap();
-    let dead_claim = claim.action;
+    let dead_claim = r.crash_after_claim(&a, 30).await;
     // Its lease expires; the sweep re-claims (recovery = retry) with a new epoch and runs.
     r.advance(31);
     let report = r.engine.sweep().await.unwrap();
@@ -393,10 +399,7 @@ async fn sc_rec_02_an_expired_lease_follows_the_tools_recovery_policy() {
     // recovery = fail (mail.send): sealed failed, outcome_unknown, for reconciliation.
     let a = r.committed("mail.send", 60, 600).await;
     r.advance(60);
-    r.store
-        .commit(&Transition::claim(&a, "wrk_dead", r.at(30), r.at(0)))
-        .await
-        .unwrap();
+    r.crash_after_claim(&a, 30).await;
     r.advance(29);
     assert_eq!(
         r.engine.sweep().await.unwrap().recovered,
@@ -415,10 +418,7 @@ async fn sc_rec_02_an_expired_lease_follows_the_tools_recovery_policy() {
     // recovery = retry but the window has closed: not retried.
     let b = r.committed("report.build", 60, 400).await;
     r.advance(60);
-    r.store
-        .commit(&Transition::claim(&b, "wrk_dead", r.at(400), r.at(0)))
-        .await
-        .unwrap();
+    r.crash_after_claim(&b, 400).await;
     r.advance(401);
     r.engine.sweep().await.unwrap();
     let failed = r.load(&b.id).await;
@@ -730,10 +730,7 @@ async fn recovery_never_re_runs_for_a_stopped_agent() {
     let r = rig().await;
     let a = r.committed("report.build", 60, 600).await;
     r.advance(60);
-    r.store
-        .commit(&Transition::claim(&a, "wrk_dead", r.at(30), r.at(0)))
-        .await
-        .unwrap();
+    r.crash_after_claim(&a, 30).await;
     r.engine
         .stop(&r.who(keys::ADMIN), Some("agent-1"))
         .await

@@ -816,23 +816,13 @@ async fn sc_can_01_cancel_pending_or_approved_never_runs() {
         .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))
         .await;
     let pid = pending["id"].as_str().unwrap();
-    let (s, r) = w
-        .api
-        .post(
-            &format!("/v1/actions/{pid}/cancel"),
-            keys::AGENT_2,
-            json!({}),
-        )
-        .await;
+    let (s, r) = w.api.cancel(pid, keys::AGENT_2).await;
     assert_eq!(
         (s, err_code(&r)),
         (403, "forbidden"),
         "another agent cannot cancel"
     );
-    let (s, r) = w
-        .api
-        .post(&format!("/v1/actions/{pid}/cancel"), keys::AGENT, json!({}))
-        .await;
+    let (s, r) = w.api.cancel(pid, keys::AGENT).await;
     assert_eq!((s, r["state"].as_str()), (200, Some("cancelled")));
     assert_eq!(r["actor"], json!({"type": "agent", "id": "agent-1"}));
 
@@ -847,14 +837,7 @@ async fn sc_can_01_cancel_pending_or_approved_never_runs() {
     w.api
         .approve(id, v["approval"]["context_digest"].as_str().unwrap())
         .await;
-    let (s, r) = w
-        .api
-        .post(
-            &format!("/v1/actions/{id}/cancel"),
-            keys::APPROVER,
-            json!({}),
-        )
-        .await;
+    let (s, r) = w.api.cancel(id, keys::APPROVER).await;
     assert_eq!((s, r["state"].as_str()), (200, Some("cancelled")), "{r}");
     assert_eq!(r["next_action"]["type"], "none");
     tokio::time::sleep(std::time::Duration::from_secs(4)).await;
@@ -882,17 +865,11 @@ async fn sc_can_02_cancel_while_executing_or_sealed_is_a_conflict() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     };
-    let (s, r) = w
-        .api
-        .post(&format!("/v1/actions/{id}/cancel"), keys::AGENT, json!({}))
-        .await;
+    let (s, r) = w.api.cancel(&id, keys::AGENT).await;
     assert_eq!((s, err_code(&r)), (409, "action_executing"));
     let (s, done) = running.await.unwrap();
     assert_eq!((s, done["state"].as_str()), (200, Some("succeeded")));
-    let (s, r) = w
-        .api
-        .post(&format!("/v1/actions/{id}/cancel"), keys::AGENT, json!({}))
-        .await;
+    let (s, r) = w.api.cancel(&id, keys::AGENT).await;
     assert_eq!(
         (s, err_code(&r), r["error"]["state"].as_str()),
         (409, "action_sealed", Some("succeeded"))
@@ -925,14 +902,7 @@ async fn another_tenants_ids_are_not_found() {
         )
         .await;
     assert_eq!((s, err_code(&r)), (404, "not_found"));
-    let (s, _) = w
-        .api
-        .post(
-            &format!("/v1/actions/{id}/cancel"),
-            keys::OTHER_TENANT_AGENT,
-            json!({}),
-        )
-        .await;
+    let (s, _) = w.api.cancel(id, keys::OTHER_TENANT_AGENT).await;
     assert_eq!(s, 404);
     let (_, page) = w.api.get("/v1/actions", keys::OTHER_TENANT_AGENT).await;
     assert_eq!(page["data"], json!([]));

@@ -324,6 +324,11 @@ impl Api {
         (s, v)
     }
 
+    pub async fn cancel(&self, id: &str, key: &str) -> (u16, Value) {
+        self.post(&format!("/v1/actions/{id}/cancel"), key, json!({}))
+            .await
+    }
+
     pub async fn delete(&self, path: &str, key: &str) -> u16 {
         let (s, _, _) = self
             .send(reqwest::Method::DELETE, path, Some(key), None, &[])

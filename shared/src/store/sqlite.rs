@@ -72,7 +72,10 @@ impl SqliteStore {
     fn init(conn: Connection) -> StoreResult<Self> {
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(unavailable)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
+        // FULL: a WAL commit is on disk before it returns, so a transition that was answered
+        // (or after which a tool was called) survives a host crash (SC-EDGE-03). NORMAL may roll
+        // the last commits back on power loss, and a `recovery = "fail"` tool would run twice.
+        conn.pragma_update(None, "synchronous", "FULL")
             .map_err(unavailable)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(unavailable)?;
@@ -80,6 +83,21 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
         })
+    }
+
+    /// The value of a `PRAGMA` on the store's own connection (settings are per connection, so
+    /// only this one tells what the store's commits do), e.g. `synchronous` → `2` (FULL).
+    pub async fn pragma(&self, name: &'static str) -> StoreResult<String> {
+        self.with(move |conn| {
+            conn.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0))
+                .map(|v| match v {
+                    rusqlite::types::Value::Integer(i) => i.to_string(),
+                    rusqlite::types::Value::Text(t) => t,
+                    other => format!("{other:?}"),
+                })
+                .map_err(unavailable)
+        })
+        .await
     }
 
     /// Run blocking SQLite work off the async threads.

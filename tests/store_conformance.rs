@@ -8,7 +8,8 @@ mod aws_support;
 
 use countersign::{
     domain::{
-        action::Approval, transition::TicketTerms, Action, Actor, Decision, State, Transition,
+        action::Approval, transition::TicketTerms, Action, Actor, Decision, SealReason, State,
+        Transition,
     },
     store::{
         dynamodb::DynamoStore, sqlite::SqliteStore, IdempotencyRecord, ListQuery, Stop, Store,
@@ -221,16 +222,14 @@ async fn racing_commits_have_one_winner(store: Arc<dyn Store>) {
         let a = create_pending(&*store, &tn, "a1", far()).await;
         let cancel = Transition::seal(
             &a,
-            State::Cancelled,
             Actor::agent("a1"),
-            "cancelled",
+            &SealReason::Cancelled,
             plus(t0(), 1),
         );
         let deny = Transition::seal(
             &a,
-            State::Denied,
             Actor::user("approver-1"),
-            "no",
+            &SealReason::Denied("no".into()),
             plus(t0(), 1),
         );
         let (x, y) = tokio::join!(store.commit(&cancel), store.commit(&deny));
@@ -266,9 +265,8 @@ async fn listing(store: &dyn Store) {
     // Seal one of a2's.
     let sealed = Transition::seal(
         &ids[6],
-        State::Denied,
         Actor::user("approver-1"),
-        "no",
+        &SealReason::Denied("no".into()),
         plus(t0(), 1),
     );
     store.commit(&sealed).await.unwrap();
@@ -490,9 +488,8 @@ async fn sweep(store: &dyn Store) {
     store
         .commit(&Transition::seal(
             &sealed,
-            State::Denied,
             Actor::user("approver-1"),
-            "no",
+            &SealReason::Denied("no".into()),
             b,
         ))
         .await
@@ -528,9 +525,8 @@ async fn sweep(store: &dyn Store) {
     store
         .commit(&Transition::seal(
             &waiting.action,
-            State::Cancelled,
             Actor::agent("a1"),
-            "cancelled",
+            &SealReason::Cancelled,
             plus(b, 5),
         ))
         .await
@@ -577,9 +573,8 @@ async fn dynamodb_ttl_retention_and_fail_closed() {
     let a = create_pending(&store, &tn, "a1", far()).await;
     let sealed = Transition::seal(
         &a,
-        State::Cancelled,
         Actor::agent("a1"),
-        "cancelled",
+        &SealReason::Cancelled,
         plus(t0(), 10),
     );
     store.commit(&sealed).await.unwrap();

@@ -4,13 +4,37 @@
 
 use crate::{
     config::Config,
-    store::sqlite::SqliteStore,
+    store::{sqlite::SqliteStore, Store},
     tools::{Executors, ToolRunner},
     wake::in_process::{deliver, InProcessWaker},
     Clock, Engine, SystemClock,
 };
 use std::{net::SocketAddr, path::Path, sync::Arc};
 use tokio::{sync::watch, task::JoinHandle};
+
+/// Wraps the opened store (e.g. in a fault-injecting decorator).
+pub type WrapStore = Box<dyn FnOnce(Arc<dyn Store>) -> Arc<dyn Store> + Send>;
+
+/// What the embedded server is assembled from besides its configuration and database.
+pub struct Parts {
+    pub tools: Arc<dyn ToolRunner>,
+    /// The engine's (the workers') clock.
+    pub clock: Arc<dyn Clock>,
+    /// The in-process waker's clock.
+    pub waker_clock: Arc<dyn Clock>,
+    pub wrap_store: WrapStore,
+}
+
+impl Default for Parts {
+    fn default() -> Self {
+        Parts {
+            tools: Arc::new(Executors::new()),
+            clock: Arc::new(SystemClock),
+            waker_clock: Arc::new(SystemClock),
+            wrap_store: Box::new(|store| store),
+        }
+    }
+}
 
 /// A running embedded server.
 pub struct Server {
@@ -28,25 +52,25 @@ impl Server {
         db: &Path,
         listen: SocketAddr,
     ) -> Result<Server, Box<dyn std::error::Error + Send + Sync>> {
-        Self::start_with(config, db, listen, Arc::new(Executors::new())).await
+        Self::start_with(config, db, listen, Parts::default()).await
     }
 
-    /// As [`Server::start`], with another tool runner (tests gate or count tool runs).
+    /// As [`Server::start`], with other parts (tests and the chaos run inject faults, skew
+    /// clocks or count tool runs).
     pub async fn start_with(
         config: Arc<Config>,
         db: &Path,
         listen: SocketAddr,
-        tools: Arc<dyn ToolRunner>,
+        parts: Parts,
     ) -> Result<Server, Box<dyn std::error::Error + Send + Sync>> {
-        let store = Arc::new(SqliteStore::open(db)?);
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let (waker, wakes) = InProcessWaker::new(clock.clone());
+        let store = (parts.wrap_store)(Arc::new(SqliteStore::open(db)?));
+        let (waker, wakes) = InProcessWaker::new(parts.waker_clock);
         let engine = Arc::new(Engine::new(
             config.clone(),
             store,
             Arc::new(waker),
-            tools,
-            clock,
+            parts.tools,
+            parts.clock,
         ));
         let (stop, stopped) = watch::channel(false);
 

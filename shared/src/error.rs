@@ -1,7 +1,7 @@
 //! The engine's errors. Each variant is one stable API code; `api::error` maps them to HTTP in
 //! exactly one place.
 
-use crate::domain::State;
+use crate::domain::{SealReason, State};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -48,12 +48,12 @@ pub enum Refusal {
 
 impl Refusal {
     /// The reason recorded on the sealed action.
-    pub fn reason(self) -> &'static str {
+    pub fn reason(self) -> SealReason {
         match self {
-            Refusal::Denied => "policy_denied",
-            Refusal::ScheduleNeedsApproval => "schedule_needs_approval",
-            Refusal::CapabilityBound => "capability_bound",
-            Refusal::AgentStopped => "stopped",
+            Refusal::Denied => SealReason::PolicyDenied,
+            Refusal::ScheduleNeedsApproval => SealReason::ScheduleNeedsApproval,
+            Refusal::CapabilityBound => SealReason::CapabilityBound,
+            Refusal::AgentStopped => SealReason::Stopped,
         }
     }
 
@@ -65,7 +65,7 @@ impl Refusal {
             Refusal::AgentStopped,
         ]
         .into_iter()
-        .find(|r| r.reason() == reason)
+        .find(|r| r.reason().as_str() == reason)
     }
 
     pub fn code(self) -> &'static str {

@@ -19,6 +19,8 @@ pub mod domain;
 pub mod embedded;
 pub mod engine;
 pub mod error;
+#[cfg(feature = "faults")]
+pub mod faults;
 pub mod store;
 pub mod tools;
 pub mod wake;

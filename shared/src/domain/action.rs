@@ -145,9 +145,9 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn reason(reason: &str) -> Self {
+    pub fn reason(reason: &super::SealReason) -> Self {
         Outcome {
-            reason: Some(reason.to_owned()),
+            reason: Some(reason.as_str().to_owned()),
             ..Outcome::default()
         }
     }

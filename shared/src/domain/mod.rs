@@ -6,12 +6,14 @@ pub mod canonical;
 pub mod context;
 pub mod policy;
 pub mod resume;
+pub mod seal;
 pub mod ticket;
 pub mod transition;
 pub mod window;
 
 pub use action::{Action, Actor, ActorKind, Decision, Lease, Outcome, RunRef, State};
 pub use audit::Event;
+pub use seal::SealReason;
 pub use ticket::{AwaitReason, Ticket};
 pub use transition::Transition;
 pub use window::Window;

@@ -1,7 +1,10 @@
 //! The resume checks (SPEC §4 Resume): one function, a fixed order, fail closed.
 //! Each check runs before any tool does; the wake payload only finds the ticket.
 
-use super::action::{Action, State};
+use super::{
+    action::{Action, State},
+    seal::SealReason,
+};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -28,8 +31,8 @@ pub enum Rejection {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     Reject(Rejection),
-    /// Seal without running: (state, reason).
-    Seal(State, &'static str),
+    /// Seal without running, in the reason's state.
+    Seal(SealReason),
     /// SC-RES-05: too early; re-arm for this instant.
     Wait(Timestamp),
     /// SC-RES-07: claim and run.
@@ -60,11 +63,11 @@ pub fn check(wake: &Wake, facts: &Facts<'_>) -> Verdict {
     }
     // SC-RES-03
     if facts.stopped {
-        return Verdict::Seal(State::Denied, "stopped");
+        return Verdict::Seal(SealReason::Stopped);
     }
     // SC-RES-04
     if facts.current_fingerprint != Some(ticket.catalog_fingerprint()) {
-        return Verdict::Seal(State::Cancelled, "catalog_changed");
+        return Verdict::Seal(SealReason::CatalogChanged);
     }
     // SC-RES-05
     if facts.now < ticket.due_at() {
@@ -72,7 +75,7 @@ pub fn check(wake: &Wake, facts: &Facts<'_>) -> Verdict {
     }
     // SC-RES-06
     if facts.now > ticket.deadline() {
-        return Verdict::Seal(State::Cancelled, "schedule_missed");
+        return Verdict::Seal(SealReason::ScheduleMissed);
     }
     Verdict::Claim
 }

@@ -4,6 +4,7 @@
 use super::{
     action::{Action, Actor, Lease, Outcome, State},
     audit::Event,
+    seal::SealReason,
     ticket::{Commit, Ticket},
 };
 use jiff::Timestamp;
@@ -81,13 +82,19 @@ impl Transition {
         }
     }
 
-    /// Seal with a reason (cancel, deny, expiry, stop, missed window, …).
-    pub fn seal(current: &Action, to: State, actor: Actor, reason: &str, now: Timestamp) -> Self {
-        debug_assert!(to.is_sealed());
-        Self::advance(current, to, actor, Some(reason), now, |a| {
-            let outcome = a.outcome.get_or_insert_with(Outcome::default);
-            outcome.reason = Some(reason.to_owned());
-        })
+    /// Seal with a reason (cancel, deny, expiry, stop, missed window, …), in the reason's state.
+    pub fn seal(current: &Action, actor: Actor, reason: &SealReason, now: Timestamp) -> Self {
+        Self::advance(
+            current,
+            reason.state(),
+            actor,
+            Some(reason.as_str()),
+            now,
+            |a| {
+                let outcome = a.outcome.get_or_insert_with(Outcome::default);
+                outcome.reason = Some(reason.as_str().to_owned());
+            },
+        )
     }
 
     /// Countersign: `pending_approval → approved`, committing the ticket.

@@ -4,7 +4,7 @@
 use super::{require, Committed, Engine};
 use crate::{
     config::{Principal, Role},
-    domain::{transition::TicketTerms, Action, Actor, State, Transition},
+    domain::{transition::TicketTerms, Action, Actor, SealReason, State, Transition},
     Error,
 };
 
@@ -45,12 +45,7 @@ impl Engine {
         // SC-APP-04: a lapsed approval is sealed here too, not only by the sweep.
         if now >= approval.expires_at {
             let sealed = self
-                .seal(
-                    &action,
-                    State::Cancelled,
-                    Actor::system(),
-                    "approval_expired",
-                )
+                .seal(&action, Actor::system(), SealReason::ApprovalExpired)
                 .await?;
             return Err(Error::ActionSealed {
                 state: sealed.state,
@@ -64,12 +59,7 @@ impl Engine {
         }
         let Some(tool) = tenant.tool(&action.tool) else {
             let sealed = self
-                .seal(
-                    &action,
-                    State::Cancelled,
-                    Actor::system(),
-                    "catalog_changed",
-                )
+                .seal(&action, Actor::system(), SealReason::CatalogChanged)
                 .await?;
             return Err(Error::ActionSealed {
                 state: sealed.state,
@@ -122,7 +112,11 @@ impl Engine {
         }
         // SC-APP-05
         let sealed = self
-            .seal(&action, State::Denied, Actor::user(&who.id), reason)
+            .seal(
+                &action,
+                Actor::user(&who.id),
+                SealReason::Denied(reason.to_owned()),
+            )
             .await?;
         if sealed.state == State::Denied && sealed.actor == Actor::user(&who.id) {
             Ok(sealed)
@@ -137,14 +131,13 @@ impl Engine {
     pub(super) async fn seal(
         &self,
         action: &Action,
-        to: State,
         actor: Actor,
-        reason: &str,
+        reason: SealReason,
     ) -> Result<Action, Error> {
-        let t = Transition::seal(action, to, actor, reason, self.clock.now());
+        let t = Transition::seal(action, actor, &reason, self.clock.now());
         let current = match self.commit_or_reload(&t).await? {
             Committed::Won(a) => {
-                tracing::info!(tenant = %a.tenant, action_id = %a.id, state = %a.state, reason, "sealed");
+                tracing::info!(tenant = %a.tenant, action_id = %a.id, state = %a.state, %reason, "sealed");
                 a
             }
             Committed::Lost(a) => a,

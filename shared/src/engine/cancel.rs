@@ -3,7 +3,7 @@
 use super::{require, wake_of, Committed, Engine};
 use crate::{
     config::{Principal, Role},
-    domain::{Action, Actor, State, Transition},
+    domain::{Action, Actor, SealReason, State, Transition},
     store::Stop,
     Error,
 };
@@ -26,13 +26,7 @@ impl Engine {
             State::Executing => return Err(Error::ActionExecuting),
             state => return Err(Error::ActionSealed { state }),
         }
-        let t = Transition::seal(
-            &action,
-            State::Cancelled,
-            actor,
-            "cancelled",
-            self.clock.now(),
-        );
+        let t = Transition::seal(&action, actor, &SealReason::Cancelled, self.clock.now());
         match self.commit_or_reload(&t).await? {
             Committed::Won(cancelled) => {
                 tracing::info!(tenant = %cancelled.tenant, action_id = %cancelled.id, by = %who.id, "cancelled");

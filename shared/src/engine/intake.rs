@@ -9,7 +9,7 @@ use crate::{
         policy,
         transition::TicketTerms,
         window::Window,
-        Action, Actor, Decision, Outcome, RunRef, State, Transition,
+        Action, Actor, Decision, Outcome, RunRef, SealReason, State, Transition,
     },
     error::Refusal,
     store::{IdempotencyRecord, StoreError},
@@ -117,7 +117,7 @@ impl Engine {
             State::Approved => Actor::system(),
             _ => Actor::agent(&who.id),
         };
-        let t = Transition::create(first, actor, Some(reason), now);
+        let t = Transition::create(first, actor, Some(&reason), now);
         let idem = idempotency_key.map(|key| IdempotencyRecord {
             tenant: who.tenant.clone(),
             agent_id: who.id.clone(),
@@ -180,7 +180,7 @@ impl Engine {
         tenant: &Tenant,
         mut a: Action,
         now: Timestamp,
-    ) -> Result<(Action, &'static str), Error> {
+    ) -> Result<(Action, String), Error> {
         // SC-INT-03
         if self.stopped(&a.tenant, &a.agent_id).await? {
             return Ok(refuse(a, Refusal::AgentStopped));
@@ -215,9 +215,9 @@ impl Engine {
                 a.state = State::Succeeded;
                 a.outcome = Some(Outcome {
                     result: gate.result,
-                    ..Outcome::reason("set_result")
+                    ..Outcome::reason(&SealReason::SetResult)
                 });
-                Ok((a, "set_result"))
+                Ok((a, SealReason::SetResult.to_string()))
             }
             Decision::Allow => {
                 let opens_later = a.schedule.is_some_and(|w| {
@@ -237,7 +237,7 @@ impl Engine {
                 };
                 a.ticket = Some(terms.build(&a));
                 a.state = State::Approved;
-                Ok((a, "policy_allow"))
+                Ok((a, "policy_allow".into()))
             }
             Decision::Schedule => {
                 let Some(window) = a.schedule else {
@@ -250,7 +250,7 @@ impl Engine {
                 };
                 a.ticket = Some(terms.build(&a));
                 a.state = State::Approved;
-                Ok((a, "policy_schedule"))
+                Ok((a, "policy_schedule".into()))
             }
             Decision::RequireApproval => {
                 let (context, context_digest) = approval_context(&ContextInput {
@@ -272,7 +272,7 @@ impl Engine {
                     approver: None,
                     decided_at: None,
                 });
-                Ok((a, "approval_required"))
+                Ok((a, "approval_required".into()))
             }
         }
     }
@@ -285,11 +285,12 @@ fn deadline_for_approval(a: &Action, tenant: &Tenant, now: Timestamp) -> Timesta
     }
 }
 
-fn refuse(mut a: Action, refusal: Refusal) -> (Action, &'static str) {
+fn refuse(mut a: Action, refusal: Refusal) -> (Action, String) {
+    let reason = refusal.reason();
     a.decision = Decision::Deny;
-    a.state = State::Denied;
-    a.outcome = Some(Outcome::reason(refusal.reason()));
-    (a, refusal.reason())
+    a.state = reason.state();
+    a.outcome = Some(Outcome::reason(&reason));
+    (a, reason.to_string())
 }
 
 /// The intake answer for an action, the same on first sight and on replay.

@@ -9,7 +9,7 @@ use crate::{
         resume::{
             check, check_recovery, Facts, RecoveryFacts, RecoveryVerdict, Rejection, Verdict, Wake,
         },
-        Action, Actor, State, Transition,
+        Action, Actor, SealReason, State, Transition,
     },
     tools::{Call, ToolAnswer},
     Error,
@@ -34,10 +34,7 @@ pub enum ResumeOutcome {
     /// Too early: re-armed for `until` (SC-RES-05).
     Waiting { until: Timestamp },
     /// Sealed without running the tool (stop, catalog change, missed window, lost race).
-    Sealed {
-        state: State,
-        reason: Option<String>,
-    },
+    Sealed { state: State, reason: SealReason },
     /// The tool ran; the result committed.
     Ran { state: State },
     /// Another contender changed the record first; this is what it is now.
@@ -109,13 +106,10 @@ impl Engine {
     ) -> Result<ResumeOutcome, Error> {
         match (verdict, action) {
             (Verdict::Reject(reason), _) => Ok(ResumeOutcome::Rejected { reason }),
-            (Verdict::Seal(state, reason), Some(action)) => {
-                let sealed = self.seal(&action, state, Actor::system(), reason).await?;
+            (Verdict::Seal(reason), Some(action)) => {
+                let sealed = self.seal(&action, Actor::system(), reason.clone()).await?;
                 Ok(match sealed.state {
-                    s if s == state => ResumeOutcome::Sealed {
-                        state: s,
-                        reason: sealed.reason().map(str::to_owned),
-                    },
+                    s if s == reason.state() => ResumeOutcome::Sealed { state: s, reason },
                     s => ResumeOutcome::Lost { state: s },
                 })
             }
@@ -181,12 +175,7 @@ impl Engine {
             .ok_or_else(|| Error::Internal("perform without a ticket".into()))?;
         let Some(tool) = tenant.tool(ticket.pending_tool()) else {
             let sealed = self
-                .seal(
-                    &action,
-                    State::Cancelled,
-                    Actor::system(),
-                    "catalog_changed",
-                )
+                .seal(&action, Actor::system(), SealReason::CatalogChanged)
                 .await?;
             return Ok((sealed, false));
         };
@@ -196,13 +185,8 @@ impl Engine {
             let sealed = match action.state {
                 State::Executing => self.seal_unknown(&action).await?,
                 _ => {
-                    self.seal(
-                        &action,
-                        State::Cancelled,
-                        Actor::system(),
-                        "schedule_missed",
-                    )
-                    .await?
+                    self.seal(&action, Actor::system(), SealReason::ScheduleMissed)
+                        .await?
                 }
             };
             return Ok((sealed, false));
@@ -305,13 +289,8 @@ impl Engine {
         };
         match action.state {
             State::PendingApproval => {
-                self.seal(
-                    &action,
-                    State::Cancelled,
-                    Actor::system(),
-                    "approval_expired",
-                )
-                .await?;
+                self.seal(&action, Actor::system(), SealReason::ApprovalExpired)
+                    .await?;
                 Ok(Swept::Expired)
             }
             // SC-REC-01: a due ticket whose wake was lost goes through the same checks.
@@ -382,9 +361,8 @@ impl Engine {
     async fn seal_unknown(&self, action: &Action) -> Result<Action, Error> {
         let mut t = Transition::seal(
             action,
-            State::Failed,
             Actor::system(),
-            "outcome_unknown",
+            &SealReason::OutcomeUnknown,
             self.clock.now(),
         );
         if let Some(o) = t.action.outcome.as_mut() {

@@ -22,4 +22,6 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("POST", "/v1/actions/{id}/cancel", "cancel"),
     ("POST", "/v1/stops", "cancel"),
     ("DELETE", "/v1/stops/{scope}", "cancel"),
+    ("GET", "/v1/notifications/dead", "cancel"),
+    ("POST", "/v1/notifications/{id}/redeliver", "cancel"),
 ];

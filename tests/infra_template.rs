@@ -150,6 +150,7 @@ fn issue4_functions_that_run_tools_outlast_the_longest_tool_run() {
             url: "https://tool.example".into(),
             secret_env: "UNUSED".into(),
             timeout_ms: SUPPORTED_TOOL_TIMEOUT_S * 1000,
+            allow_private: false,
         },
         recovery: countersign::config::Recovery::Retry,
     };

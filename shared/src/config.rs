@@ -2,12 +2,10 @@
 //! action kinds and the tool catalog. Validated once at load; every error names its entry.
 
 use crate::domain::{canonical, policy::Rule, window::WindowRules, Decision};
+use crate::tools::target;
 use jiff::{tz::TimeZone, SignedDuration};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-mod notify;
-pub use notify::{Endpoint, Format};
 
 /// Bounds of a webhook's per-attempt timeout. The deployed functions' timeouts are sized so that
 /// one claim of a `retry` tool at the maximum fits (`ToolEntry::claim_budget`; infra test).
@@ -29,10 +27,6 @@ fn bad(at: impl std::fmt::Display, what: impl std::fmt::Display) -> ConfigError 
 struct RawConfig {
     #[serde(default)]
     limits: RawLimits,
-    #[serde(default)]
-    server: notify::RawServer,
-    #[serde(default)]
-    notify: notify::RawRetry,
     tenants: BTreeMap<String, RawTenant>,
 }
 
@@ -57,8 +51,12 @@ struct RawTenant {
     policy: Vec<RawRule>,
     #[serde(default)]
     tools: BTreeMap<String, RawTool>,
+    /// Webhook hosts allowed plain `http` (SC-SEC-08).
     #[serde(default)]
-    notify: Vec<notify::RawEndpoint>,
+    allow_http_hosts: Vec<String>,
+    /// Webhook hosts allowed to be or resolve to private, loopback or link-local addresses.
+    #[serde(default)]
+    allow_private_hosts: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -126,6 +124,10 @@ pub enum Executor {
         url: String,
         secret_env: String,
         timeout_ms: u64,
+        /// The tenant lists this host in `allow_private_hosts` (SC-SEC-08). Left out of the
+        /// entry when false, so fingerprints of ordinary tools do not change.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        allow_private: bool,
     },
     #[serde(rename = "builtin.echo")]
     Echo,
@@ -186,8 +188,6 @@ pub struct Tenant {
     pub action_kinds: BTreeSet<String>,
     pub policy: Vec<Rule>,
     pub tools: BTreeMap<String, ToolEntry>,
-    /// Notification endpoints (SC-NOT-01).
-    pub notify: Vec<Endpoint>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -204,10 +204,6 @@ pub struct Limits {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub limits: Limits,
-    /// `[server] public_url`: the approver page's address, for links in notifications.
-    pub public_url: Option<String>,
-    /// `[notify]`: how long failing notifications are retried before they are parked.
-    pub notify_retry: crate::domain::notice::RetryRule,
     pub tenants: BTreeMap<String, Tenant>,
     keys: HashMap<String, Principal>,
 }
@@ -253,8 +249,6 @@ impl Config {
         }
         Ok(Config {
             limits,
-            public_url: notify::public_url(raw.server)?,
-            notify_retry: notify::retry_rule(raw.notify)?,
             tenants,
             keys,
         })
@@ -356,18 +350,20 @@ fn tenant(
         policy.push(Rule::new(&rule.tool, rule.decision, result));
     }
 
+    let targets = Targets {
+        http: raw.allow_http_hosts,
+        private: raw.allow_private_hosts,
+    };
     let mut tools = BTreeMap::new();
     for (tool_name, raw_tool) in raw.tools {
         let tool_at = format!("{at}.tools.{tool_name:?}");
         tools.insert(
             tool_name.clone(),
-            tool_entry(&tool_at, tool_name, raw_tool)?,
+            tool_entry(&tool_at, tool_name, raw_tool, &targets)?,
         );
     }
 
-    let notify = notify::endpoints(&at, raw.notify)?;
     Ok(Tenant {
-        notify,
         name: name.to_owned(),
         time_zone,
         time_zone_name: raw.time_zone,
@@ -378,14 +374,53 @@ fn tenant(
     })
 }
 
-fn tool_entry(at: &str, name: String, raw: RawTool) -> Result<ToolEntry, ConfigError> {
+/// The hosts a tenant lets its webhooks reach beyond https and public addresses (SC-SEC-08).
+struct Targets {
+    http: Vec<String>,
+    private: Vec<String>,
+}
+
+impl Targets {
+    /// Check a webhook URL; true if its host may be private.
+    fn check(&self, at: &str, url: &str) -> Result<bool, ConfigError> {
+        let at = format!("{at}.url");
+        let parsed = reqwest::Url::parse(url).map_err(|e| bad(&at, e))?;
+        let host = target::host(&parsed).ok_or_else(|| bad(&at, "must name a host"))?;
+        let listed = |hosts: &[String]| hosts.iter().any(|h| h.eq_ignore_ascii_case(host));
+        match parsed.scheme() {
+            "https" => {}
+            "http" if listed(&self.http) => {}
+            "http" => {
+                return Err(bad(
+                    &at,
+                    format!("must be https, or its host {host} listed in allow_http_hosts"),
+                ))
+            }
+            _ => return Err(bad(&at, "must be https")),
+        }
+        let private = listed(&self.private);
+        if target::literal_is_private(host) && !private {
+            return Err(bad(
+                &at,
+                format!(
+                    "{host} is not a public address; list it in allow_private_hosts to allow it"
+                ),
+            ));
+        }
+        Ok(private)
+    }
+}
+
+fn tool_entry(
+    at: &str,
+    name: String,
+    raw: RawTool,
+    targets: &Targets,
+) -> Result<ToolEntry, ConfigError> {
     let executor = match raw.executor.as_str() {
         "webhook" => {
             let url = raw.url.ok_or_else(|| bad(at, "a webhook needs url"))?;
-            let parsed = reqwest::Url::parse(&url).map_err(|e| bad(format!("{at}.url"), e))?;
-            if !matches!(parsed.scheme(), "http" | "https") {
-                return Err(bad(format!("{at}.url"), "must be http or https"));
-            }
+            let allow_private = targets.check(at, &url)?;
             let secret_env = raw
                 .secret_env
                 .ok_or_else(|| bad(at, "a webhook needs secret_env"))?;
@@ -408,6 +443,7 @@ fn tool_entry(at: &str, name: String, raw: RawTool) -> Result<ToolEntry, ConfigE
                 url,
                 secret_env,
                 timeout_ms: timeout.as_millis() as u64,
+                allow_private,
             }
         }
         "builtin.echo" => {
@@ -494,12 +530,12 @@ mod tests {
             "[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"ftp://x\"\nsecret_env = \"X\""
         )
         .contains(".url"));
-        assert!(err("[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"http://x\"\nsecret_env = \"COUNTERSIGN_SURELY_UNSET\"")
+        assert!(err("[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"https://x\"\nsecret_env = \"COUNTERSIGN_SURELY_UNSET\"")
             .contains("COUNTERSIGN_SURELY_UNSET is not set"));
         assert!(err("colour = 1").contains("colour"));
         std::env::set_var("COUNTERSIGN_CONFIG_TEST_SECRET", "s");
         let tool = |timeout: &str| {
-            format!("[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"http://x\"\nsecret_env = \"COUNTERSIGN_CONFIG_TEST_SECRET\"\ntimeout = \"{timeout}\"")
+            format!("[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"https://x\"\nsecret_env = \"COUNTERSIGN_CONFIG_TEST_SECRET\"\ntimeout = \"{timeout}\"")
         };
         assert!(err(&tool("31s")).contains("tenants.acme.tools.\"t\".timeout"));
         assert!(err(&tool("1ns")).contains(".timeout"));
@@ -510,6 +546,66 @@ mod tests {
         .unwrap_err()
         .to_string()
         .contains("limits.min_window"));
+    }
+
+    #[test]
+    fn sc_sec_08_webhook_targets_https_and_public_unless_the_tenant_allows_the_host() {
+        std::env::set_var("COUNTERSIGN_CONFIG_TEST_SECRET", "s");
+        let tool = |allow: &str, url: &str| {
+            format!("{allow}\n[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"{url}\"\nsecret_env = \"COUNTERSIGN_CONFIG_TEST_SECRET\"")
+        };
+        let refused = [
+            ("", "http://tools.example.com/x", "allow_http_hosts"),
+            ("", "https://127.0.0.1/x", "allow_private_hosts"),
+            ("", "https://10.0.0.7/x", "allow_private_hosts"),
+            (
+                "",
+                "https://169.254.169.254/latest/meta-data",
+                "allow_private_hosts",
+            ),
+            ("", "https://[::1]:8443/x", "allow_private_hosts"),
+            ("", "https://[fd00::1]/x", "allow_private_hosts"),
+            ("", "https://[::ffff:192.168.0.1]/x", "allow_private_hosts"),
+            (
+                "allow_http_hosts = [\"127.0.0.1\"]",
+                "http://127.0.0.1:9/x",
+                "allow_private_hosts",
+            ),
+            (
+                "allow_private_hosts = [\"127.0.0.1\"]",
+                "http://127.0.0.1:9/x",
+                "allow_http_hosts",
+            ),
+            (
+                "allow_http_hosts = [\"a.example\"]",
+                "http://b.example/x",
+                "allow_http_hosts",
+            ),
+        ];
+        for (allow, url, hint) in refused {
+            let e = err(&tool(allow, url));
+            assert!(
+                e.contains("tenants.acme.tools.\"t\".url") && e.contains(hint),
+                "{url}: {e}"
+            );
+        }
+        let private = |allow: &str, url: &str| match &load(&tool(allow, url)).unwrap().tenants
+            ["acme"]
+            .tools["t"]
+            .executor
+        {
+            Executor::Webhook { allow_private, .. } => *allow_private,
+            Executor::Echo => unreachable!(),
+        };
+        assert!(!private("", "https://tools.example.com/x"));
+        assert!(private(
+            "allow_http_hosts = [\"127.0.0.1\"]\nallow_private_hosts = [\"127.0.0.1\"]",
+            "http://127.0.0.1:9/x"
+        ));
+        assert!(private(
+            "allow_private_hosts = [\"tools.internal\"]",
+            "https://tools.internal/x"
+        ));
     }
 
     #[test]

@@ -10,8 +10,8 @@
 //! - [`SkewedClock`] runs a waker's or a worker's clock ahead of or behind another clock.
 
 use crate::{
-    domain::{notice::OutboxEntry, Action, Event, State, Transition},
-    store::{IdempotencyRecord, ListQuery, Stop, Store, StoreError, StoreResult, SweepRef},
+    domain::{Action, Event, State, Transition},
+    store::{IdempotencyRecord, ListPage, ListQuery, Stop, Store, StoreError, StoreResult, SweepRef},
     Clock,
 };
 use async_trait::async_trait;
@@ -313,7 +313,7 @@ impl Store for FaultyStore {
     async fn events(&self, tenant: &str, action_id: &str) -> StoreResult<Vec<Event>> {
         self.inner.events(tenant, action_id).await
     }
-    async fn list(&self, tenant: &str, query: &ListQuery) -> StoreResult<Vec<Action>> {
+    async fn list(&self, tenant: &str, query: &ListQuery) -> StoreResult<ListPage> {
         self.inner.list(tenant, query).await
     }
     async fn idempotency(
@@ -338,27 +338,6 @@ impl Store for FaultyStore {
     }
     async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
         self.inner.sweep_due(until, limit).await
-    }
-    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.inner.outbox_due(until, limit).await
-    }
-    async fn outbox_entry(
-        &self,
-        tenant: &str,
-        action_id: &str,
-        seq: u64,
-    ) -> StoreResult<Option<OutboxEntry>> {
-        self.inner.outbox_entry(tenant, action_id, seq).await
-    }
-    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.inner.outbox_dead(tenant, limit).await
-    }
-    async fn outbox_settle(
-        &self,
-        was: &OutboxEntry,
-        next: Option<&OutboxEntry>,
-    ) -> StoreResult<()> {
-        self.inner.outbox_settle(was, next).await
     }
 }
 

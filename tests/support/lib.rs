@@ -1,8 +1,6 @@
 //! Test support: a counting tool server (real HTTP on 127.0.0.1), a test configuration, an
 //! API client, and doubles for the wake port.
 
-pub mod receiver;
-
 use axum::{
     body::Bytes,
     extract::State,
@@ -60,6 +58,8 @@ pub struct Behaviour {
     pub status: u16,
     pub delay_ms: u64,
     pub answer: Value,
+    /// A `Location` header to answer with (a redirect, SC-SEC-08).
+    pub location: Option<String>,
 }
 
 impl Default for Behaviour {
@@ -68,6 +68,7 @@ impl Default for Behaviour {
             status: 200,
             delay_ms: 0,
             answer: json!({"sent": true}),
+            location: None,
         }
     }
 }
@@ -142,7 +143,7 @@ async fn receive(
     State(state): State<ToolState>,
     headers: HeaderMap,
     body: Bytes,
-) -> (StatusCode, String) {
+) -> (StatusCode, HeaderMap, String) {
     let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let signature_ok = headers
         .get("countersign-signature")
@@ -171,8 +172,13 @@ async fn receive(
     if b.delay_ms > 0 {
         tokio::time::sleep(std::time::Duration::from_millis(b.delay_ms)).await;
     }
+    let mut answer_headers = HeaderMap::new();
+    if let Some(location) = &b.location {
+        answer_headers.insert("location", location.parse().unwrap());
+    }
     (
         StatusCode::from_u16(b.status).unwrap(),
+        answer_headers,
         b.answer.to_string(),
     )
 }
@@ -193,6 +199,9 @@ run_deadline = "1m"
 time_zone = "Europe/Berlin"
 approval_ttl = "1h"
 action_kinds = ["email", "report"]
+# The test tool server listens on plain http on loopback: allowed explicitly (SC-SEC-08).
+allow_http_hosts = ["127.0.0.1"]
+allow_private_hosts = ["127.0.0.1"]
 keys = [
   {{ id = "agent-1", role = "agent", sha256 = "{agent}" }},
   {{ id = "agent-2", role = "agent", sha256 = "{agent2}" }},

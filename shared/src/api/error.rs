@@ -37,8 +37,10 @@ impl Error {
             Error::ContextChanged { current_digest } => {
                 error["context_digest"] = json!(current_digest)
             }
-            // Never leak internals to callers; the log has them.
+            // Never leak internals to callers (SDK and rusqlite texts name accounts, roles and
+            // tables); the log has them (SC-SEC-02).
             Error::Internal(_) => error["message"] = json!("internal error"),
+            Error::Unavailable(_) => error["message"] = json!("store unavailable; retry shortly"),
             _ => {}
         }
         json!({ "error": error })

@@ -2,6 +2,7 @@
 
 mod auth;
 pub mod error;
+pub mod json;
 mod routes;
 
 pub use auth::Caller;
@@ -22,6 +23,4 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("POST", "/v1/actions/{id}/cancel", "cancel"),
     ("POST", "/v1/stops", "cancel"),
     ("DELETE", "/v1/stops/{scope}", "cancel"),
-    ("GET", "/v1/notifications/dead", "cancel"),
-    ("POST", "/v1/notifications/{id}/redeliver", "cancel"),
 ];

@@ -29,8 +29,6 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/v1/actions/{id}/cancel", post(cancel))
         .route("/v1/stops", post(stop))
         .route("/v1/stops/{scope}", delete(lift_stop))
-        .route("/v1/notifications/dead", get(dead_notifications))
-        .route("/v1/notifications/{id}/redeliver", post(redeliver))
         .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async {
@@ -57,7 +55,8 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Segment {
     }
 }
 
-/// Read a JSON body: size-capped, then parsed so that `param` names the offending field.
+/// Read a JSON body: size-capped, parsed strictly, then shaped so that `param` names the
+/// offending field.
 async fn read_json<T: DeserializeOwned>(body: Body) -> Result<T, Error> {
     let bytes = axum::body::to_bytes(body, MAX_BODY)
         .await
@@ -65,8 +64,8 @@ async fn read_json<T: DeserializeOwned>(body: Body) -> Result<T, Error> {
     if bytes.is_empty() {
         return Err(Error::validation("body", "a JSON object body is required"));
     }
-    let value: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| Error::validation("body", format!("malformed JSON: {e}")))?;
+    // Strict: hostile depth, duplicate keys and inexact numbers are refused here (SC-SEC-03).
+    let value = super::json::parse(&bytes)?;
     if !value.is_object() {
         return Err(Error::validation("body", "the body must be a JSON object"));
     }
@@ -260,41 +259,4 @@ async fn lift_stop(
 ) -> Result<Response, Error> {
     engine.lift_stop(&who, &scope).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
-}
-
-async fn dead_notifications(
-    Shared(engine): Shared<Arc<Engine>>,
-    Caller(who): Caller,
-    Query(params): Query<HashMap<String, String>>,
-) -> Result<Response, Error> {
-    let mut limit = None;
-    for (name, value) in params {
-        match name.as_str() {
-            "limit" => {
-                limit = Some(
-                    value
-                        .parse()
-                        .map_err(|_| Error::validation("limit", "limit must be a whole number"))?,
-                )
-            }
-            other => {
-                return Err(Error::validation(
-                    other,
-                    format!("unknown query parameter {other:?}"),
-                ))
-            }
-        }
-    }
-    let dead = engine.dead_notifications(&who, limit).await?;
-    let data: Vec<Value> = dead.iter().map(|e| e.view()).collect();
-    Ok(Json(json!({ "data": data })).into_response())
-}
-
-async fn redeliver(
-    Shared(engine): Shared<Arc<Engine>>,
-    Caller(who): Caller,
-    Segment(id): Segment,
-) -> Result<Response, Error> {
-    let entry = engine.redeliver(&who, &id).await?;
-    Ok((StatusCode::ACCEPTED, Json(entry.view())).into_response())
 }

@@ -4,7 +4,6 @@ pub mod action;
 pub mod audit;
 pub mod canonical;
 pub mod context;
-pub mod notice;
 pub mod policy;
 pub mod resume;
 pub mod seal;

@@ -6,12 +6,11 @@
 mod approval;
 mod cancel;
 mod intake;
-mod notifications;
 mod query;
 mod resume;
 
 pub use intake::{SubmitRequest, Submitted};
-pub use query::ListFilter;
+pub use query::{ListFilter, SCAN_FACTOR};
 pub use resume::{ResumeOutcome, SweepReport};
 
 use crate::{

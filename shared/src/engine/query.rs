@@ -4,7 +4,7 @@ use super::Engine;
 use crate::{
     config::Principal,
     domain::{Action, Event, State},
-    store::ListQuery,
+    store::{ListPage, ListQuery},
     Error,
 };
 
@@ -18,12 +18,40 @@ pub struct ListFilter {
 
 pub const MAX_PAGE: usize = 100;
 
+/// A filtered list reads at most this many stored actions per answered one.
+pub const SCAN_FACTOR: usize = 5;
+
+impl ListFilter {
+    fn matches(&self, a: &Action) -> bool {
+        self.state.is_none_or(|s| a.state == s)
+            && self.agent_id.as_ref().is_none_or(|id| &a.agent_id == id)
+    }
+
+    /// The answer from one bounded read: up to `limit` matches, and the cursor after the last
+    /// one answered — or, when none more matched, after the last one read.
+    fn page(&self, read: ListPage, limit: usize) -> (Vec<Action>, Option<String>) {
+        let mut answer = Vec::new();
+        for action in read.actions {
+            if self.matches(&action) {
+                answer.push(action);
+                if answer.len() == limit {
+                    let next = answer.last().map(|a| a.id.clone());
+                    return (answer, next);
+                }
+            }
+        }
+        (answer, read.next)
+    }
+}
+
 impl Engine {
     pub async fn get(&self, who: &Principal, action_id: &str) -> Result<Action, Error> {
         self.load(&who.tenant, action_id).await
     }
 
-    /// Newest first; `next_cursor` is set when more may follow.
+    /// Newest first; `next_cursor` is set when more may follow. One request reads at most
+    /// [`SCAN_FACTOR`] × `limit` stored actions whatever its filter (SC-SEC-05): a filter that
+    /// matches little answers what it found with a cursor to continue from.
     pub async fn list(
         &self,
         who: &Principal,
@@ -44,17 +72,13 @@ impl Engine {
                 ));
             }
         }
+        let filtered = f.state.is_some() || f.agent_id.is_some();
         let query = ListQuery {
-            state: f.state,
-            agent_id: f.agent_id,
-            limit,
-            before: f.cursor,
+            limit: if filtered { SCAN_FACTOR * limit } else { limit },
+            before: f.cursor.clone(),
         };
-        let page = self.store.list(&who.tenant, &query).await?;
-        let next = (page.len() == limit)
-            .then(|| page.last().map(|a| a.id.clone()))
-            .flatten();
-        Ok((page, next))
+        let read = self.store.list(&who.tenant, &query).await?;
+        Ok(f.page(read, limit))
     }
 
     pub async fn events(&self, who: &Principal, action_id: &str) -> Result<Vec<Event>, Error> {

@@ -1,15 +1,15 @@
 //! SQLite adapter (WAL). The conditional write is `UPDATE … WHERE state = ? AND version = ?`;
 //! the event insert shares its transaction, so both land or neither does.
 
-use super::{IdempotencyRecord, ListQuery, Stop, Store, StoreError, StoreResult, SweepRef};
-use crate::domain::{notice::OutboxEntry, Action, Event, Transition};
+use super::{
+    IdempotencyRecord, ListPage, ListQuery, Stop, Store, StoreError, StoreResult, SweepRef,
+};
+use crate::domain::{Action, Event, Transition};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-
-mod outbox;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS actions (
@@ -82,7 +82,6 @@ impl SqliteStore {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
-        conn.execute_batch(outbox::SCHEMA).map_err(unavailable)?;
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
         })
@@ -127,7 +126,7 @@ fn insert_event(tx: &rusqlite::Transaction<'_>, t: &Transition) -> StoreResult<(
         params![t.action.tenant, t.action.id, t.event.seq as i64, body],
     )
     .map_err(conflict_or_unavailable)?;
-    outbox::insert(tx, t)
+    Ok(())
 }
 
 fn conflict_or_unavailable(e: rusqlite::Error) -> StoreError {
@@ -249,32 +248,32 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<Vec<Action>> {
+    async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<ListPage> {
         let (tenant, q) = (tenant.to_owned(), q.clone());
         self.with(move |conn| {
             let mut stmt = conn
                 .prepare(
-                    "SELECT body FROM actions WHERE tenant = ?1
-                       AND (?2 IS NULL OR state = ?2)
-                       AND (?3 IS NULL OR agent_id = ?3)
-                       AND (?4 IS NULL OR id < ?4)
-                     ORDER BY id DESC LIMIT ?5",
+                    "SELECT id, body FROM actions WHERE tenant = ?1 AND (?2 IS NULL OR id < ?2)
+                     ORDER BY id DESC LIMIT ?3",
                 )
                 .map_err(unavailable)?;
             let rows = stmt
-                .query_map(
-                    params![
-                        tenant,
-                        q.state.map(|s| s.as_str()),
-                        q.agent_id,
-                        q.before,
-                        q.limit as i64
-                    ],
-                    |row| row.get::<_, Vec<u8>>(0),
-                )
+                .query_map(params![tenant, q.before, q.limit as i64], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, Vec<u8>>(1)?))
+                })
                 .map_err(unavailable)?;
-            rows.map(|r| Action::from_stored(&r.map_err(unavailable)?).map_err(malformed))
-                .collect()
+            let mut page = ListPage::default();
+            let mut read = 0;
+            for row in rows {
+                let (id, body) = row.map_err(unavailable)?;
+                page.actions
+                    .push(Action::from_stored(&body).map_err(malformed)?);
+                read += 1;
+                if read == q.limit {
+                    page.next = Some(id);
+                }
+            }
+            Ok(page)
         })
         .await
     }
@@ -391,30 +390,5 @@ impl Store for SqliteStore {
             .collect()
         })
         .await
-    }
-
-    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.due(until, limit).await
-    }
-
-    async fn outbox_entry(
-        &self,
-        tenant: &str,
-        action_id: &str,
-        seq: u64,
-    ) -> StoreResult<Option<OutboxEntry>> {
-        self.entry(tenant, action_id, seq).await
-    }
-
-    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.dead(tenant, limit).await
-    }
-
-    async fn outbox_settle(
-        &self,
-        was: &OutboxEntry,
-        next: Option<&OutboxEntry>,
-    ) -> StoreResult<()> {
-        self.settle(was, next).await
     }
 }

@@ -1,6 +1,7 @@
 //! The tool port: run one committed call, classify the answer.
 
 pub mod echo;
+pub mod target;
 pub mod webhook;
 
 use crate::config::{Executor, ToolEntry};
@@ -61,7 +62,12 @@ impl ToolRunner for Executors {
                 url,
                 secret_env,
                 timeout_ms,
-            } => self.webhook.run(call, url, secret_env, *timeout_ms).await,
+                allow_private,
+            } => {
+                self.webhook
+                    .run(call, url, secret_env, *timeout_ms, *allow_private)
+                    .await
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The webhook executor: `POST {action_id, tool, args, attempt}` with `Idempotency-Key` and an
 //! HMAC-SHA256 `Countersign-Signature`, a per-tool timeout and a 64 KiB result cap.
 
-use super::{Call, ToolAnswer};
+use super::{target, Call, ToolAnswer};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
@@ -10,7 +10,10 @@ use sha2::Sha256;
 pub const RESULT_CAP: usize = 64 * 1024;
 
 pub struct Webhook {
-    http: reqwest::Client,
+    /// For hosts that must be public: every resolved address is checked (SC-SEC-08).
+    public: reqwest::Client,
+    /// For hosts the tenant lists in `allow_private_hosts`.
+    private: reqwest::Client,
 }
 
 /// `t=<unix>,v1=<hex hmac-sha256(secret, "<t>.<body>")>`
@@ -23,12 +26,19 @@ pub fn signature(secret: &[u8], unix: i64, body: &[u8]) -> String {
 
 impl Webhook {
     pub fn new() -> Self {
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("an HTTP client builds");
-        Webhook { http }
+        // Redirects are never followed: a 3xx is the tool's answer (4xx-like: failed).
+        let client = || {
+            reqwest::Client::builder()
+                .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
+                .redirect(reqwest::redirect::Policy::none())
+        };
+        Webhook {
+            public: client()
+                .dns_resolver(std::sync::Arc::new(target::PublicOnly))
+                .build()
+                .expect("an HTTP client builds"),
+            private: client().build().expect("an HTTP client builds"),
+        }
     }
 
     pub async fn run(
@@ -37,7 +47,20 @@ impl Webhook {
         url: &str,
         secret_env: &str,
         timeout_ms: u64,
+        allow_private: bool,
     ) -> ToolAnswer {
+        // An address written in the URL is never resolved: check it here (the config did too).
+        let inward = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| target::host(&u).map(target::literal_is_private));
+        if !allow_private && inward != Some(false) {
+            return ToolAnswer::Failed(json!({"kind": "target_refused"}));
+        }
+        let http = if allow_private {
+            &self.private
+        } else {
+            &self.public
+        };
         let Ok(secret) = std::env::var(secret_env) else {
             return ToolAnswer::Failed(
                 json!({"kind": "misconfigured", "message": format!("{secret_env} is not set")}),
@@ -50,8 +73,7 @@ impl Webhook {
             "attempt": call.attempt,
         }))
         .expect("a call serializes");
-        let sent = self
-            .http
+        let sent = http
             .post(url)
             .timeout(std::time::Duration::from_millis(timeout_ms))
             .header("content-type", "application/json")
@@ -65,26 +87,12 @@ impl Webhook {
             .await;
         let response = match sent {
             Ok(r) => r,
-            Err(e) if e.is_timeout() => {
-                return ToolAnswer::Retryable(json!({"kind": "timeout", "message": e.to_string()}))
-            }
-            Err(e) => {
-                return ToolAnswer::Retryable(
-                    json!({"kind": "unreachable", "message": e.to_string()}),
-                )
-            }
+            Err(e) => return transport_failure(&e),
         };
         let status = response.status();
         let body = match read_capped(response).await {
             Ok(body) => body,
-            Err(e) if e.is_timeout() => {
-                return ToolAnswer::Retryable(json!({"kind": "timeout", "message": e.to_string()}))
-            }
-            Err(e) => {
-                return ToolAnswer::Retryable(
-                    json!({"kind": "unreachable", "message": e.to_string()}),
-                )
-            }
+            Err(e) => return transport_failure(&e),
         };
         let payload = match body {
             Body::Complete(bytes) => serde_json::from_slice::<Value>(&bytes)
@@ -115,6 +123,22 @@ impl Default for Webhook {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// A failure before a status arrived, named by its kind only: reqwest's text carries the URL,
+/// which may hold credentials, and every key of the tenant reads the outcome (SC-SEC-02).
+fn transport_failure(e: &reqwest::Error) -> ToolAnswer {
+    if target::refused(e) {
+        return ToolAnswer::Failed(json!({"kind": "target_refused"}));
+    }
+    let kind = if e.is_timeout() {
+        "timeout"
+    } else if e.is_connect() {
+        "unreachable"
+    } else {
+        "transport"
+    };
+    ToolAnswer::Retryable(json!({"kind": kind}))
 }
 
 fn truncated(bytes: usize) -> Value {

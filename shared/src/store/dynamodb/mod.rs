@@ -15,7 +15,7 @@ mod keys;
 mod meter;
 mod writes;
 
-use super::{IdempotencyRecord, ListQuery, Stop, Store, StoreResult, SweepRef};
+use super::{IdempotencyRecord, ListPage, ListQuery, Stop, Store, StoreResult, SweepRef};
 use crate::domain::{Action, Event, Transition};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::{
@@ -115,13 +115,11 @@ impl Store for DynamoStore {
 
     /// Newest first from the `by_tenant` index (eventually consistent: a just-committed action
     /// may show a moment later). Filters apply after the read, so pages are read until full.
-    async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<Vec<Action>> {
-        let mut found = Vec::new();
+    async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<ListPage> {
+        let mut page = ListPage::default();
         let mut start = None;
-        let filtered = q.state.is_some() || q.agent_id.is_some();
-        while found.len() < q.limit {
-            let wanted = q.limit - found.len();
-            let page = if filtered { wanted.max(25) } else { wanted };
+        while page.actions.len() < q.limit {
+            let wanted = q.limit - page.actions.len();
             let mut req = self
                 .client
                 .query()
@@ -129,7 +127,7 @@ impl Store for DynamoStore {
                 .index_name("by_tenant")
                 .expression_attribute_values(":tpk", s(tenant_pk(tenant)))
                 .scan_index_forward(false)
-                .limit(page.min(1000) as i32)
+                .limit(wanted.min(1000) as i32)
                 .set_exclusive_start_key(start)
                 .return_consumed_capacity(CAPACITY);
             req = match &q.before {
@@ -138,36 +136,23 @@ impl Store for DynamoStore {
                     .expression_attribute_values(":before", s(before)),
                 None => req.key_condition_expression("tenant_pk = :tpk"),
             };
-            let mut filters = Vec::new();
-            if let Some(state) = q.state {
-                filters.push("#state = :state");
-                req = req
-                    .expression_attribute_names("#state", "state")
-                    .expression_attribute_values(":state", s(state.as_str()));
-            }
-            if let Some(agent) = &q.agent_id {
-                filters.push("agent_id = :agent");
-                req = req.expression_attribute_values(":agent", s(agent));
-            }
-            if !filters.is_empty() {
-                req = req.filter_expression(filters.join(" AND "));
-            }
             let out = req
                 .send()
                 .await
                 .map_err(|e| unavailable("Query(by_tenant)", e))?;
             meter("Query(by_tenant)", Units::Read, out.consumed_capacity());
             for item in out.items() {
-                if found.len() < q.limit {
-                    found.push(action_of(item)?);
-                }
+                page.actions.push(action_of(item)?);
             }
             start = out.last_evaluated_key().cloned();
             if start.is_none() {
                 break;
             }
         }
-        Ok(found)
+        if page.actions.len() == q.limit {
+            page.next = page.actions.last().map(|a| a.id.clone());
+        }
+        Ok(page)
     }
 
     async fn idempotency(

@@ -1,0 +1,619 @@
+//! A hostile agent against the local server over real HTTP (SPEC §4 Security). Each test names
+//! the SC-SEC rule it proves.
+
+use countersign::{
+    config::Config,
+    domain::{Action, Event, Transition},
+    embedded::Server,
+    store::{
+        sqlite::SqliteStore, IdempotencyRecord, ListPage, ListQuery, Stop, Store, StoreError,
+        StoreResult, SweepRef,
+    },
+    tools::Executors,
+    Engine, SystemClock,
+};
+use countersign_tests::{
+    config_toml, in_secs, keys, temp_db, Api, Behaviour, RecordingWaker, ToolServer,
+};
+use jiff::Timestamp;
+use serde_json::{json, Value};
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex},
+};
+
+struct World {
+    api: Api,
+    db: PathBuf,
+    config: Arc<Config>,
+    server: Server,
+    _tools: ToolServer,
+}
+
+async fn world() -> World {
+    let tools = ToolServer::start().await;
+    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let db = temp_db("hostile");
+    let server = Server::start(config.clone(), &db, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    World {
+        api: Api::new(server.addr),
+        db,
+        config,
+        server,
+        _tools: tools,
+    }
+}
+
+impl World {
+    /// Stop the server and start a new one over the same database (a restart).
+    async fn restart(self) -> World {
+        self.server.shutdown().await.unwrap();
+        let server = Server::start(
+            self.config.clone(),
+            &self.db,
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .await
+        .expect("the server starts over everything it stored");
+        World {
+            api: Api::new(server.addr),
+            server,
+            ..self
+        }
+    }
+
+    async fn raw_submit(&self, body: String) -> (u16, Value) {
+        let (status, v, _) = self
+            .api
+            .send(
+                reqwest::Method::POST,
+                "/v1/actions",
+                Some(keys::AGENT),
+                Some(body.into_bytes()),
+                &[],
+            )
+            .await;
+        (status, v)
+    }
+
+    /// Every stored action of tenant `acme`, as its admin lists them (paging to the end).
+    async fn stored(&self) -> Vec<Value> {
+        let mut all = Vec::new();
+        let mut path = "/v1/actions?limit=100".to_owned();
+        loop {
+            let (status, page) = self.api.get(&path, keys::ADMIN).await;
+            assert_eq!(status, 200, "listing works: {page}");
+            all.extend(page["data"].as_array().unwrap().iter().cloned());
+            match page["next_cursor"].as_str() {
+                Some(c) => path = format!("/v1/actions?limit=100&cursor={c}"),
+                None => return all,
+            }
+        }
+    }
+}
+
+/// `args` nested so that the whole body has `depth` levels of objects.
+fn nested_submit(depth: usize) -> String {
+    let args_depth = depth - 1;
+    format!(
+        r#"{{"tool":"mail.send","args":{}"leaf"{}}}"#,
+        "{\"a\":".repeat(args_depth),
+        "}".repeat(args_depth)
+    )
+}
+
+/// Caught on main before the fix: args nested 124 deep were accepted (202), after which the
+/// tenant's list answered 500 and the server refused to start over its own database.
+#[tokio::test]
+async fn sc_sec_03_poison_depth_refused_around_the_limit_nothing_stored() {
+    let mut w = world().await;
+    for depth in [31, 32, 33, 124] {
+        let before = w.stored().await.len();
+        let (status, v) = w.raw_submit(nested_submit(depth)).await;
+        if depth <= 32 {
+            assert_eq!(status, 202, "depth {depth} is within the limit: {v}");
+            let id = v["id"].as_str().unwrap();
+            let (status, read) = w.api.get(&format!("/v1/actions/{id}"), keys::AGENT).await;
+            assert_eq!((status, &read["args"]), (200, &v["args"]), "depth {depth}");
+            assert_eq!(w.stored().await.len(), before + 1);
+        } else {
+            assert_eq!(status, 400, "depth {depth}: {v}");
+            assert_eq!(v["error"]["code"], "validation_failed");
+            let param = v["error"]["param"].as_str().unwrap();
+            assert!(param.starts_with("args.a.a"), "{param}");
+            assert!(v["error"]["message"].as_str().unwrap().contains("32"));
+            assert_eq!(
+                w.stored().await.len(),
+                before,
+                "depth {depth}: nothing stored"
+            );
+        }
+        // What was stored still loads after a restart, and listing still answers.
+        w = w.restart().await;
+        assert_eq!(
+            w.stored().await.len(),
+            if depth <= 32 { before + 1 } else { before }
+        );
+    }
+}
+
+/// Caught on main before the fix: a 30-digit integer was stored as `1.2345678901234568e29` and
+/// a repeated key silently kept its last value — the approver saw something else than was sent.
+#[tokio::test]
+async fn sc_sec_03_inexact_numbers_and_duplicate_keys_refused_nothing_stored() {
+    let w = world().await;
+    let cases = [
+        (
+            r#"{"tool":"mail.send","args":{"amount":123456789012345678901234567890}}"#,
+            "args.amount",
+        ),
+        (
+            r#"{"tool":"mail.send","args":{"amount":0.30000000000000001}}"#,
+            "args.amount",
+        ),
+        (
+            r#"{"tool":"mail.send","args":{"to":"a@example.com","to":"b@example.com"}}"#,
+            "args.to",
+        ),
+        (
+            r#"{"tool":"mail.send","tool":"search.web","args":{}}"#,
+            "tool",
+        ),
+        (
+            r#"{"tool":"mail.send","args":{"list":[1,{"x":1,"x":1}]}}"#,
+            "args.list[1].x",
+        ),
+    ];
+    for (body, param) in cases {
+        let (status, v) = w.raw_submit(body.to_owned()).await;
+        assert_eq!(status, 400, "{body}: {v}");
+        assert_eq!(v["error"]["code"], "validation_failed", "{body}");
+        assert_eq!(v["error"]["param"], param, "{body}");
+    }
+    assert!(w.stored().await.is_empty(), "nothing was stored");
+
+    // Exact numbers pass and are kept as sent.
+    let (status, v) = w
+        .raw_submit(
+            r#"{"tool":"mail.send","args":{"big":18446744073709551615,"neg":-9223372036854775808,"x":0.1}}"#
+                .to_owned(),
+        )
+        .await;
+    assert_eq!(status, 202, "{v}");
+    assert_eq!(
+        v["args"],
+        json!({"big": 18446744073709551615u64, "neg": i64::MIN, "x": 0.1})
+    );
+}
+
+/// The same strict reader serves every JSON route: approve and stop bodies too.
+#[tokio::test]
+async fn sc_sec_03_every_json_route_reads_strictly() {
+    let w = world().await;
+    let (status, v) = w
+        .api
+        .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))
+        .await;
+    assert_eq!(status, 202, "{v}");
+    let id = v["id"].as_str().unwrap();
+    let digest = v["approval"]["context_digest"].as_str().unwrap();
+    let dup = format!(r#"{{"context_digest":"{digest}","context_digest":"{digest}"}}"#);
+    for (path, key, body, param) in [
+        (
+            format!("/v1/actions/{id}/approve"),
+            keys::APPROVER,
+            dup,
+            "context_digest",
+        ),
+        (
+            format!("/v1/actions/{id}/deny"),
+            keys::APPROVER,
+            r#"{"reason":"x","reason":"y"}"#.to_owned(),
+            "reason",
+        ),
+        (
+            "/v1/stops".to_owned(),
+            keys::ADMIN,
+            r#"{"agent_id":"agent-1","agent_id":"agent-2"}"#.to_owned(),
+            "agent_id",
+        ),
+    ] {
+        let (status, v, _) = w
+            .api
+            .send(
+                reqwest::Method::POST,
+                &path,
+                Some(key),
+                Some(body.into_bytes()),
+                &[],
+            )
+            .await;
+        assert_eq!(status, 400, "{path}: {v}");
+        assert_eq!(v["error"]["param"], param, "{path}");
+    }
+    assert_eq!(w.api.action(id).await["state"], "pending_approval");
+}
+
+/// The store, counting what list reads return (SC-SEC-05).
+struct CountingStore {
+    inner: SqliteStore,
+    list_reads: Mutex<Vec<usize>>,
+    /// While set, reads fail with this text (as an SDK's AccessDenied would).
+    fail_reads: Mutex<Option<String>>,
+}
+
+impl CountingStore {
+    fn failing(&self) -> StoreResult<()> {
+        match self.fail_reads.lock().unwrap().clone() {
+            Some(text) => Err(StoreError::Unavailable(text)),
+            None => Ok(()),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for CountingStore {
+    async fn create(&self, t: &Transition, i: Option<&IdempotencyRecord>) -> StoreResult<()> {
+        self.inner.create(t, i).await
+    }
+    async fn commit(&self, t: &Transition) -> StoreResult<()> {
+        self.inner.commit(t).await
+    }
+    async fn load(&self, tenant: &str, id: &str) -> StoreResult<Option<Action>> {
+        self.failing()?;
+        self.inner.load(tenant, id).await
+    }
+    async fn events(&self, tenant: &str, id: &str) -> StoreResult<Vec<Event>> {
+        self.inner.events(tenant, id).await
+    }
+    async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<ListPage> {
+        self.failing()?;
+        let page = self.inner.list(tenant, q).await?;
+        self.list_reads.lock().unwrap().push(page.actions.len());
+        Ok(page)
+    }
+    async fn idempotency(
+        &self,
+        tenant: &str,
+        agent: &str,
+        key: &str,
+        now: Timestamp,
+    ) -> StoreResult<Option<IdempotencyRecord>> {
+        self.inner.idempotency(tenant, agent, key, now).await
+    }
+    async fn put_stop(&self, stop: &Stop) -> StoreResult<()> {
+        self.inner.put_stop(stop).await
+    }
+    async fn lift_stop(&self, tenant: &str, scope: &str) -> StoreResult<bool> {
+        self.inner.lift_stop(tenant, scope).await
+    }
+    async fn stops_for(&self, tenant: &str, agent: &str) -> StoreResult<Vec<Stop>> {
+        self.inner.stops_for(tenant, agent).await
+    }
+    async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
+        self.inner.sweep_due(until, limit).await
+    }
+}
+
+/// Serve the API over an engine whose store counts its list reads.
+async fn counted_api(config: Arc<Config>) -> (Api, Arc<CountingStore>) {
+    let store = Arc::new(CountingStore {
+        inner: SqliteStore::open(&temp_db("counted")).unwrap(),
+        list_reads: Mutex::new(Vec::new()),
+        fail_reads: Mutex::new(None),
+    });
+    let engine = Arc::new(Engine::new(
+        config,
+        store.clone(),
+        Arc::new(RecordingWaker::default()),
+        Arc::new(Executors::new()),
+        Arc::new(SystemClock),
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = countersign::api::router(engine);
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (Api::new(addr), store)
+}
+
+/// Caught on main before the fix: `?agent_id=nobody` paged through the tenant's whole history
+/// inside one request, looking for `limit` matches.
+#[tokio::test]
+async fn sc_sec_05_a_filtered_list_reads_a_bounded_number_and_pages_to_the_end() {
+    let tools = ToolServer::start().await;
+    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let (api, store) = counted_api(config).await;
+    let mut newest_first = Vec::new();
+    let mut agent_2 = Vec::new();
+    for i in 0..120 {
+        let key = if i % 10 == 0 {
+            keys::AGENT_2
+        } else {
+            keys::AGENT
+        };
+        let (status, v) = api
+            .submit(key, json!({"tool": "mail.send", "args": {"n": i}}))
+            .await;
+        assert_eq!(status, 202, "{v}");
+        let id = v["id"].as_str().unwrap().to_owned();
+        if key == keys::AGENT_2 {
+            agent_2.insert(0, id.clone());
+        }
+        newest_first.insert(0, id);
+    }
+
+    // Nobody's actions: each request reads at most 5 × limit, answers nothing, and its cursor
+    // continues exactly after what it read, until the history ends.
+    let limit = 10;
+    // The contract's bound (engine::SCAN_FACTOR), written out so a change to it shows here.
+    let bound = 5 * limit;
+    let mut path = format!("/v1/actions?agent_id=nobody&limit={limit}");
+    let mut pages = 0;
+    loop {
+        store.list_reads.lock().unwrap().clear();
+        let (status, page) = api.get(&path, keys::ADMIN).await;
+        assert_eq!(status, 200, "{page}");
+        pages += 1;
+        let reads = store.list_reads.lock().unwrap().clone();
+        assert_eq!(reads.len(), 1, "one store read per request");
+        assert!(reads[0] <= bound, "read {} > {bound}", reads[0]);
+        assert_eq!(page["data"], json!([]));
+        match page["next_cursor"].as_str() {
+            Some(cursor) => {
+                assert_eq!(cursor, newest_first[pages * bound - 1]);
+                path = format!("/v1/actions?agent_id=nobody&limit={limit}&cursor={cursor}");
+            }
+            None => break,
+        }
+    }
+    assert_eq!(pages, 120usize.div_ceil(bound), "paged to the end");
+
+    // A filter that matches some: paging collects exactly its actions, newest first.
+    let mut found = Vec::new();
+    let mut path = "/v1/actions?agent_id=agent-2&limit=5".to_owned();
+    loop {
+        let (status, page) = api.get(&path, keys::ADMIN).await;
+        assert_eq!(status, 200, "{page}");
+        found.extend(
+            page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a["id"].as_str().unwrap().to_owned()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(c) => path = format!("/v1/actions?agent_id=agent-2&limit=5&cursor={c}"),
+            None => break,
+        }
+    }
+    assert_eq!(found, agent_2);
+    let max_read = *store.list_reads.lock().unwrap().iter().max().unwrap();
+    assert!(max_read <= 5 * 5);
+}
+
+/// Caught on main before the fix: a 503 echoed the store's error text — for DynamoDB an
+/// AccessDenied naming the account, the role and the table.
+#[tokio::test]
+async fn sc_sec_02_store_errors_answer_store_unavailable_without_their_text() {
+    let tools = ToolServer::start().await;
+    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let (api, store) = counted_api(config).await;
+    let (_, v) = api
+        .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))
+        .await;
+    let id = v["id"].as_str().unwrap();
+    let sdk_text = "AccessDeniedException: User: arn:aws:sts::123456789012:assumed-role/countersign-intake/fn is not authorized to perform: dynamodb:Query on resource: arn:aws:dynamodb:us-east-1:123456789012:table/countersign-prod";
+    *store.fail_reads.lock().unwrap() = Some(sdk_text.to_owned());
+    for path in ["/v1/actions".to_owned(), format!("/v1/actions/{id}")] {
+        let (status, v) = api.get(&path, keys::AGENT).await;
+        assert_eq!(status, 503, "{path}: {v}");
+        assert_eq!(v["error"]["message"], "store unavailable; retry shortly");
+        for fragment in [
+            "123456789012",
+            "arn:aws",
+            "countersign-prod",
+            "AccessDenied",
+        ] {
+            assert!(
+                !v.to_string().contains(fragment),
+                "{path} leaks {fragment}: {v}"
+            );
+        }
+    }
+}
+
+/// Every log line of this test binary (countersign at every level, others from warn).
+static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+struct LogCapture;
+
+impl std::io::Write for LogCapture {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn capture_logs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("countersign=trace,warn"))
+            .with_writer(|| LogCapture)
+            .with_ansi(false)
+            .init()
+    });
+}
+
+/// Caught on main before the fix: a failed webhook call stored reqwest's error text, which holds
+/// the whole URL (`…/services/T000/B000/<token>?code=…`), in the outcome every key of the tenant
+/// reads, and the retry warning logged it too.
+#[tokio::test]
+async fn sc_sec_02_a_whole_flow_leaks_no_key_secret_or_url() {
+    capture_logs();
+    let tools = ToolServer::start().await;
+    tools.behave(Behaviour {
+        status: 500,
+        ..Behaviour::default()
+    });
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let mail_url = format!(
+        "http://{}/services/T000/B000/SECRETTOKENMAIL?code=hunter2",
+        tools.addr
+    );
+    let report_url = format!("http://{closed}/hooks/SECRETTOKENREPORT?code=swordfish");
+    let toml = config_toml(&tools, "10s", "1s")
+        .replace(
+            &format!("\"{}\"", tools.url("mail")),
+            &format!("\"{mail_url}\""),
+        )
+        .replace(
+            &format!("\"{}\"", tools.url("report")),
+            &format!("\"{report_url}\""),
+        );
+    assert!(toml.contains("SECRETTOKENMAIL") && toml.contains("SECRETTOKENREPORT"));
+    let config = Arc::new(Config::from_toml(&toml).unwrap());
+    let server = Server::start(config, &temp_db("leaks"), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let api = Api::new(server.addr);
+    let mut answers = Vec::new();
+
+    // Submit, approve, run: the tool answers 500 → failed.
+    let (status, v) = api
+        .submit(
+            keys::AGENT,
+            json!({"tool": "mail.send", "args": {"to": "ops@example.com"}}),
+        )
+        .await;
+    assert_eq!(status, 202, "{v}");
+    let mail = v["id"].as_str().unwrap().to_owned();
+    answers.push(v.clone());
+    let (status, v) = api
+        .approve(&mail, v["approval"]["context_digest"].as_str().unwrap())
+        .await;
+    assert_eq!(status, 200, "{v}");
+    answers.push(v);
+    // A scheduled retry tool whose target is down: three attempts, two retry warnings, failed.
+    let (status, v) = api
+        .submit(
+            keys::AGENT,
+            json!({"tool": "report.build", "args": {},
+                   "schedule": {"not_before": in_secs(0), "not_after": in_secs(60)}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{v}");
+    let report = v["id"].as_str().unwrap().to_owned();
+    answers.push(v);
+    for id in [&mail, &report] {
+        let sealed = api.wait_sealed(id, 30).await;
+        assert_eq!(sealed["state"], "failed", "{sealed}");
+        answers.push(sealed);
+        answers.push(
+            api.get(&format!("/v1/actions/{id}/events"), keys::ADMIN)
+                .await
+                .1,
+        );
+    }
+    answers.push(api.get("/v1/actions", keys::APPROVER).await.1);
+    assert_eq!(
+        answers[3]["outcome"]["error"]["status"], 500,
+        "{}",
+        answers[3]
+    );
+    assert_eq!(
+        answers[5]["outcome"]["error"]["kind"], "unreachable",
+        "{}",
+        answers[5]
+    );
+
+    let logs = String::from_utf8(LOGS.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains(&report) && logs.contains("retrying"),
+        "the flow was logged"
+    );
+    let answers = serde_json::to_string(&answers).unwrap();
+    let secrets = [
+        keys::AGENT,
+        keys::APPROVER,
+        keys::ADMIN,
+        countersign_tests::SECRET,
+        "SECRETTOKENMAIL",
+        "SECRETTOKENREPORT",
+        "hunter2",
+        "swordfish",
+        mail_url.as_str(),
+        report_url.as_str(),
+    ];
+    for secret in secrets {
+        assert!(
+            !answers.contains(secret),
+            "an answer or stored outcome holds {secret}"
+        );
+        assert!(!logs.contains(secret), "the logs hold {secret}");
+    }
+}
+
+/// Caught on main before the fix: any `http://` target and any address were called, the cloud
+/// metadata endpoint included. A name is checked when it resolves, so a host that passes the
+/// config (it is not an address) but resolves inward is refused at connection time.
+#[tokio::test]
+async fn sc_sec_08_webhook_target_refused_at_connection_and_redirects_not_followed() {
+    let tools = ToolServer::start().await;
+    // search.web by name; the tenant allows it http, but not a private address.
+    let toml = config_toml(&tools, "10s", "5s")
+        .replace(
+            &format!("\"{}\"", tools.url("search")),
+            &format!("\"http://localhost:{}/search\"", tools.addr.port()),
+        )
+        .replace(
+            "allow_http_hosts = [\"127.0.0.1\"]",
+            "allow_http_hosts = [\"127.0.0.1\", \"localhost\"]",
+        );
+    let config = Arc::new(Config::from_toml(&toml).expect("a name passes the config"));
+    let server = Server::start(config, &temp_db("targets"), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let api = Api::new(server.addr);
+    let (status, v) = api
+        .submit(
+            keys::AGENT,
+            json!({"tool": "search.web", "args": {"q": "x"}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["outcome"]["error"], json!({"kind": "target_refused"}));
+    assert!(tools.received().is_empty(), "nothing reached the tool");
+
+    // A redirect is the tool's answer, never followed: mail.send's target answers 307.
+    tools.behave(Behaviour {
+        status: 307,
+        location: Some(tools.url("elsewhere")),
+        ..Behaviour::default()
+    });
+    let (_, v) = api
+        .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))
+        .await;
+    let id = v["id"].as_str().unwrap();
+    let (status, v) = api
+        .approve(id, v["approval"]["context_digest"].as_str().unwrap())
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let sealed = api.wait_sealed(id, 10).await;
+    assert_eq!(sealed["state"], "failed", "{sealed}");
+    assert_eq!(sealed["outcome"]["error"]["status"], 307);
+    assert_eq!(
+        tools.received().len(),
+        1,
+        "the redirect target was not called"
+    );
+}

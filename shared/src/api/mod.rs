@@ -4,6 +4,7 @@ mod auth;
 pub mod error;
 pub mod json;
 mod routes;
+pub mod ui;
 
 pub use auth::Caller;
 pub use routes::router;
@@ -23,4 +24,7 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("POST", "/v1/actions/{id}/cancel", "cancel"),
     ("POST", "/v1/stops", "cancel"),
     ("DELETE", "/v1/stops/{scope}", "cancel"),
+    // The approver page: public static files; the data comes through the routes above.
+    ("GET", "/ui/", "intake"),
+    ("GET", "/ui/{asset}", "intake"),
 ];

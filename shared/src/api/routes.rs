@@ -29,6 +29,9 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/v1/actions/{id}/cancel", post(cancel))
         .route("/v1/stops", post(stop))
         .route("/v1/stops/{scope}", delete(lift_stop))
+        .route("/ui", get(super::ui::to_index))
+        .route("/ui/", get(super::ui::index))
+        .route("/ui/{asset}", get(super::ui::asset))
         .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async {
@@ -39,7 +42,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
 
 /// A path segment (`{id}`, `{scope}`). One that does not decode (e.g. `%FF`) names nothing:
 /// 404 in the API's JSON shape, not the framework's plain-text rejection.
-struct Segment(String);
+pub(super) struct Segment(pub(super) String);
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Segment {
     type Rejection = Error;

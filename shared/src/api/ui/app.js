@@ -1,0 +1,417 @@
+// countersign approver page. Plain DOM, no build step, no inline script (the CSP forbids it).
+// Every value from the server is written with textContent, never parsed as HTML.
+"use strict";
+
+const KEY_SLOT = "countersign.key";
+// API paths relative to /ui/, so the page also works behind a path prefix.
+const API = new URL("../v1/", document.baseURI);
+
+const $ = (id) => document.getElementById(id);
+let key = sessionStorage.getItem(KEY_SLOT);
+let current = null; // the action shown in the dialog, with the digest the page computed
+
+// ---- the API ------------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, error) {
+    super(error.message || `HTTP ${status}`);
+    this.status = status;
+    this.code = error.code || "unknown";
+    this.detail = error;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { Authorization: `Bearer ${key}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let response;
+  try {
+    response = await fetch(new URL(path, API), {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store",
+      credentials: "omit",
+      referrerPolicy: "no-referrer",
+    });
+  } catch (e) {
+    throw new ApiError(0, { code: "unreachable", message: "The server cannot be reached." });
+  }
+  const text = await response.text();
+  let value = null;
+  try { value = text ? JSON.parse(text) : null; } catch (e) { value = null; }
+  if (!response.ok) {
+    throw new ApiError(response.status, (value && value.error) || {});
+  }
+  return value;
+}
+
+// ---- the digest of what is shown ---------------------------------------------------------
+
+// Canonical JSON as the server computes it: object keys in code-point order, no white space.
+function canonical(value) {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const keys = Object.keys(value).sort(byCodePoint);
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function byCodePoint(a, b) {
+  const x = Array.from(a, (c) => c.codePointAt(0));
+  const y = Array.from(b, (c) => c.codePointAt(0));
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    if (x[i] !== y[i]) return x[i] - y[i];
+  }
+  return x.length - y.length;
+}
+
+async function digestOf(context) {
+  const bytes = new TextEncoder().encode(canonical(context));
+  const hash = await crypto.subtle.digest("SHA-256", bytes);
+  return "sha256:" + Array.from(new Uint8Array(hash), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// ---- small DOM helpers -------------------------------------------------------------------
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (name === "text") node.textContent = value;
+    else if (name === "class") node.className = value;
+    else node.setAttribute(name, value);
+  }
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+function say(message) {
+  $("status").textContent = message;
+}
+
+function alarm(message, ok) {
+  const box = $("alert");
+  box.textContent = message;
+  box.classList.toggle("ok", Boolean(ok));
+  box.hidden = !message;
+}
+
+function pretty(value) {
+  return JSON.stringify(value, null, 2);
+}
+
+function windowText(action) {
+  const schedule = action.approval && action.approval.context && action.approval.context.schedule;
+  if (schedule && schedule.summary) return `Runs ${schedule.summary}`;
+  if (action.schedule) return `Runs between ${action.schedule.not_before} and ${action.schedule.not_after} (UTC)`;
+  return "No window: runs as soon as it is approved";
+}
+
+// "2 h 05 min", "4 min 10 s", "12 s"; the server decides expiry, this is only a countdown.
+function timeLeft(iso) {
+  const ms = Date.parse(iso) - Date.now();
+  if (!(ms > 0)) return { text: "expired", expired: true };
+  const s = Math.floor(ms / 1000);
+  const d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60), sec = s % 60;
+  const pad = (n) => String(n).padStart(2, "0");
+  let text;
+  if (d > 0) text = `${d} d ${h} h`;
+  else if (h > 0) text = `${h} h ${pad(m)} min`;
+  else if (m > 0) text = `${m} min ${pad(sec)} s`;
+  else text = `${sec} s`;
+  return { text: `${text} left`, expired: false };
+}
+
+// "2026-12-01 13:48 UTC" from an RFC 3339 instant.
+function utc(iso) {
+  const t = new Date(iso);
+  return Number.isNaN(t.getTime()) ? iso : `${t.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+}
+
+function countdown(iso) {
+  const span = el("span", { class: "left", "data-expires": iso });
+  tick(span);
+  return span;
+}
+
+function tick(span) {
+  const left = timeLeft(span.dataset.expires);
+  span.textContent = left.text;
+  span.classList.toggle("expired", left.expired);
+}
+
+setInterval(() => document.querySelectorAll("[data-expires]").forEach(tick), 1000);
+
+// ---- errors in words ---------------------------------------------------------------------
+
+// What a refusal means for the person at the page. The server is the authority: the page
+// never decides on its own that an action is stale, it reports what the server answered.
+async function explain(error, action) {
+  switch (error.code) {
+    case "context_changed":
+      return "This action changed since the page showed it: the context you saw is no longer " +
+        "the one waiting for approval. Nothing was approved. Review it again.";
+    case "action_sealed": {
+      let reason = "";
+      try {
+        const now = await api("GET", `actions/${encodeURIComponent(action.id)}`);
+        const why = now.outcome && now.outcome.reason;
+        if (why && why !== now.state) reason = ` (${why.replace(/_/g, " ")})`;
+      } catch (e) { /* the state alone still explains it */ }
+      return `This action is already ${error.detail.state}${reason}; it changed or expired ` +
+        "after this page loaded. Nothing was done.";
+    }
+    case "action_executing":
+      return "This action is running now; it can no longer be cancelled.";
+    case "not_found":
+      return "This action no longer exists for this key.";
+    case "unauthenticated":
+      return "The key was not accepted. Sign in again.";
+    case "forbidden":
+      return `Not allowed: ${error.message}`;
+    case "validation_failed":
+      return `Check the input: ${error.message}`;
+    default:
+      return error.message;
+  }
+}
+
+// ---- rendering ---------------------------------------------------------------------------
+
+function card(action, extra) {
+  const item = el("li", { class: "card", "data-action-id": action.id });
+  item.append(
+    el("h3", {}, el("span", { text: action.tool }), document.createTextNode(" "),
+      el("span", { class: "state", text: action.state.replace(/_/g, " ") })),
+    el("p", { class: "meta", text: `Agent ${action.agent_id} · ${action.id}` }),
+    el("p", { class: "meta", text: windowText(action) }),
+  );
+  if (extra) extra(item);
+  item.append(el("pre", { "aria-label": `Arguments of ${action.id}`, text: pretty(action.args) }));
+  item.append(trail(action));
+  return item;
+}
+
+function trail(action) {
+  const details = el("details", {}, el("summary", { text: "Audit trail" }));
+  const list = el("ol", { class: "trail" });
+  details.append(list);
+  details.addEventListener("toggle", async () => {
+    if (!details.open || list.childElementCount) return;
+    try {
+      const events = await api("GET", `actions/${encodeURIComponent(action.id)}/events`);
+      for (const e of events.data) {
+        const who = e.actor ? `${e.actor.type}${e.actor.id ? " " + e.actor.id : ""}` : "";
+        const line = `${e.at} · ${e.from || "—"} → ${e.to} · by ${who}` +
+          (e.reason ? ` · ${e.reason}` : "");
+        list.append(el("li", { text: line }));
+      }
+    } catch (error) {
+      list.append(el("li", { text: await explain(error, action) }));
+    }
+  });
+  return details;
+}
+
+function fill(listId, actions, render) {
+  const list = $(listId);
+  list.replaceChildren(...actions.map(render));
+  $(`${listId}-empty`).hidden = actions.length > 0;
+  const count = $(`${listId}-count`);
+  if (count) count.textContent = `(${actions.length})`;
+}
+
+function renderPending(action) {
+  return card(action, (item) => {
+    const expires = action.approval && action.approval.expires_at;
+    if (expires) {
+      item.append(el("p", { class: "meta" }, document.createTextNode("Expires: "), countdown(expires),
+        document.createTextNode(` (${utc(expires)})`)));
+    }
+    const review = el("button", { type: "button", class: "primary", text: "Review…",
+      "aria-label": `Review ${action.tool} from ${action.agent_id}` });
+    review.addEventListener("click", () => openDecision(action));
+    item.append(el("div", { class: "actions" }, review));
+  });
+}
+
+function renderScheduled(action) {
+  return card(action, (item) => {
+    const cancel = el("button", { type: "button", class: "danger", text: "Cancel",
+      "aria-label": `Cancel ${action.tool} from ${action.agent_id}` });
+    cancel.addEventListener("click", () => cancelAction(action));
+    item.append(el("div", { class: "actions" }, cancel));
+  });
+}
+
+function renderSealed(action) {
+  return card(action, (item) => {
+    const reason = action.outcome && action.outcome.reason ? ` · ${action.outcome.reason}` : "";
+    item.append(el("p", { class: "meta", text: `Sealed ${utc(action.sealed_at)}${reason}` }));
+  });
+}
+
+async function load() {
+  say("Loading…");
+  try {
+    const [pending, scheduled, recent] = await Promise.all([
+      api("GET", "actions?state=pending_approval&limit=100"),
+      api("GET", "actions?state=approved&limit=100"),
+      api("GET", "actions?limit=50"),
+    ]);
+    fill("pending", pending.data, renderPending);
+    fill("scheduled", scheduled.data, renderScheduled);
+    fill("sealed", recent.data.filter((a) => a.sealed_at).slice(0, 20), renderSealed);
+    say(`Updated ${new Date().toLocaleTimeString()}.`);
+    return true;
+  } catch (error) {
+    if (error.code === "unauthenticated") signOut();
+    alarm(await explain(error, {}));
+    say("");
+    return false;
+  }
+}
+
+// ---- deciding ----------------------------------------------------------------------------
+
+function row(list, term, value) {
+  list.append(el("dt", { text: term }), el("dd", {}, value));
+}
+
+async function openDecision(action) {
+  const context = action.approval.context;
+  const shown = $("decide-context");
+  shown.replaceChildren();
+  row(shown, "Tool", document.createTextNode(context.tool));
+  row(shown, "Agent", document.createTextNode(context.agent_id));
+  if (context.action_kind) row(shown, "Kind", document.createTextNode(context.action_kind));
+  row(shown, "Window", document.createTextNode(
+    context.schedule ? context.schedule.summary : "none — runs as soon as it is approved"));
+  row(shown, "Expires", countdown(action.approval.expires_at));
+  row(shown, "Arguments", el("pre", { text: pretty(context.args) }));
+  $("decide-error").hidden = true;
+  $("deny-reason").value = "";
+  $("approve").disabled = true;
+  current = { action, digest: null };
+  $("decide").showModal();
+  $("close-dialog").focus();
+  try {
+    // The digest of exactly what the dialog shows, computed here, not copied from the server.
+    const digest = await digestOf(context);
+    current.digest = digest;
+    $("decide-digest").textContent = digest;
+    if (digest !== action.approval.context_digest) {
+      decisionError("This page cannot reproduce the digest of what it shows, so it will not " +
+        "approve. Use the countersign CLI, or reload the page.");
+      return;
+    }
+    $("approve").disabled = false;
+    $("approve").focus();
+  } catch (e) {
+    decisionError("This browser cannot compute SHA-256 here (the page needs https or localhost).");
+  }
+}
+
+function decisionError(message) {
+  const box = $("decide-error");
+  box.textContent = message;
+  box.hidden = false;
+}
+
+async function decide(method, body, done) {
+  const { action } = current;
+  for (const b of ["approve", "deny"]) $(b).disabled = true;
+  try {
+    const result = await api("POST", `actions/${encodeURIComponent(action.id)}/${method}`, body);
+    $("decide").close();
+    alarm(done(result), true);
+    await load();
+  } catch (error) {
+    decisionError(await explain(error, action));
+    $("deny").disabled = false;
+    await load();
+  }
+}
+
+function approve() {
+  if (!current || !current.digest) return;
+  decide("approve", { context_digest: current.digest },
+    (a) => `Approved ${a.tool} (${a.id}); it is now ${a.state.replace(/_/g, " ")}.`);
+}
+
+function deny() {
+  const reason = $("deny-reason").value.trim();
+  if (!reason) {
+    decisionError("Give a reason to deny; it is recorded in the audit trail.");
+    $("deny-reason").focus();
+    return;
+  }
+  decide("deny", { reason }, (a) => `Denied ${a.tool} (${a.id}).`);
+}
+
+async function cancelAction(action) {
+  if (!window.confirm(`Cancel ${action.tool} (${action.id})? It will never run.`)) return;
+  try {
+    const a = await api("POST", `actions/${encodeURIComponent(action.id)}/cancel`);
+    alarm(`Cancelled ${a.tool} (${a.id}); it will not run.`, true);
+  } catch (error) {
+    alarm(await explain(error, action));
+  }
+  await load();
+}
+
+// ---- signing in and out ------------------------------------------------------------------
+
+function show(signedIn) {
+  $("sign-in-view").hidden = signedIn;
+  $("board").hidden = !signedIn;
+  $("session").hidden = !signedIn;
+}
+
+function signOut() {
+  key = null;
+  sessionStorage.removeItem(KEY_SLOT);
+  $("key").value = "";
+  show(false);
+  say("Signed out.");
+}
+
+async function signIn(event) {
+  event.preventDefault();
+  const typed = $("key").value.trim();
+  if (!typed) {
+    alarm("Enter your approver key.");
+    $("key").focus();
+    return;
+  }
+  key = typed;
+  alarm("");
+  if (await load()) {
+    sessionStorage.setItem(KEY_SLOT, key);
+    $("key").value = "";
+    show(true);
+    $("refresh").focus();
+  } else {
+    key = null;
+    $("key").focus();
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("sign-in").addEventListener("submit", signIn);
+  $("sign-out").addEventListener("click", signOut);
+  $("refresh").addEventListener("click", () => { alarm(""); load(); });
+  $("approve").addEventListener("click", approve);
+  $("deny").addEventListener("click", deny);
+  $("close-dialog").addEventListener("click", () => $("decide").close());
+  $("decide").addEventListener("close", () => { current = null; });
+  if (key) {
+    show(true);
+    load();
+  } else {
+    show(false);
+    $("key").focus();
+  }
+});

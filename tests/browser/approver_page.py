@@ -1,0 +1,374 @@
+"""The approver page end to end, in headless Chromium (issue 10).
+
+Starts the local server (the binary named by COUNTERSIGN_LOCAL_BIN) on a free port with its own
+config and database, submits actions over the real API as an agent, and drives the page at
+/ui/ as an approver: approve, deny, cancel, and a stale page refused with a clear message.
+Each test names the SC id it proves. Run it through scripts/browser-test.sh, which installs
+Debian's chromium and the pinned Playwright client first.
+
+    python tests/browser/approver_page.py [--screenshots DIR] [-k NAME]
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.error
+import urllib.request
+from datetime import datetime, timedelta, timezone
+
+from playwright.sync_api import expect, sync_playwright
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# Offline machine: no background traffic, no sandbox (CI runs as root).
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]
+
+AGENT, APPROVER = "cs_agent-ui", "cs_approver-ui"
+BRIEF_AGENT, BRIEF_APPROVER = "cs_agent-brief", "cs_approver-brief"
+
+
+def sha256(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def config():
+    """Two tenants: `acme` (approvals last a day) and `brief` (approvals lapse after 6 s)."""
+    def tenant(name, ttl, agent, approver):
+        return f"""
+[tenants.{name}]
+time_zone = "Europe/Berlin"
+approval_ttl = "{ttl}"
+[[tenants.{name}.keys]]
+id = "agent-{name}"
+role = "agent"
+sha256 = "{sha256(agent)}"
+[[tenants.{name}.keys]]
+id = "approver-{name}"
+role = "approver"
+sha256 = "{sha256(approver)}"
+[[tenants.{name}.policy]]
+tool = "mail.*"
+decision = "require_approval"
+[tenants.{name}.tools."mail.send"]
+executor = "builtin.echo"
+"""
+    return ("[limits]\nmin_window = \"30s\"\nsweep_interval = \"1s\"\n"
+            + tenant("acme", "24h", AGENT, APPROVER)
+            + tenant("brief", "6s", BRIEF_AGENT, BRIEF_APPROVER))
+
+
+class Server:
+    """The local server binary on a free port (it reports the address it bound)."""
+
+    def __init__(self, workdir):
+        binary = os.environ["COUNTERSIGN_LOCAL_BIN"]
+        conf = os.path.join(workdir, "config.toml")
+        with open(conf, "w") as f:
+            f.write(config())
+        self.log = open(os.path.join(workdir, "server.log"), "w+")
+        self.proc = subprocess.Popen(
+            [binary, "--listen", "127.0.0.1:0", "--config", conf,
+             "--db", os.path.join(workdir, "countersign.db")],
+            stdout=subprocess.DEVNULL, stderr=self.log, env={**os.environ, "NO_COLOR": "1"})
+        self.base = None
+        deadline = time.time() + 30
+        while time.time() < deadline and self.base is None:
+            self.log.seek(0)
+            found = re.search(r"addr=(127\.0\.0\.1:\d+)", self.log.read())
+            if found:
+                self.base = f"http://{found.group(1)}"
+            elif self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        if self.base is None:
+            self.log.seek(0)
+            raise RuntimeError("the server did not start:\n" + self.log.read())
+
+    def call(self, method, path, key, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {key}")
+        req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req) as res:
+                return res.status, json.loads(res.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    def submit(self, key, args, window_minutes=None):
+        body = {"tool": "mail.send", "args": args}
+        if window_minutes:
+            now = datetime.now(timezone.utc).replace(microsecond=0)
+            start, end = (now + timedelta(minutes=m) for m in window_minutes)
+            body["schedule"] = {"not_before": start.isoformat().replace("+00:00", "Z"),
+                                "not_after": end.isoformat().replace("+00:00", "Z")}
+        status, action = self.call("POST", "/v1/actions", key, body)
+        assert status == 202, (status, action)
+        return action
+
+    def action(self, action_id, key=AGENT):
+        return self.call("GET", f"/v1/actions/{action_id}", key)[1]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+# ---- page helpers ----------------------------------------------------------------------------
+
+def sign_in(page, server, key=APPROVER):
+    page.goto(server.base + "/ui/")
+    page.get_by_label("Approver key").fill(key)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name=re.compile("Waiting for your countersignature"))).to_be_visible()
+
+
+def card(page, action_id):
+    return page.locator(f'li[data-action-id="{action_id}"]')
+
+
+def review(page, action):
+    card(page, action["id"]).get_by_role("button", name=re.compile("Review")).click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_be_visible()
+    # The page computed the digest of what it shows before it lets anyone approve.
+    expect(dialog.get_by_role("button", name="Approve")).to_be_enabled()
+    return dialog
+
+
+def rewrite_pending(page, action_id, change):
+    """Rewrite one action in the pending list the page receives (a page holding other data)."""
+    def handle(route):
+        body = route.fetch().json()
+        for a in body["data"]:
+            if a["id"] == action_id:
+                change(a)
+        route.fulfill(json=body)
+
+    page.route(re.compile(r"/v1/actions\?state=pending_approval"), handle)
+
+
+# ---- the tests -------------------------------------------------------------------------------
+
+def test_sc_app_01_sc_int_06_pending_list_shows_the_call_its_window_and_time_left(t):
+    action = t.server.submit(AGENT, {"to": "ops@example.com", "subject": "quarterly report"},
+                             window_minutes=(90, 150))
+    t.server.submit(AGENT, {"to": "board@example.com", "subject": "minutes"})
+    sign_in(t.page, t.server)
+    item = card(t.page, action["id"])
+    expect(item).to_contain_text("mail.send")
+    expect(item).to_contain_text("agent-acme")
+    expect(item).to_contain_text("quarterly report")
+    # The window sentence in the tenant's zone, as the server wrote it into the context.
+    expect(item).to_contain_text(action["approval"]["context"]["schedule"]["summary"])
+    expect(item).to_contain_text("(Europe/Berlin)")
+    expect(item.locator("[data-expires]")).to_have_text(re.compile(r"\d+ (h|min).* left"))
+    t.shot("approver-pending.png")
+    # Keyboard only: Tab to the review button and open it with Enter.
+    item.get_by_role("button", name=re.compile("Review")).focus()
+    t.page.keyboard.press("Enter")
+    expect(t.page.get_by_role("dialog")).to_be_visible()
+    expect(t.page.get_by_role("dialog")).to_contain_text(action["approval"]["context_digest"])
+    t.shot("approver-dialog.png")
+    t.page.keyboard.press("Escape")
+    expect(t.page.get_by_role("dialog")).to_be_hidden()
+
+
+def test_sc_app_02_sc_app_03_approve_sends_the_digest_of_what_is_shown(t):
+    action = t.server.submit(AGENT, {"to": "a@example.com", "subject": "approve me"},
+                             window_minutes=(60, 120))
+    sign_in(t.page, t.server)
+    dialog = review(t.page, action)
+    expect(dialog).to_contain_text("approve me")
+    with t.page.expect_request(re.compile(r"/approve$")) as sent:
+        dialog.get_by_role("button", name="Approve").click()
+    assert json.loads(sent.value.post_data) == {
+        "context_digest": action["approval"]["context_digest"]}
+    expect(t.page.get_by_role("alert").first).to_contain_text("Approved mail.send")
+    after = t.server.action(action["id"])
+    assert after["state"] == "approved", after
+    assert after["approval"]["approver"] == "approver-acme", after
+    # It moved to the scheduled list, with its audit trail.
+    item = t.page.locator("#scheduled").locator(f'li[data-action-id="{action["id"]}"]')
+    expect(item).to_be_visible()
+    item.get_by_text("Audit trail").click()
+    expect(item.locator("ol.trail li")).to_have_count(2)
+    expect(item.locator("ol.trail")).to_contain_text("pending_approval → approved")
+
+
+def test_sc_app_05_deny_with_a_reason(t):
+    action = t.server.submit(AGENT, {"to": "b@example.com", "subject": "deny me"})
+    sign_in(t.page, t.server)
+    dialog = review(t.page, action)
+    dialog.get_by_role("button", name="Deny").click()
+    expect(dialog.get_by_role("alert")).to_contain_text("Give a reason")
+    dialog.get_by_label(re.compile("reason")).fill("not during the freeze")
+    dialog.get_by_role("button", name="Deny").click()
+    expect(t.page.get_by_role("alert").first).to_contain_text("Denied mail.send")
+    after = t.server.action(action["id"])
+    assert after["state"] == "denied" and after["actor"]["id"] == "approver-acme", after
+    sealed = t.page.locator("#sealed").locator(f'li[data-action-id="{action["id"]}"]')
+    expect(sealed).to_contain_text("denied")
+    sealed.get_by_text("Audit trail").click()
+    expect(sealed.locator("ol.trail")).to_contain_text("not during the freeze")
+
+
+def test_sc_can_01_cancel_a_scheduled_action_from_the_page(t):
+    action = t.server.submit(AGENT, {"to": "c@example.com", "subject": "cancel me"},
+                             window_minutes=(60, 120))
+    digest = action["approval"]["context_digest"]
+    status, _ = t.server.call("POST", f"/v1/actions/{action['id']}/approve", APPROVER,
+                              {"context_digest": digest})
+    assert status == 200
+    sign_in(t.page, t.server)
+    item = t.page.locator("#scheduled").locator(f'li[data-action-id="{action["id"]}"]')
+    t.page.once("dialog", lambda d: d.accept())  # the "it will never run" confirmation
+    item.get_by_role("button", name=re.compile("Cancel")).click()
+    expect(t.page.get_by_role("alert").first).to_contain_text("Cancelled mail.send")
+    after = t.server.action(action["id"])
+    assert after["state"] == "cancelled" and after["actor"]["id"] == "approver-acme", after
+    expect(t.page.locator("#sealed").locator(f'li[data-action-id="{action["id"]}"]')).to_be_visible()
+
+
+def test_sc_app_02_stale_page_cancelled_meanwhile_is_refused_clearly(t):
+    action = t.server.submit(AGENT, {"to": "d@example.com", "subject": "gone"})
+    sign_in(t.page, t.server)
+    dialog = review(t.page, action)
+    # While the approver looks, the agent cancels it.
+    status, _ = t.server.call("POST", f"/v1/actions/{action['id']}/cancel", AGENT)
+    assert status == 200
+    dialog.get_by_role("button", name="Approve").click()
+    expect(dialog.get_by_role("alert")).to_contain_text(
+        "already cancelled; it changed or expired after this page loaded. Nothing was done.")
+    assert t.server.action(action["id"])["state"] == "cancelled"
+
+
+def test_sc_app_04_stale_page_expired_is_refused_clearly(t):
+    action = t.server.submit(BRIEF_AGENT, {"to": "e@example.com", "subject": "too late"})
+    sign_in(t.page, t.server, key=BRIEF_APPROVER)
+    dialog = review(t.page, action)
+    # The countdown reaches zero while the dialog is open; the server decides, not the page.
+    expect(dialog.locator("[data-expires]")).to_have_text("expired", timeout=15_000)
+    dialog.get_by_role("button", name="Approve").click()
+    expect(dialog.get_by_role("alert")).to_contain_text("already cancelled (approval expired)")
+    after = t.server.action(action["id"], key=BRIEF_AGENT)
+    assert (after["state"], after["outcome"]["reason"]) == ("cancelled", "approval_expired"), after
+
+
+def test_sc_app_02_stale_context_is_refused_and_nothing_is_approved(t):
+    """A page showing an older context (here: an answer rewritten in flight, digest and all)
+    sends the digest of what it shows; the server answers context_changed."""
+    action = t.server.submit(AGENT, {"to": "f@example.com", "subject": "the real one"})
+
+    def older_version(a):
+        context = a["approval"]["context"]
+        context["args"]["subject"] = "an older one"
+        canonical = json.dumps(context, sort_keys=True, separators=(",", ":"))
+        a["approval"]["context_digest"] = "sha256:" + sha256(canonical)
+        a["args"] = context["args"]
+
+    rewrite_pending(t.page, action["id"], older_version)
+    sign_in(t.page, t.server)
+    dialog = review(t.page, action)
+    expect(dialog).to_contain_text("an older one")
+    dialog.get_by_role("button", name="Approve").click()
+    expect(dialog.get_by_role("alert")).to_contain_text(
+        "This action changed since the page showed it")
+    assert t.server.action(action["id"])["state"] == "pending_approval"
+
+
+def test_sc_app_02_page_refuses_to_approve_what_it_cannot_digest(t):
+    """Shown args that do not hash to the offered digest: the Approve button stays disabled."""
+    action = t.server.submit(AGENT, {"to": "g@example.com", "subject": "as submitted"})
+
+    def tampered(a):
+        a["approval"]["context"]["args"]["to"] = "attacker@example.com"
+
+    rewrite_pending(t.page, action["id"], tampered)
+    sign_in(t.page, t.server)
+    card(t.page, action["id"]).get_by_role("button", name=re.compile("Review")).click()
+    dialog = t.page.get_by_role("dialog")
+    expect(dialog.get_by_role("alert")).to_contain_text("cannot reproduce the digest")
+    expect(dialog.get_by_role("button", name="Approve")).to_be_disabled()
+    assert t.server.action(action["id"])["state"] == "pending_approval"
+
+
+def test_sign_in_refuses_an_unknown_key_and_keeps_keys_out_of_urls(t):
+    requests = []
+    t.page.on("request", lambda r: requests.append(r))
+    t.page.goto(t.server.base + "/ui/")
+    t.page.get_by_label("Approver key").fill("cs_not-a-key")
+    t.page.get_by_role("button", name="Sign in").click()
+    expect(t.page.get_by_role("alert").first).to_contain_text("The key was not accepted")
+    sign_in(t.page, t.server)
+    for r in requests:
+        assert APPROVER not in r.url and "not-a-key" not in r.url, r.url
+    assert any(r.headers.get("authorization") == f"Bearer {APPROVER}" for r in requests)
+    # No CSP violation or script error on the way.
+    assert not t.console_errors, t.console_errors
+
+
+# ---- a small runner --------------------------------------------------------------------------
+
+class Case:
+    def __init__(self, server, page, shots, console_errors):
+        self.server, self.page, self.shots = server, page, shots
+        self.console_errors = console_errors
+
+    def shot(self, name):
+        if self.shots:
+            self.page.screenshot(path=os.path.join(self.shots, name), full_page=False)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--screenshots", help="directory for the screenshots")
+    parser.add_argument("-k", default="", help="run only tests whose name contains this")
+    opts = parser.parse_args()
+    tests = [(n, f) for n, f in globals().items() if n.startswith("test_") and opts.k in n]
+    passed, failed = 0, []
+    with tempfile.TemporaryDirectory() as workdir, sync_playwright() as p:
+        server = Server(workdir)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            for name, test in tests:
+                context = browser.new_context(viewport={"width": 1100, "height": 900})
+                page = context.new_page()
+                page.set_default_timeout(10_000)
+                errors = []
+                # Script errors and CSP violations; a refused request (401, 409) is expected.
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error"
+                        and not m.text.startswith("Failed to load resource") else None)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                try:
+                    test(Case(server, page, opts.screenshots, errors))
+                    passed += 1
+                    print(f"ok   {name}", flush=True)
+                except Exception:
+                    failed.append(name)
+                    print(f"FAIL {name}\n{traceback.format_exc()}", flush=True)
+                    page.screenshot(path=os.path.join(workdir, f"{name}.png"))
+                finally:
+                    page.unroute_all(behavior="ignoreErrors")
+                    context.close()
+        finally:
+            browser.close()
+            server.stop()
+            if failed:
+                server.log.seek(0)
+                print("server log:\n" + server.log.read()[-4000:])
+    print(f"browser tests: {passed} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

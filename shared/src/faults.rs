@@ -11,7 +11,9 @@
 
 use crate::{
     domain::{Action, Event, State, Transition},
-    store::{IdempotencyRecord, ListPage, ListQuery, Stop, Store, StoreError, StoreResult, SweepRef},
+    store::{
+        IdempotencyRecord, ListPage, ListQuery, Stop, Store, StoreError, StoreResult, SweepRef,
+    },
     Clock,
 };
 use async_trait::async_trait;

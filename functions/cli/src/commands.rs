@@ -1,0 +1,245 @@
+//! One function per subcommand: call the API, then print a table or the JSON.
+
+use crate::{
+    args::{Cli, Command},
+    client::{segment, Client},
+    exit::{Exit, Failure},
+    show,
+};
+use countersign::domain::canonical;
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::io::{BufRead, Write};
+
+pub async fn run(cli: Cli) -> Result<(), Failure> {
+    if let Command::KeyHash { secret } = &cli.command {
+        return key_hash(secret.as_deref());
+    }
+    let client = Client::new(&cli.url, cli.key.as_deref())?;
+    let out = Out { json: cli.json };
+    match cli.command {
+        Command::Submit {
+            tool,
+            args,
+            not_before,
+            not_after,
+            kind,
+            idempotency_key,
+        } => {
+            let args: Value = serde_json::from_str(&args)
+                .map_err(|e| Failure::new(Exit::Usage, format!("--args is not JSON: {e}")))?;
+            let mut body = json!({"tool": tool, "args": args});
+            if let (Some(nb), Some(na)) = (not_before, not_after) {
+                body["schedule"] = json!({"not_before": nb, "not_after": na});
+            }
+            if let Some(kind) = kind {
+                body["action_kind"] = json!(kind);
+            }
+            let headers: Vec<(&str, &str)> = idempotency_key
+                .as_deref()
+                .map(|k| vec![("Idempotency-Key", k)])
+                .unwrap_or_default();
+            let action = client
+                .send(Method::POST, "/v1/actions", Some(body), &headers)
+                .await?;
+            out.action(&action);
+        }
+        Command::List {
+            pending,
+            state,
+            agent,
+            limit,
+            cursor,
+        } => {
+            let state = pending.then(|| "pending_approval".to_owned()).or(state);
+            list(&client, &out, state, agent, limit, cursor).await?;
+        }
+        Command::Show { id } => out.action(&client.get(&action_path(&id, "")).await?),
+        Command::Approve { id, digest, yes } => {
+            approve(&client, &out, &id, digest.as_deref(), yes).await?
+        }
+        Command::Deny { id, reason } => {
+            let path = action_path(&id, "/deny");
+            out.action(&client.post(&path, Some(json!({"reason": reason}))).await?);
+        }
+        Command::Cancel { id } => {
+            out.action(&client.post(&action_path(&id, "/cancel"), None).await?)
+        }
+        Command::Stop { agent, .. } => {
+            let body = agent.map_or(json!({}), |a| json!({"agent_id": a}));
+            let stop = client.post("/v1/stops", Some(body)).await?;
+            out.line(&stop, || match stop["agent_id"].as_str() {
+                Some(a) => format!("stopped agent {a}"),
+                None => "stopped the whole tenant".to_owned(),
+            });
+        }
+        Command::ResumeAgent { agent, .. } => {
+            let scope = agent.unwrap_or_else(|| "*".to_owned());
+            let path = format!("/v1/stops/{}", segment(&scope));
+            client.send(Method::DELETE, &path, None, &[]).await?;
+            let lifted = json!({"lifted": scope});
+            out.line(&lifted, || format!("lifted the stop of {scope}"));
+        }
+        Command::Events { id } => {
+            let events = client.get(&action_path(&id, "/events")).await?;
+            out.line(&events, || show::events(rows(&events)));
+        }
+        Command::KeyHash { .. } => unreachable!("answered before a client is built"),
+    }
+    Ok(())
+}
+
+struct Out {
+    json: bool,
+}
+
+impl Out {
+    fn line(&self, value: &Value, human: impl FnOnce() -> String) {
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(value).expect("JSON prints")
+            );
+        } else {
+            println!("{}", human());
+        }
+    }
+
+    fn action(&self, action: &Value) {
+        self.line(action, || show::action(action));
+    }
+}
+
+fn action_path(id: &str, rest: &str) -> String {
+    format!("/v1/actions/{}{rest}", segment(id))
+}
+
+fn rows(page: &Value) -> &[Value] {
+    page["data"].as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
+async fn list(
+    client: &Client,
+    out: &Out,
+    state: Option<String>,
+    agent: Option<String>,
+    limit: Option<u32>,
+    cursor: Option<String>,
+) -> Result<(), Failure> {
+    let query: Vec<String> = [
+        ("state", state),
+        ("agent_id", agent),
+        ("limit", limit.map(|l| l.to_string())),
+        ("cursor", cursor),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| value.map(|v| format!("{name}={}", segment(&v))))
+    .collect();
+    let path = match query.is_empty() {
+        true => "/v1/actions".to_owned(),
+        false => format!("/v1/actions?{}", query.join("&")),
+    };
+    let page = client.get(&path).await?;
+    out.line(&page, || show::actions(rows(&page)));
+    if let (false, Some(next)) = (out.json, page["next_cursor"].as_str()) {
+        eprintln!("more: --cursor {next}");
+    }
+    Ok(())
+}
+
+/// Show the context, confirm, and approve the digest of exactly what was shown — computed
+/// here with the engine's canonical form, not copied from the answer.
+async fn approve(
+    client: &Client,
+    out: &Out,
+    id: &str,
+    expected: Option<&str>,
+    yes: bool,
+) -> Result<(), Failure> {
+    let action = client.get(&action_path(id, "")).await?;
+    if action["state"] != "pending_approval" {
+        return Err(Failure::new(
+            Exit::Refused,
+            format!("{id} is {}, not pending_approval", action["state"]),
+        ));
+    }
+    let approval = &action["approval"];
+    let context = &approval["context"];
+    let digest = canonical::digest(context);
+    if approval["context_digest"].as_str() != Some(digest.as_str()) {
+        return Err(Failure::new(
+            Exit::Refused,
+            "the context shown does not hash to the action's context_digest; not approving",
+        ));
+    }
+    if let Some(expected) = expected.filter(|e| *e != digest) {
+        return Err(Failure::new(
+            Exit::Refused,
+            format!("context_changed: the action's context is {digest}, not {expected}"),
+        ));
+    }
+    match out.json {
+        true => eprintln!("{}", serde_json::to_string_pretty(approval).expect("JSON")),
+        false => eprintln!(
+            "{}",
+            show::context(context, &approval["expires_at"], &digest)
+        ),
+    }
+    if !yes && !confirm("Approve this call? [y/N] ")? {
+        return Err(Failure::new(Exit::NotConfirmed, "not approved"));
+    }
+    let path = action_path(id, "/approve");
+    let approved = client
+        .post(&path, Some(json!({"context_digest": digest})))
+        .await?;
+    out.line(&approved, || {
+        format!(
+            "approved {}: {}",
+            text(&approved["id"]),
+            text(&approved["state"])
+        )
+    });
+    Ok(())
+}
+
+fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or("-")
+}
+
+/// Ask on stderr, read one line from stdin; anything but y/yes (or end of input) is no.
+fn confirm(question: &str) -> Result<bool, Failure> {
+    eprint!("{question}");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::new(Exit::Failure, format!("cannot read the answer: {e}")))?;
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
+}
+
+/// The config stores keys only as SHA-256 hashes; this prints the one to put there.
+fn key_hash(secret: Option<&str>) -> Result<(), Failure> {
+    let secret = match secret {
+        Some(s) => s.to_owned(),
+        None => {
+            let mut line = String::new();
+            std::io::stdin()
+                .lock()
+                .read_line(&mut line)
+                .map_err(|e| Failure::new(Exit::Failure, e.to_string()))?;
+            line.trim_end_matches(['\r', '\n']).to_owned()
+        }
+    };
+    if secret.is_empty() {
+        return Err(Failure::new(
+            Exit::Usage,
+            "give the key as an argument or on stdin",
+        ));
+    }
+    println!("{}", canonical::sha256_hex(secret.as_bytes()));
+    Ok(())
+}

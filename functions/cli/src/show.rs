@@ -1,0 +1,177 @@
+//! Human output: aligned tables and an action's details. `--json` bypasses all of this.
+
+use serde_json::Value;
+
+/// Columns padded to their widest cell; the last column is left ragged.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let last = cells.len().saturating_sub(1);
+        let mut out = String::new();
+        for (i, (cell, width)) in cells.iter().zip(&widths).enumerate() {
+            if i == last {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        out.trim_end().to_owned()
+    };
+    let mut out = vec![line(headers.to_vec())];
+    out.extend(
+        rows.iter()
+            .map(|r| line(r.iter().map(String::as_str).collect())),
+    );
+    out.join("\n")
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// When it runs, when its approval lapses, or when it was sealed — whichever matters now.
+pub fn when(action: &Value) -> String {
+    if !action["sealed_at"].is_null() {
+        let reason = &action["outcome"]["reason"];
+        return match reason.as_str() {
+            Some(r) => format!("sealed {} ({r})", text(&action["sealed_at"])),
+            None => format!("sealed {}", text(&action["sealed_at"])),
+        };
+    }
+    let summary = &action["approval"]["context"]["schedule"]["summary"];
+    if let Some(s) = summary.as_str() {
+        return s.to_owned();
+    }
+    if action["state"] == "pending_approval" {
+        return format!("expires {}", text(&action["approval"]["expires_at"]));
+    }
+    match &action["schedule"] {
+        Value::Null => "-".into(),
+        w => format!("{} – {}", text(&w["not_before"]), text(&w["not_after"])),
+    }
+}
+
+pub fn actions(list: &[Value]) -> String {
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|a| {
+            vec![
+                text(&a["id"]),
+                text(&a["state"]),
+                text(&a["tool"]),
+                text(&a["agent_id"]),
+                when(a),
+            ]
+        })
+        .collect();
+    table(&["ID", "STATE", "TOOL", "AGENT", "WHEN"], &rows)
+}
+
+/// The approval context as the approver reads it; the digest below is of exactly this.
+pub fn context(context: &Value, expires_at: &Value, digest: &str) -> String {
+    let mut rows = vec![
+        ("tool", text(&context["tool"])),
+        ("agent", text(&context["agent_id"])),
+    ];
+    if !context["action_kind"].is_null() {
+        rows.push(("kind", text(&context["action_kind"])));
+    }
+    rows.push((
+        "window",
+        match context["schedule"]["summary"].as_str() {
+            Some(s) => s.to_owned(),
+            None => "none (runs as soon as it is approved)".to_owned(),
+        },
+    ));
+    rows.push(("expires", text(expires_at)));
+    rows.push((
+        "args",
+        serde_json::to_string_pretty(&context["args"]).unwrap_or_default(),
+    ));
+    rows.push(("digest", digest.to_owned()));
+    pairs(&rows)
+}
+
+pub fn action(a: &Value) -> String {
+    let mut rows = vec![
+        ("id", text(&a["id"])),
+        ("state", text(&a["state"])),
+        ("tool", text(&a["tool"])),
+        ("agent", text(&a["agent_id"])),
+        ("decision", text(&a["decision"])),
+        ("when", when(a)),
+        (
+            "args",
+            serde_json::to_string_pretty(&a["args"]).unwrap_or_default(),
+        ),
+    ];
+    if let Some(digest) = a["approval"]["context_digest"].as_str() {
+        rows.push(("digest", digest.to_owned()));
+    }
+    if let Some(approver) = a["approval"]["approver"].as_str() {
+        rows.push(("approver", approver.to_owned()));
+    }
+    if !a["outcome"].is_null() {
+        rows.push(("outcome", a["outcome"].to_string()));
+    }
+    rows.push((
+        "last actor",
+        format!("{} {}", text(&a["actor"]["type"]), text(&a["actor"]["id"])),
+    ));
+    pairs(&rows)
+}
+
+pub fn events(events: &[Value]) -> String {
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .map(|e| {
+            vec![
+                text(&e["seq"]),
+                text(&e["at"]),
+                format!("{} → {}", text(&e["from"]), text(&e["to"])),
+                format!("{} {}", text(&e["actor"]["type"]), text(&e["actor"]["id"])),
+                text(&e["reason"]),
+            ]
+        })
+        .collect();
+    table(&["SEQ", "AT", "TRANSITION", "ACTOR", "REASON"], &rows)
+}
+
+/// `name   value` lines; a multi-line value continues under its first line.
+fn pairs(rows: &[(&str, String)]) -> String {
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for (name, value) in rows {
+        for (i, line) in value.lines().enumerate() {
+            let label = if i == 0 { name } else { "" };
+            out.push(format!("{label:<width$}  {line}"));
+        }
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_columns_and_leave_the_last_ragged() {
+        let rows = vec![
+            vec!["a".into(), "long value".into(), "x".into()],
+            vec!["bbb".into(), "v".into(), "last column".into()],
+        ];
+        assert_eq!(
+            table(&["ID", "STATE", "WHEN"], &rows),
+            "ID   STATE       WHEN\na    long value  x\nbbb  v           last column"
+        );
+    }
+}

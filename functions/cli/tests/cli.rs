@@ -1,0 +1,326 @@
+//! The `countersign` binary against the local server over real HTTP: each test runs the
+//! compiled CLI as a process, as a script or a person would, and checks its output, its effect
+//! (read back through the API) and its exit code.
+
+use countersign::{config::Config, embedded::Server};
+use countersign_tests::{config_toml, in_secs, keys, temp_db, Api, ToolServer};
+use serde_json::{json, Value};
+use std::{io::Write, process::Stdio, sync::Arc};
+
+struct World {
+    url: String,
+    api: Api,
+    _tools: ToolServer,
+    _server: Server,
+}
+
+async fn world() -> World {
+    let tools = ToolServer::start().await;
+    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let server = Server::start(config, &temp_db("cli"), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    World {
+        url: format!("http://{}", server.addr),
+        api: Api::new(server.addr),
+        _tools: tools,
+        _server: server,
+    }
+}
+
+/// What one run of the CLI printed and how it ended.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("{e}: {self:?}"))
+    }
+}
+
+impl World {
+    /// `countersign <args>` with the key in the environment and `stdin` as its input.
+    async fn cli(&self, key: &str, args: &[&str], stdin: &str) -> Run {
+        let (url, key) = (self.url.clone(), key.to_owned());
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let stdin = stdin.to_owned();
+        tokio::task::spawn_blocking(move || {
+            let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+                .args(&args)
+                .env("COUNTERSIGN_URL", url)
+                .env("COUNTERSIGN_KEY", key)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("the CLI starts");
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(stdin.as_bytes())
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            Run {
+                code: out.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            }
+        })
+        .await
+        .unwrap()
+    }
+
+    async fn pending_mail(&self, subject: &str) -> Value {
+        let run = self
+            .cli(
+                keys::AGENT,
+                &[
+                    "--json",
+                    "submit",
+                    "--tool",
+                    "mail.send",
+                    "--args",
+                    &json!({"to": "ops@example.com", "subject": subject}).to_string(),
+                    "--not-before",
+                    &in_secs(3600),
+                    "--not-after",
+                    &in_secs(7200),
+                ],
+                "",
+            )
+            .await;
+        assert_eq!(run.code, 0, "{run:?}");
+        let action = run.json();
+        assert_eq!(action["state"], "pending_approval");
+        action
+    }
+}
+
+#[tokio::test]
+async fn sc_int_05_submit_and_list_pending_as_table_and_json() {
+    let w = world().await;
+    let action = w.pending_mail("weekly numbers").await;
+    let id = action["id"].as_str().unwrap();
+
+    let table = w.cli(keys::APPROVER, &["list", "--pending"], "").await;
+    assert_eq!(table.code, 0, "{table:?}");
+    let mut lines = table.stdout.lines();
+    assert!(lines.next().unwrap().starts_with("ID"), "{table:?}");
+    let row = lines.find(|l| l.starts_with(id)).expect("the action's row");
+    assert!(row.contains("pending_approval") && row.contains("mail.send"));
+    assert!(
+        row.contains("(Europe/Berlin)"),
+        "the window sentence: {row}"
+    );
+
+    let json = w
+        .cli(keys::APPROVER, &["list", "--pending", "--json"], "")
+        .await;
+    let page = json.json();
+    let ids: Vec<&str> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec![id]);
+}
+
+#[tokio::test]
+async fn sc_app_02_approve_shows_the_context_and_waits_for_a_yes() {
+    let w = world().await;
+    let action = w.pending_mail("needs a yes").await;
+    let id = action["id"].as_str().unwrap();
+    let digest = action["approval"]["context_digest"].as_str().unwrap();
+
+    // No (or end of input) at the prompt: nothing is approved, exit 7.
+    let no = w.cli(keys::APPROVER, &["approve", id], "n\n").await;
+    assert_eq!(no.code, 7, "{no:?}");
+    for shown in [
+        "mail.send",
+        "agent-1",
+        "needs a yes",
+        "(Europe/Berlin)",
+        digest,
+    ] {
+        assert!(
+            no.stderr.contains(shown),
+            "the prompt shows {shown}: {no:?}"
+        );
+    }
+    assert!(no.stderr.contains("Approve this call? [y/N]"));
+    assert_eq!(w.api.action(id).await["state"], "pending_approval");
+
+    let yes = w.cli(keys::APPROVER, &["approve", id], "y\n").await;
+    assert_eq!(yes.code, 0, "{yes:?}");
+    assert!(yes.stdout.contains(&format!("approved {id}: approved")));
+    let after = w.api.action(id).await;
+    assert_eq!(after["state"], "approved");
+    assert_eq!(after["approval"]["approver"], "approver-1");
+}
+
+#[tokio::test]
+async fn sc_app_02_approve_with_a_stale_digest_is_refused_with_exit_4() {
+    let w = world().await;
+    let action = w.pending_mail("bound").await;
+    let id = action["id"].as_str().unwrap();
+    let stale = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+    let run = w
+        .cli(
+            keys::APPROVER,
+            &["approve", id, "--digest", stale, "--yes"],
+            "",
+        )
+        .await;
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(run.stderr.contains("context_changed"), "{run:?}");
+    assert_eq!(w.api.action(id).await["state"], "pending_approval");
+    // The digest from the action (or a notification) approves without a prompt.
+    let digest = action["approval"]["context_digest"].as_str().unwrap();
+    let run = w
+        .cli(
+            keys::APPROVER,
+            &["approve", id, "--digest", digest, "--yes", "--json"],
+            "",
+        )
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.json()["state"], "approved");
+}
+
+#[tokio::test]
+async fn sc_app_01_an_agent_key_cannot_approve_exit_4() {
+    let w = world().await;
+    let action = w.pending_mail("mine").await;
+    let id = action["id"].as_str().unwrap();
+    let run = w.cli(keys::AGENT, &["approve", id, "--yes"], "").await;
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(run.stderr.contains("forbidden"), "{run:?}");
+}
+
+#[tokio::test]
+async fn sc_app_05_deny_and_sc_can_02_cancel_a_sealed_action_exit_4() {
+    let w = world().await;
+    let action = w.pending_mail("no thanks").await;
+    let id = action["id"].as_str().unwrap();
+    let run = w
+        .cli(keys::APPROVER, &["deny", id, "--reason", "not today"], "")
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("denied"), "{run:?}");
+    let events = w.cli(keys::AGENT, &["events", id], "").await;
+    assert_eq!(events.code, 0, "{events:?}");
+    assert!(
+        events.stdout.contains("pending_approval → denied"),
+        "{events:?}"
+    );
+    assert!(events.stdout.contains("not today"), "{events:?}");
+
+    let again = w.cli(keys::AGENT, &["cancel", id], "").await;
+    assert_eq!(again.code, 4, "{again:?}");
+    assert!(again.stderr.contains("action_sealed") && again.stderr.contains("denied"));
+}
+
+#[tokio::test]
+async fn sc_can_01_cancel_a_waiting_action() {
+    let w = world().await;
+    let action = w.pending_mail("cancel me").await;
+    let id = action["id"].as_str().unwrap();
+    let run = w.cli(keys::AGENT, &["--json", "cancel", id], "").await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.json()["state"], "cancelled");
+    let show = w.cli(keys::AGENT, &["show", id], "").await;
+    assert!(show.stdout.contains("cancelled"), "{show:?}");
+}
+
+#[tokio::test]
+async fn sc_stop_01_stop_and_resume_an_agent() {
+    let w = world().await;
+    let run = w
+        .cli(keys::ADMIN, &["stop", "--agent", "agent-1"], "")
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("stopped agent agent-1"));
+    let refused = w
+        .cli(keys::AGENT, &["submit", "--tool", "mail.send"], "")
+        .await;
+    assert_eq!(refused.code, 4, "{refused:?}");
+    assert!(refused.stderr.contains("agent_stopped"), "{refused:?}");
+
+    let lifted = w.cli(keys::ADMIN, &["resume-agent", "agent-1"], "").await;
+    assert_eq!(lifted.code, 0, "{lifted:?}");
+    let ok = w
+        .cli(keys::AGENT, &["submit", "--tool", "mail.send"], "")
+        .await;
+    assert_eq!(ok.code, 0, "{ok:?}");
+    // `stop` alone is a usage error: the whole tenant needs --all.
+    let bare = w.cli(keys::ADMIN, &["stop"], "").await;
+    assert_eq!(bare.code, 2, "{bare:?}");
+}
+
+#[tokio::test]
+async fn exit_codes_scripts_rely_on() {
+    let w = world().await;
+    let missing = w
+        .cli(keys::AGENT, &["show", "act_01ABCDEFGHJKMNPQRSTVWXYZ12"], "")
+        .await;
+    assert_eq!(missing.code, 3, "not_found: {missing:?}");
+    let bad_key = w.cli("not-a-key", &["list"], "").await;
+    assert_eq!(bad_key.code, 6, "unauthenticated: {bad_key:?}");
+    let no_key = w.cli("", &["list"], "").await;
+    assert_eq!(no_key.code, 2, "no key: {no_key:?}");
+    assert!(no_key.stderr.contains("COUNTERSIGN_KEY"));
+    let invalid = w
+        .cli(
+            keys::AGENT,
+            &["submit", "--tool", "mail.send", "--args", "[1]"],
+            "",
+        )
+        .await;
+    assert_eq!(invalid.code, 2, "validation_failed: {invalid:?}");
+    assert!(invalid.stderr.contains("validation_failed"), "{invalid:?}");
+    let not_json = w
+        .cli(keys::AGENT, &["submit", "--tool", "x", "--args", "{"], "")
+        .await;
+    assert_eq!(not_json.code, 2, "{not_json:?}");
+    let unknown_flag = w.cli(keys::AGENT, &["list", "--bogus"], "").await;
+    assert_eq!(unknown_flag.code, 2, "{unknown_flag:?}");
+
+    // Nothing listens on a port just released: unavailable.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let down = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+            .args(["--url", &format!("http://127.0.0.1:{port}"), "list"])
+            .env("COUNTERSIGN_KEY", keys::AGENT)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(down.status.code(), Some(5), "unreachable");
+    assert!(
+        !String::from_utf8_lossy(&down.stderr).contains(keys::AGENT),
+        "the key is never printed"
+    );
+}
+
+#[tokio::test]
+async fn key_hash_prints_the_hash_the_config_stores() {
+    let w = world().await;
+    let from_arg = w.cli("", &["key-hash", "cs_approver-dev"], "").await;
+    assert_eq!(from_arg.code, 0, "{from_arg:?}");
+    // config/local.toml's approver hash for cs_approver-dev.
+    let expected = "6f2bb6860b352451b3c490938ba95258ec5b9d4670fafafa678fbd9c00e72659";
+    assert_eq!(from_arg.stdout.trim(), expected);
+    let from_stdin = w.cli("", &["key-hash"], "cs_approver-dev\n").await;
+    assert_eq!(from_stdin.stdout.trim(), expected);
+}

@@ -8,8 +8,11 @@ mod aws_support;
 
 use countersign::{
     domain::{
-        action::Approval, transition::TicketTerms, Action, Actor, Decision, SealReason, State,
-        Transition,
+        action::Approval,
+        audit::{self, ChainError},
+        canonical,
+        transition::TicketTerms,
+        Action, Actor, Decision, SealReason, State, Transition,
     },
     store::{
         dynamodb::DynamoStore, sqlite::SqliteStore, IdempotencyRecord, ListQuery, Stop, Store,
@@ -65,7 +68,7 @@ fn pending(tenant: &str, agent: &str, expires_at: Timestamp) -> Action {
         sealed_at: None,
         ticket: None,
         lease: None,
-        chain_head: Action::genesis_hash(),
+        chain_head: String::new(),
     }
 }
 
@@ -503,6 +506,114 @@ async fn sweep(store: &dyn Store) {
     let all = ids(store.sweep_due(Timestamp::MAX, 100_000).await.unwrap());
     assert!(all.contains(&later.action.id));
     assert!(!all.contains(&sealed.id));
+}
+
+/// SC-SEC-06 over a store: what the adapter stores and loads back is what the verifier holds
+/// to its record. Someone with write access to the store (forging through the adapter's own
+/// writes, so the test holds for any item layout) moves a whole action to another id, cuts an
+/// event out of a chain, and edits the args under a recomputed digest: each fails. With the
+/// chain starting from "" (before SC-SEC-06) the moved and edited ones verified.
+async fn tampered_chains_fail(store: &dyn Store) {
+    let tn = tenant("chain");
+    // A new action as intake commits it (real digests), and its denial.
+    let real = || {
+        let mut a = pending(&tn, "a1", far());
+        a.args_digest = canonical::digest(&a.args);
+        let approval = a.approval.as_mut().unwrap();
+        approval.context_digest = canonical::digest(&approval.context);
+        let created = Transition::create(a, Actor::agent("a1"), Some("approval_required"), t0());
+        let denied = Transition::seal(
+            &created.action,
+                        Actor::user("approver-1"),
+            &SealReason::Denied("not today".into()),
+            plus(t0(), 1),
+        );
+        [created, denied]
+    };
+    let chain = real();
+    let write = |t: Transition| async move {
+        match t.expected {
+            None => store.create(&t, None).await.unwrap(),
+            Some(_) => store.commit(&t).await.unwrap(),
+        }
+    };
+    let verified = |id: String| {
+        let tn = tn.clone();
+        async move {
+            let action = store.load(&tn, &id).await.unwrap().unwrap();
+            let events = store.events(&tn, &id).await.unwrap();
+            audit::verify(&action, &events)
+        }
+    };
+    for t in &chain {
+        write(t.clone()).await;
+    }
+    let id = chain[0].action.id.clone();
+    assert_eq!(
+        verified(id.clone()).await,
+        Ok(()),
+        "the real chain verifies"
+    );
+
+    // Moved: the record and its events stored under another id.
+    let moved = format!("act_{}", ulid::Ulid::new());
+    for t in &chain {
+        let mut forged = t.clone();
+        forged.action.id.clone_from(&moved);
+        write(forged).await;
+    }
+    assert_eq!(verified(moved).await, Err(ChainError::Hash { seq: 1 }));
+
+    // Cut: the record counts two events, the store holds the first and a later one.
+    let [first, mut last] = real();
+    let cut = first.action.id.clone();
+    write(first).await;
+    last.event.seq = 3;
+    write(last).await;
+    assert_eq!(
+        verified(cut).await,
+        Err(ChainError::Sequence {
+            position: 2,
+            seq: 3
+        })
+    );
+
+    // Edited args: the record rewritten with other args and their digest, chained onto the
+    // stored head as a next event would be.
+    let [first, _] = real();
+    let edited = first.action.id.clone();
+    write(first.clone()).await;
+    let mut rewritten = first.action.clone();
+    rewritten.args = json!({"to": "attacker@example.com"});
+    rewritten.args_digest = canonical::digest(&rewritten.args);
+    let mut forged = Transition::seal(
+        &rewritten,
+                Actor::user("approver-1"),
+        &SealReason::Denied("not today".into()),
+        plus(t0(), 1),
+    );
+    forged.expected = Some((State::PendingApproval, 1));
+    write(forged).await;
+    assert_eq!(verified(edited).await, Err(ChainError::Hash { seq: 1 }));
+
+    assert_eq!(verified(id).await, Ok(()), "the real chain is untouched");
+}
+
+#[tokio::test]
+async fn sc_sec_06_tampered_chains_fail_on_sqlite() {
+    tampered_chains_fail(&SqliteStore::in_memory().unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sc_sec_06_tampered_chains_fail_on_dynamodb() {
+    let sdk = aws_support::sdk().await;
+    let table = aws_support::unique("chain");
+    aws_support::create_table(&sdk, &table).await;
+    tampered_chains_fail(&DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&sdk),
+        &table,
+    ))
+    .await;
 }
 
 #[tokio::test]

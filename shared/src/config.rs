@@ -1,7 +1,7 @@
 //! The one configuration document (SPEC §5): tenants, hashed keys with roles, policy, declared
 //! action kinds and the tool catalog. Validated once at load; every error names its entry.
 
-use crate::domain::{canonical, policy::Rule, window::WindowRules, Decision};
+use crate::domain::{canonical, deed::DeedKey, policy::Rule, window::WindowRules, Decision};
 use crate::tools::target;
 use jiff::{tz::TimeZone, SignedDuration};
 use serde::{Deserialize, Serialize};
@@ -57,6 +57,16 @@ struct RawTenant {
     /// Webhook hosts allowed to be or resolve to private, loopback or link-local addresses.
     #[serde(default)]
     allow_private_hosts: Vec<String>,
+    deed_key: Option<RawDeedKey>,
+}
+
+/// The tenant's deed signing key (SC-SEC-07): its id, and the environment variable that holds
+/// the PKCS#8 PEM private key, so the key itself is never in the document.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDeedKey {
+    kid: String,
+    secret_env: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -188,6 +198,8 @@ pub struct Tenant {
     pub action_kinds: BTreeSet<String>,
     pub policy: Vec<Rule>,
     pub tools: BTreeMap<String, ToolEntry>,
+    /// Signs this tenant's deeds; without one, deeds are not issued.
+    pub deed_key: Option<DeedKey>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -371,6 +383,7 @@ fn tenant(
         action_kinds: raw.action_kinds.into_iter().collect(),
         policy,
         tools,
+        deed_key: raw.deed_key.map(|k| deed_key(&at, k)).transpose()?,
     })
 }
 
@@ -417,6 +430,21 @@ fn tool_entry(
     raw: RawTool,
     targets: &Targets,
 ) -> Result<ToolEntry, ConfigError> {
+fn deed_key(at: &str, raw: RawDeedKey) -> Result<DeedKey, ConfigError> {
+    let at = format!("{at}.deed_key");
+    if raw.kid.trim().is_empty() {
+        return Err(bad(format!("{at}.kid"), "kid must not be empty"));
+    }
+    let pem = std::env::var(&raw.secret_env).map_err(|_| {
+        bad(
+            format!("{at}.secret_env"),
+            format!("environment variable {} is not set", raw.secret_env),
+        )
+    })?;
+    DeedKey::from_pem(&raw.kid, &pem).map_err(|e| bad(format!("{at}.secret_env"), e))
+}
+
+fn tool_entry(at: &str, name: String, raw: RawTool) -> Result<ToolEntry, ConfigError> {
     let executor = match raw.executor.as_str() {
         "webhook" => {
             let url = raw.url.ok_or_else(|| bad(at, "a webhook needs url"))?;

@@ -26,6 +26,9 @@ pub enum Error {
     ActionExecuting,
     #[error("the action is sealed ({state})")]
     ActionSealed { state: State },
+    /// A deed exists only once the action is sealed (SC-SEC-07).
+    #[error("the action is not sealed yet ({state})")]
+    ActionNotSealed { state: State },
     #[error("this Idempotency-Key was used with a different payload")]
     IdempotencyConflict,
     #[error("{0}")]

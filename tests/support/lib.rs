@@ -25,6 +25,18 @@ use tokio::sync::Semaphore;
 pub const SECRET_ENV: &str = "COUNTERSIGN_TEST_TOOL_SECRET";
 pub const SECRET: &str = "test-secret-3f1c";
 
+/// Tenant `acme`'s deed key (SC-SEC-07): the private half travels in this environment variable.
+pub const DEED_KEY_ENV: &str = "COUNTERSIGN_TEST_DEED_KEY";
+pub const DEED_KID: &str = "acme-test-1";
+pub const DEED_KEY_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIAPMcH0raIkxYyLt09QFKwHyNuoId7ncXzmxgYqosXJT
+-----END PRIVATE KEY-----
+";
+pub const DEED_PUBLIC_PEM: &str = "-----BEGIN PUBLIC KEY-----
+MCowBQYDK2VwAyEAeF6rXwcJYnBbHjTfCXBgcEdggyflqrQn674TbOiwdhE=
+-----END PUBLIC KEY-----
+";
+
 /// The plaintext test keys (their hashes go into the config).
 pub mod keys {
     pub const AGENT: &str = "key-agent-1";
@@ -187,7 +199,10 @@ async fn receive(
 /// `min_window` narrows the 5-minute rule so tests finish in seconds.
 pub fn config_toml(tools: &ToolServer, min_window: &str, timeout: &str) -> String {
     static SECRET_SET: Once = Once::new();
-    SECRET_SET.call_once(|| std::env::set_var(SECRET_ENV, SECRET));
+    SECRET_SET.call_once(|| {
+        std::env::set_var(SECRET_ENV, SECRET);
+        std::env::set_var(DEED_KEY_ENV, DEED_KEY_PEM);
+    });
     format!(
         r#"
 [limits]
@@ -202,6 +217,7 @@ action_kinds = ["email", "report"]
 # The test tool server listens on plain http on loopback: allowed explicitly (SC-SEC-08).
 allow_http_hosts = ["127.0.0.1"]
 allow_private_hosts = ["127.0.0.1"]
+deed_key = {{ kid = "{DEED_KID}", secret_env = "{DEED_KEY_ENV}" }}
 keys = [
   {{ id = "agent-1", role = "agent", sha256 = "{agent}" }},
   {{ id = "agent-2", role = "agent", sha256 = "{agent2}" }},

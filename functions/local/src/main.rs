@@ -1,7 +1,7 @@
 //! countersign in one process: the HTTP API, an SQLite store and the in-process waker.
 
-use clap::Parser;
-use countersign::{config::Config, embedded::Server};
+use clap::{Parser, Subcommand};
+use countersign::{config::Config, domain::deed, embedded::Server};
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 #[derive(Parser, Debug)]
@@ -11,6 +11,8 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc};
     about = "Run countersign on one machine"
 )]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Address to serve the API on.
     #[arg(long, env = "COUNTERSIGN_LISTEN", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
@@ -29,9 +31,24 @@ struct Args {
     log_json: bool,
 }
 
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Verify a deed file offline with the tenant's public key (SC-SEC-07); serves nothing.
+    VerifyDeed {
+        /// The tenant's Ed25519 public key, PEM (`openssl pkey -in private.pem -pubout`).
+        #[arg(long)]
+        key: PathBuf,
+        /// The deed file exactly as `GET /v1/actions/{id}/deed` answered it.
+        deed: PathBuf,
+    },
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    if let Some(Command::VerifyDeed { key, deed }) = args.command.take() {
+        return verify_deed(&key, &deed);
+    }
     init_logs(args.log_json);
     match run(args).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -49,6 +66,34 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
     server.run_until(shutdown_signal()).await?;
     tracing::info!("stopped; committed tickets stay in the store and are rediscovered on start");
     Ok(())
+}
+
+fn verify_deed(key: &std::path::Path, file: &std::path::Path) -> std::process::ExitCode {
+    let read = |p: &std::path::Path| {
+        std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+    };
+    let verified = read(key).and_then(|pem| {
+        let file = read(file)?;
+        deed::verify_with_pem(&String::from_utf8_lossy(&pem), &file).map_err(|e| e.to_string())
+    });
+    match verified {
+        Ok(d) => {
+            println!(
+                "ok: deed of {} (tenant {}, key {}): {}, {} events, chain head {}",
+                d.action_id,
+                d.tenant,
+                d.kid,
+                d.state,
+                d.events.len(),
+                d.chain_head
+            );
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("countersign-local: the deed does not verify: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -19,6 +19,7 @@ impl Error {
             Error::ContextChanged { .. } => (StatusCode::CONFLICT, "context_changed"),
             Error::ActionExecuting => (StatusCode::CONFLICT, "action_executing"),
             Error::ActionSealed { .. } => (StatusCode::CONFLICT, "action_sealed"),
+            Error::ActionNotSealed { .. } => (StatusCode::CONFLICT, "action_not_sealed"),
             Error::IdempotencyConflict => (StatusCode::CONFLICT, "idempotency_conflict"),
             Error::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
@@ -33,7 +34,9 @@ impl Error {
         match self {
             Error::Validation { param, .. } => error["param"] = json!(param),
             Error::Refused { action_id, .. } => error["action_id"] = json!(action_id),
-            Error::ActionSealed { state } => error["state"] = json!(state),
+            Error::ActionSealed { state } | Error::ActionNotSealed { state } => {
+                error["state"] = json!(state)
+            }
             Error::ContextChanged { current_digest } => {
                 error["context_digest"] = json!(current_digest)
             }

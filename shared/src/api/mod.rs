@@ -19,6 +19,7 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/v1/actions", "intake"),
     ("GET", "/v1/actions/{id}", "intake"),
     ("GET", "/v1/actions/{id}/events", "intake"),
+    ("GET", "/v1/actions/{id}/deed", "intake"),
     ("POST", "/v1/actions/{id}/approve", "approve"),
     ("POST", "/v1/actions/{id}/deny", "approve"),
     ("POST", "/v1/actions/{id}/cancel", "cancel"),

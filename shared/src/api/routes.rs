@@ -24,6 +24,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/v1/actions", post(submit).get(list))
         .route("/v1/actions/{id}", get(get_action))
         .route("/v1/actions/{id}/events", get(events))
+        .route("/v1/actions/{id}/deed", get(deed))
         .route("/v1/actions/{id}/approve", post(approve))
         .route("/v1/actions/{id}/deny", post(deny))
         .route("/v1/actions/{id}/cancel", post(cancel))
@@ -179,6 +180,20 @@ async fn events(
 ) -> Result<Response, Error> {
     let events = engine.events(&who, &id).await?;
     Ok(Json(json!({"data": events})).into_response())
+}
+
+/// The deed file exactly as signed: any re-encoding would break its verification.
+async fn deed(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+    Segment(id): Segment,
+) -> Result<Response, Error> {
+    let file = engine.deed(&who, &id).await?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        file,
+    )
+        .into_response())
 }
 
 #[derive(Deserialize)]

@@ -1,6 +1,6 @@
 //! The action record: what the API returns and what the store keeps.
 
-use super::{audit, ticket::Ticket, window::Window};
+use super::{ticket::Ticket, window::Window};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -293,10 +293,5 @@ impl Action {
             map.entry(optional).or_insert(Value::Null);
         }
         value
-    }
-
-    /// The genesis of the audit chain.
-    pub fn genesis_hash() -> String {
-        audit::GENESIS.to_owned()
     }
 }

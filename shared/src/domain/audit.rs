@@ -1,14 +1,13 @@
-//! Audit events: one per transition, hash-chained per action so tampering shows.
+//! Audit events: one per transition, hash-chained per action so tampering shows. The chain
+//! starts from a hash of the action's identity and call (SC-SEC-06), so it cannot be moved to
+//! another action or kept after the args are edited; [`verify`] holds a chain to its record.
 
 use super::{
-    action::{Actor, State},
+    action::{Action, Actor, State},
     canonical,
 };
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
-
-/// The hash before the first event.
-pub const GENESIS: &str = "";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
@@ -19,92 +18,397 @@ pub struct Event {
     pub from: Option<State>,
     pub to: State,
     pub reason: Option<String>,
+    /// On the approve event: the `context_digest` the approver countersigned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_digest: Option<String>,
     /// sha256(previous hash ‖ canonical event without its hash), hex.
     pub hash: String,
 }
 
-#[derive(Serialize)]
-struct Unhashed<'a> {
-    seq: u64,
-    at: Timestamp,
-    actor: &'a Actor,
-    from: Option<State>,
-    to: State,
-    reason: Option<&'a str>,
+/// An event before it is chained: everything the hash covers.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    pub seq: u64,
+    pub at: Timestamp,
+    pub actor: Actor,
+    pub from: Option<State>,
+    pub to: State,
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_digest: Option<String>,
 }
 
-impl Event {
-    pub fn chained(
-        previous_hash: &str,
-        seq: u64,
-        at: Timestamp,
-        actor: Actor,
-        from: Option<State>,
-        to: State,
-        reason: Option<String>,
-    ) -> Event {
-        let hash = Self::hash_of(previous_hash, seq, at, &actor, from, to, reason.as_deref());
+/// The hash before the first event: binds the chain to its tenant, action and call.
+pub fn genesis(tenant: &str, action_id: &str, args_digest: &str) -> String {
+    canonical::sha256_hex(&canonical::to_canonical(&serde_json::json!({
+        "tenant": tenant,
+        "action_id": action_id,
+        "args_digest": args_digest,
+    })))
+}
+
+fn link(previous_hash: &str, entry: &Entry) -> String {
+    let mut bytes = previous_hash.as_bytes().to_vec();
+    bytes.extend(canonical::to_canonical(entry));
+    canonical::sha256_hex(&bytes)
+}
+
+impl Entry {
+    /// Chain this entry onto `previous_hash`.
+    pub fn chain(self, previous_hash: &str) -> Event {
+        let hash = link(previous_hash, &self);
         Event {
-            seq,
-            at,
-            actor,
-            from,
-            to,
-            reason,
+            seq: self.seq,
+            at: self.at,
+            actor: self.actor,
+            from: self.from,
+            to: self.to,
+            reason: self.reason,
+            context_digest: self.context_digest,
             hash,
         }
     }
+}
 
-    fn hash_of(
-        previous_hash: &str,
-        seq: u64,
-        at: Timestamp,
-        actor: &Actor,
-        from: Option<State>,
-        to: State,
-        reason: Option<&str>,
-    ) -> String {
-        let mut bytes = previous_hash.as_bytes().to_vec();
-        bytes.extend(canonical::to_canonical(&Unhashed {
-            seq,
-            at,
-            actor,
-            from,
-            to,
-            reason,
-        }));
-        canonical::sha256_hex(&bytes)
+impl Event {
+    fn entry(&self) -> Entry {
+        Entry {
+            seq: self.seq,
+            at: self.at,
+            actor: self.actor.clone(),
+            from: self.from,
+            to: self.to,
+            reason: self.reason.clone(),
+            context_digest: self.context_digest.clone(),
+        }
     }
+}
 
-    /// Check a whole chain: each hash recomputes and each event follows the previous one.
-    pub fn verify_chain(events: &[Event]) -> Result<(), String> {
-        let mut previous = GENESIS.to_owned();
+/// Why a chain does not belong to its record. Checked in this order; the first failure wins.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    #[error("context_digest does not match the approval context")]
+    ContextDigest,
+    #[error("args_digest does not match the args")]
+    ArgsDigest,
+    #[error("event {position} has seq {seq}")]
+    Sequence { position: u64, seq: u64 },
+    #[error("event {seq} starts from {from:?}, the chain is at {at:?}")]
+    Continuity {
+        seq: u64,
+        from: Option<State>,
+        at: Option<State>,
+    },
+    #[error("event {seq} does not hash onto the chain")]
+    Hash { seq: u64 },
+    #[error("the approve event {seq} does not carry the approval's context_digest")]
+    Approval { seq: u64 },
+    #[error("{events} events for version {version}")]
+    Count { events: u64, version: u64 },
+    #[error("the chain ends in another head than the record's")]
+    Head,
+    #[error("the chain ends in {chain:?}, the record is {record}")]
+    State { chain: Option<State>, record: State },
+}
+
+/// Verify `events` as the whole audit of `action` (SC-SEC-06): the args still match their
+/// digest, the chain starts from the action's genesis, every event hashes onto the previous one
+/// and follows its state, the approve event carries the approval's digest, and the chain ends at
+/// the stored head, version and state. Pure: the engine runs it when serving events and deeds,
+/// operators from a store-wide check.
+pub fn verify(action: &Action, events: &[Event]) -> Result<(), ChainError> {
+    if let Some(approval) = &action.approval {
+        if canonical::digest(&approval.context) != approval.context_digest {
+            return Err(ChainError::ContextDigest);
+        }
+    }
+    Chain {
+        tenant: &action.tenant,
+        action_id: &action.id,
+        args: &action.args,
+        args_digest: &action.args_digest,
+        context_digest: action.approval.as_ref().map(|a| a.context_digest.as_str()),
+        version: action.version,
+        head: &action.chain_head,
+        state: action.state,
+    }
+    .verify(events)
+}
+
+/// What a chain must end in, whoever holds it: a stored record or a deed.
+pub struct Chain<'a> {
+    pub tenant: &'a str,
+    pub action_id: &'a str,
+    pub args: &'a serde_json::Value,
+    pub args_digest: &'a str,
+    /// The approval's digest, which the approve event must carry.
+    pub context_digest: Option<&'a str>,
+    pub version: u64,
+    pub head: &'a str,
+    pub state: State,
+}
+
+impl Chain<'_> {
+    pub fn verify(&self, events: &[Event]) -> Result<(), ChainError> {
+        if canonical::digest(self.args) != self.args_digest {
+            return Err(ChainError::ArgsDigest);
+        }
+        let mut previous = genesis(self.tenant, self.action_id, self.args_digest);
         let mut state = None;
-        for (i, e) in events.iter().enumerate() {
-            if e.seq != i as u64 + 1 {
-                return Err(format!("event {} has seq {}", i + 1, e.seq));
+        for (position, e) in (1u64..).zip(events) {
+            if e.seq != position {
+                return Err(ChainError::Sequence {
+                    position,
+                    seq: e.seq,
+                });
             }
             if e.from != state {
-                return Err(format!(
-                    "event {} starts from {:?}, chain is at {:?}",
-                    e.seq, e.from, state
-                ));
+                return Err(ChainError::Continuity {
+                    seq: e.seq,
+                    from: e.from,
+                    at: state,
+                });
             }
-            let expect = Self::hash_of(
-                &previous,
-                e.seq,
-                e.at,
-                &e.actor,
-                e.from,
-                e.to,
-                e.reason.as_deref(),
-            );
-            if expect != e.hash {
-                return Err(format!("event {} hash does not match", e.seq));
+            if link(&previous, &e.entry()) != e.hash {
+                return Err(ChainError::Hash { seq: e.seq });
             }
-            previous = e.hash.clone();
+            let countersigned = e.from == Some(State::PendingApproval) && e.to == State::Approved;
+            if countersigned && e.context_digest.as_deref() != self.context_digest {
+                return Err(ChainError::Approval { seq: e.seq });
+            }
+            previous.clone_from(&e.hash);
             state = Some(e.to);
         }
+        if events.len() as u64 != self.version {
+            return Err(ChainError::Count {
+                events: events.len() as u64,
+                version: self.version,
+            });
+        }
+        if previous != self.head {
+            return Err(ChainError::Head);
+        }
+        if state != Some(self.state) {
+            return Err(ChainError::State {
+                chain: state,
+                record: self.state,
+            });
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{
+        action::{Approval, Decision},
+        transition::{TicketTerms, Transition},
+    };
+    use serde_json::json;
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(1_900_000_000 + secs).unwrap()
+    }
+
+    /// A countersigned, run and succeeded action with its chain, as the engine commits them.
+    fn succeeded(id: &str) -> (Action, Vec<Event>) {
+        let args = json!({"to": "ops@example.com"});
+        let context = json!({"tool": "mail.send", "args": args});
+        let pending = Action {
+            id: id.into(),
+            tenant: "acme".into(),
+            agent_id: "agent-1".into(),
+            tool: "mail.send".into(),
+            args_digest: canonical::digest(&args),
+            args,
+            action_kind: None,
+            run: None,
+            schedule: None,
+            decision: Decision::RequireApproval,
+            state: State::PendingApproval,
+            approval: Some(Approval {
+                context_digest: canonical::digest(&context),
+                context,
+                expires_at: at(3600),
+                approver: None,
+                decided_at: None,
+            }),
+            outcome: None,
+            actor: Actor::agent("agent-1"),
+            version: 0,
+            created_at: at(0),
+            updated_at: at(0),
+            sealed_at: None,
+            ticket: None,
+            lease: None,
+            chain_head: String::new(),
+        };
+        let terms = TicketTerms {
+            catalog_fingerprint: "sha256:tool",
+            due_at: at(1),
+            deadline: at(600),
+        };
+        let mut events = vec![];
+        let mut t = Transition::create(pending, Actor::agent("agent-1"), Some("approval"), at(0));
+        events.push(t.event.clone());
+        t = Transition::approve(&t.action, "approver-1", terms, at(1));
+        events.push(t.event.clone());
+        t = Transition::claim(&t.action, "wrk", at(60), at(2));
+        events.push(t.event.clone());
+        t = Transition::finish(&t.action, Ok(json!({"sent": true})), at(3));
+        events.push(t.event.clone());
+        (t.action, events)
+    }
+
+    #[test]
+    fn sc_sec_06_the_approve_event_carries_the_countersigned_digest() {
+        let (action, events) = succeeded("act_A");
+        let digest = &action.approval.as_ref().unwrap().context_digest;
+        assert_eq!(events[1].context_digest.as_ref(), Some(digest));
+        assert!(events.iter().filter(|e| e.context_digest.is_some()).count() == 1);
+        assert_eq!(verify(&action, &events), Ok(()));
+    }
+
+    type Tamper = Box<dyn Fn(&mut Action, &mut Vec<Event>)>;
+
+    /// Each tampering of a stored chain or its record, and the check that catches it.
+    #[test]
+    fn sc_sec_06_tampered_chains_fail_verification() {
+        let (action, events) = succeeded("act_A");
+        let (other, other_events) = succeeded("act_B");
+        let moved_events: Vec<Event> = other_events.clone();
+        let cases: Vec<(&str, Tamper, ChainError)> = vec![
+            (
+                "moved: another action's whole chain and head",
+                Box::new(move |a, e| {
+                    *e = moved_events.clone();
+                    a.chain_head = other.chain_head.clone();
+                }),
+                ChainError::Hash { seq: 1 },
+            ),
+            (
+                "moved: the record renamed to another id",
+                Box::new(|a, _| a.id = "act_C".into()),
+                ChainError::Hash { seq: 1 },
+            ),
+            (
+                "moved: to another tenant",
+                Box::new(|a, _| a.tenant = "globex".into()),
+                ChainError::Hash { seq: 1 },
+            ),
+            (
+                "cut: the last event dropped",
+                Box::new(|_, e| {
+                    e.pop();
+                }),
+                ChainError::Count {
+                    events: 3,
+                    version: 4,
+                },
+            ),
+            (
+                "cut: the tail dropped and the record rolled back to its head",
+                Box::new(|a, e| {
+                    e.pop();
+                    a.chain_head = e[2].hash.clone();
+                    a.version = 3;
+                }),
+                ChainError::State {
+                    chain: Some(State::Executing),
+                    record: State::Succeeded,
+                },
+            ),
+            (
+                "cut: the first event dropped",
+                Box::new(|_, e| {
+                    e.remove(0);
+                }),
+                ChainError::Sequence {
+                    position: 1,
+                    seq: 2,
+                },
+            ),
+            (
+                "edited args, digest left",
+                Box::new(|a, _| a.args = json!({"to": "attacker@example.com"})),
+                ChainError::ArgsDigest,
+            ),
+            (
+                "edited args, digest recomputed",
+                Box::new(|a, _| {
+                    a.args = json!({"to": "attacker@example.com"});
+                    a.args_digest = canonical::digest(&a.args);
+                }),
+                ChainError::Hash { seq: 1 },
+            ),
+            (
+                "edited args and context, both digests recomputed",
+                Box::new(|a, _| {
+                    a.args = json!({"to": "attacker@example.com"});
+                    a.args_digest = canonical::digest(&a.args);
+                    let approval = a.approval.as_mut().unwrap();
+                    approval.context["args"] = a.args.clone();
+                    approval.context_digest = canonical::digest(&approval.context);
+                }),
+                ChainError::Hash { seq: 1 },
+            ),
+            (
+                "edited approval context, digest left",
+                Box::new(|a, _| a.approval.as_mut().unwrap().context["tool"] = json!("x")),
+                ChainError::ContextDigest,
+            ),
+            (
+                "edited event reason",
+                Box::new(|_, e| e[2].reason = Some("forged".into())),
+                ChainError::Hash { seq: 3 },
+            ),
+            (
+                "approve event without its digest, rehashed",
+                Box::new(|a, e| {
+                    e[1].context_digest = None;
+                    rehash(a, e, 1);
+                }),
+                ChainError::Approval { seq: 2 },
+            ),
+            (
+                "record head replaced",
+                Box::new(|a, _| a.chain_head = "00".repeat(32)),
+                ChainError::Head,
+            ),
+            (
+                "record version bumped",
+                Box::new(|a, _| a.version = 5),
+                ChainError::Count {
+                    events: 4,
+                    version: 5,
+                },
+            ),
+            (
+                "an event's from rewritten",
+                Box::new(|_, e| e[3].from = Some(State::Approved)),
+                ChainError::Continuity {
+                    seq: 4,
+                    from: Some(State::Approved),
+                    at: Some(State::Executing),
+                },
+            ),
+        ];
+        for (name, tamper, expected) in cases {
+            let (mut a, mut e) = (action.clone(), events.clone());
+            tamper(&mut a, &mut e);
+            assert_eq!(verify(&a, &e), Err(expected), "{name}");
+        }
+        assert_eq!(verify(&action, &events), Ok(()));
+    }
+
+    /// Recompute the chain from `from` (an attacker who can hash but not re-sign).
+    fn rehash(action: &mut Action, events: &mut [Event], from: usize) {
+        let mut previous = events[from - 1].hash.clone();
+        for e in &mut events[from..] {
+            *e = e.entry().chain(&previous);
+            previous = e.hash.clone();
+        }
+        action.chain_head = previous;
     }
 }

@@ -4,6 +4,7 @@ pub mod action;
 pub mod audit;
 pub mod canonical;
 pub mod context;
+pub mod deed;
 pub mod policy;
 pub mod resume;
 pub mod seal;

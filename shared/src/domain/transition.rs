@@ -3,7 +3,7 @@
 
 use super::{
     action::{Action, Actor, Lease, Outcome, State},
-    audit::Event,
+    audit::{self, Entry, Event},
     seal::SealReason,
     ticket::{Commit, Ticket},
 };
@@ -27,15 +27,20 @@ impl Transition {
         action.created_at = now;
         action.updated_at = now;
         action.sealed_at = action.state.is_sealed().then_some(now);
-        let event = Event::chained(
-            &Action::genesis_hash(),
-            1,
-            now,
+        let event = Entry {
+            seq: 1,
+            at: now,
             actor,
-            None,
-            action.state,
-            reason.map(str::to_owned),
-        );
+            from: None,
+            to: action.state,
+            reason: reason.map(str::to_owned),
+            context_digest: None,
+        }
+        .chain(&audit::genesis(
+            &action.tenant,
+            &action.id,
+            &action.args_digest,
+        ));
         action.chain_head = event.hash.clone();
         Transition {
             expected: None,
@@ -65,15 +70,20 @@ impl Transition {
             next.ticket = None;
             next.lease = None;
         }
-        let event = Event::chained(
-            &current.chain_head,
-            next.version,
-            now,
+        // The countersignature names what was countersigned (SC-SEC-06).
+        let context_digest = (current.state == State::PendingApproval && to == State::Approved)
+            .then(|| next.approval.as_ref().map(|a| a.context_digest.clone()))
+            .flatten();
+        let event = Entry {
+            seq: next.version,
+            at: now,
             actor,
-            Some(current.state),
+            from: Some(current.state),
             to,
-            reason.map(str::to_owned),
-        );
+            reason: reason.map(str::to_owned),
+            context_digest,
+        }
+        .chain(&current.chain_head);
         next.chain_head = event.hash.clone();
         Transition {
             expected: Some((current.state, current.version)),

@@ -109,7 +109,8 @@ impl Engine {
             sealed_at: None,
             ticket: None,
             lease: None,
-            chain_head: Action::genesis_hash(),
+            // Set by the first transition (the chain's genesis binds this action).
+            chain_head: String::new(),
         };
         let (first, reason) = self.decide(tenant, draft, now).await?;
         // A ticket committed by policy is the system's decision (SC-INT-09); the rest is the agent's.

@@ -3,7 +3,7 @@
 use super::Engine;
 use crate::{
     config::Principal,
-    domain::{Action, Event, State},
+    domain::{audit, deed::Deed, Action, Event, State},
     store::{ListPage, ListQuery},
     Error,
 };
@@ -82,7 +82,50 @@ impl Engine {
     }
 
     pub async fn events(&self, who: &Principal, action_id: &str) -> Result<Vec<Event>, Error> {
-        self.load(&who.tenant, action_id).await?;
-        Ok(self.store.events(&who.tenant, action_id).await?)
+        Ok(self.audited(&who.tenant, action_id).await?.1)
+    }
+
+    /// The signed deed of a sealed action (SC-SEC-07), from its verified chain.
+    pub async fn deed(&self, who: &Principal, action_id: &str) -> Result<Vec<u8>, Error> {
+        let (action, events) = self.audited(&who.tenant, action_id).await?;
+        let key = self.tenant(&who.tenant)?.deed_key.as_ref().ok_or_else(|| {
+            Error::Forbidden("this tenant issues no deeds: it has no deed_key".into())
+        })?;
+        match Deed::of(&action, &events, &key.kid) {
+            Some(deed) => Ok(deed.sign(key)),
+            None if action.state == State::Executing => Err(Error::ActionExecuting),
+            None => Err(Error::ActionNotSealed {
+                state: action.state,
+            }),
+        }
+    }
+
+    /// An action with its whole audit chain, verified against the record (SC-SEC-06). The two
+    /// reads are separate, so a transition committed between them is read again; a chain that
+    /// still does not fit its record is refused, never served.
+    pub(super) async fn audited(
+        &self,
+        tenant: &str,
+        action_id: &str,
+    ) -> Result<(Action, Vec<Event>), Error> {
+        let mut attempt = 1;
+        loop {
+            let action = self.load(tenant, action_id).await?;
+            let events = self.store.events(tenant, action_id).await?;
+            match audit::verify(&action, &events) {
+                Ok(()) => return Ok((action, events)),
+                Err(e) if attempt < READS_PER_AUDIT && !action.state.is_sealed() => {
+                    tracing::debug!(tenant, action_id, error = %e, "chain read mid-transition; reading again");
+                    attempt += 1;
+                }
+                Err(e) => {
+                    tracing::error!(tenant, action_id, error = %e, "audit chain does not verify");
+                    return Err(Error::Internal(format!("audit chain of {action_id}: {e}")));
+                }
+            }
+        }
     }
 }
+
+/// Reads of (record, chain) before a mismatch on a live action counts as tampering.
+const READS_PER_AUDIT: u32 = 3;

@@ -1,0 +1,395 @@
+//! Deeds (SC-SEC-07): a sealed action's proof of what happened, signed with the tenant's
+//! Ed25519 key so anyone holding the public key verifies it offline.
+//!
+//! A deed file is the canonical JSON (keys sorted, no white space) of
+//! `{"deed": {…}, "signature": {"alg": "Ed25519", "kid", "value": hex}}`; the signature covers
+//! the canonical bytes of `deed`. Verification requires the file to be exactly that canonical
+//! form, so any changed byte fails: a changed value breaks the signature, a changed spelling
+//! of the same value breaks the form.
+
+use super::{
+    action::{Action, Decision, Outcome, RunRef, State},
+    audit::{self, ChainError, Event},
+    canonical,
+    window::Window,
+};
+use ed25519_dalek::{
+    pkcs8::{DecodePrivateKey, DecodePublicKey},
+    Signature, Signer, SigningKey, Verifier, VerifyingKey,
+};
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The deed format this code writes and reads.
+pub const FORMAT: &str = "countersign.deed.v1";
+pub const ALG: &str = "Ed25519";
+
+/// What a deed proves: the call, its countersignature, its schedule, how it ended, and its
+/// whole audit chain with the head the record held.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Deed {
+    pub format: String,
+    /// Names the tenant key that signed it.
+    pub kid: String,
+    pub tenant: String,
+    pub action_id: String,
+    pub call: Call,
+    pub decision: Decision,
+    pub approval: Option<Countersignature>,
+    pub schedule: Option<Window>,
+    pub state: State,
+    pub outcome: Option<Outcome>,
+    /// The record's version: one audit event per version.
+    pub version: u64,
+    pub created_at: Timestamp,
+    pub sealed_at: Timestamp,
+    pub events: Vec<Event>,
+    pub chain_head: String,
+}
+
+/// The exact call the agent submitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Call {
+    pub agent_id: String,
+    pub tool: String,
+    pub args: Value,
+    pub args_digest: String,
+    pub action_kind: Option<String>,
+    pub run: Option<RunRef>,
+}
+
+/// The approval as countersigned: the digest of the context the approver saw, and who.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Countersignature {
+    pub context_digest: String,
+    pub approver: Option<String>,
+    pub decided_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Signed {
+    deed: Value,
+    signature: SignatureBlock,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignatureBlock {
+    alg: String,
+    kid: String,
+    value: String,
+}
+
+/// A tenant's deed key: its id and the private half.
+#[derive(Clone)]
+pub struct DeedKey {
+    pub kid: String,
+    key: SigningKey,
+}
+
+impl std::fmt::Debug for DeedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeedKey")
+            .field("kid", &self.kid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for DeedKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.kid == other.kid && self.key.verifying_key() == other.key.verifying_key()
+    }
+}
+
+impl DeedKey {
+    /// From a PKCS#8 PEM private key (`openssl genpkey -algorithm ed25519`).
+    pub fn from_pem(kid: &str, pem: &str) -> Result<DeedKey, String> {
+        let key = SigningKey::from_pkcs8_pem(pem.trim())
+            .map_err(|e| format!("not an Ed25519 PKCS#8 PEM private key: {e}"))?;
+        Ok(DeedKey {
+            kid: kid.to_owned(),
+            key,
+        })
+    }
+
+    pub fn from_seed(kid: &str, seed: &[u8; 32]) -> DeedKey {
+        DeedKey {
+            kid: kid.to_owned(),
+            key: SigningKey::from_bytes(seed),
+        }
+    }
+
+    pub fn verifying_key(&self) -> VerifyingKey {
+        self.key.verifying_key()
+    }
+}
+
+/// A public key from an SPKI PEM (`openssl pkey -pubout`).
+pub fn public_key_from_pem(pem: &str) -> Result<VerifyingKey, String> {
+    VerifyingKey::from_public_key_pem(pem.trim())
+        .map_err(|e| format!("not an Ed25519 public key PEM: {e}"))
+}
+
+/// Why a deed does not verify.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DeedError {
+    #[error("not a deed document: {0}")]
+    Shape(String),
+    #[error("the file is not in canonical form (it was changed or reformatted)")]
+    NotCanonical,
+    #[error("unsupported {0}")]
+    Unsupported(String),
+    #[error("the signature does not verify with this key")]
+    Signature,
+    #[error("the deed's audit chain does not verify: {0}")]
+    Chain(#[from] ChainError),
+    #[error("{0}")]
+    Key(String),
+}
+
+/// Verify a deed file with a public key PEM: what a command-line check runs.
+pub fn verify_with_pem(public_pem: &str, file: &[u8]) -> Result<Deed, DeedError> {
+    let key = public_key_from_pem(public_pem).map_err(DeedError::Key)?;
+    Deed::verify(file, &key)
+}
+
+impl Deed {
+    /// The deed of a sealed action whose chain was verified against its record.
+    pub fn of(action: &Action, events: &[Event], kid: &str) -> Option<Deed> {
+        Some(Deed {
+            format: FORMAT.to_owned(),
+            kid: kid.to_owned(),
+            tenant: action.tenant.clone(),
+            action_id: action.id.clone(),
+            call: Call {
+                agent_id: action.agent_id.clone(),
+                tool: action.tool.clone(),
+                args: action.args.clone(),
+                args_digest: action.args_digest.clone(),
+                action_kind: action.action_kind.clone(),
+                run: action.run.clone(),
+            },
+            decision: action.decision,
+            approval: action.approval.as_ref().map(|a| Countersignature {
+                context_digest: a.context_digest.clone(),
+                approver: a.approver.clone(),
+                decided_at: a.decided_at,
+            }),
+            schedule: action.schedule,
+            state: action.state,
+            outcome: action.outcome.clone(),
+            version: action.version,
+            created_at: action.created_at,
+            sealed_at: action.sealed_at?,
+            events: events.to_vec(),
+            chain_head: action.chain_head.clone(),
+        })
+    }
+
+    /// The deed file: canonical JSON, signed.
+    pub fn sign(&self, key: &DeedKey) -> Vec<u8> {
+        let deed = serde_json::to_value(self).expect("a deed serializes");
+        let signature = key.key.sign(&canonical::to_canonical(&deed));
+        canonical::to_canonical(&Signed {
+            deed,
+            signature: SignatureBlock {
+                alg: ALG.to_owned(),
+                kid: key.kid.clone(),
+                value: hex::encode(signature.to_bytes()),
+            },
+        })
+    }
+
+    /// Verify a deed file with the tenant's public key, offline: its form, its signature, then
+    /// its own audit chain (the deed is self-contained).
+    pub fn verify(file: &[u8], key: &VerifyingKey) -> Result<Deed, DeedError> {
+        let value: Value =
+            serde_json::from_slice(file).map_err(|e| DeedError::Shape(e.to_string()))?;
+        if canonical::to_canonical(&value) != file {
+            return Err(DeedError::NotCanonical);
+        }
+        let signed: Signed =
+            serde_json::from_value(value).map_err(|e| DeedError::Shape(e.to_string()))?;
+        let block = &signed.signature;
+        if block.alg != ALG {
+            return Err(DeedError::Unsupported(format!("algorithm {:?}", block.alg)));
+        }
+        let bytes: [u8; 64] = hex::decode(&block.value)
+            .ok()
+            .filter(|b| hex::encode(b) == block.value)
+            .and_then(|b| b.try_into().ok())
+            .ok_or(DeedError::Signature)?;
+        key.verify(
+            &canonical::to_canonical(&signed.deed),
+            &Signature::from_bytes(&bytes),
+        )
+        .map_err(|_| DeedError::Signature)?;
+        let deed: Deed =
+            serde_json::from_value(signed.deed).map_err(|e| DeedError::Shape(e.to_string()))?;
+        if deed.format != FORMAT {
+            return Err(DeedError::Unsupported(format!("format {:?}", deed.format)));
+        }
+        if deed.kid != block.kid {
+            return Err(DeedError::Shape(
+                "the deed and its signature name other keys".into(),
+            ));
+        }
+        deed.chain().verify(&deed.events)?;
+        Ok(deed)
+    }
+
+    fn chain(&self) -> audit::Chain<'_> {
+        audit::Chain {
+            tenant: &self.tenant,
+            action_id: &self.action_id,
+            args: &self.call.args,
+            args_digest: &self.call.args_digest,
+            context_digest: self.approval.as_ref().map(|a| a.context_digest.as_str()),
+            version: self.version,
+            head: &self.chain_head,
+            state: self.state,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{
+        action::{Actor, Approval},
+        seal::SealReason,
+        transition::Transition,
+    };
+    use serde_json::json;
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(1_900_000_000 + secs).unwrap()
+    }
+
+    /// A denied action with its chain.
+    fn denied() -> (Action, Vec<Event>) {
+        let args = json!({"to": "ops@example.com", "n": 1.5, "é": "ü"});
+        let context = json!({"tool": "mail.send", "args": args});
+        let action = Action {
+            id: "act_01J0000000000000000000000A".into(),
+            tenant: "acme".into(),
+            agent_id: "agent-1".into(),
+            tool: "mail.send".into(),
+            args_digest: canonical::digest(&args),
+            args,
+            action_kind: None,
+            run: None,
+            schedule: None,
+            decision: Decision::RequireApproval,
+            state: State::PendingApproval,
+            approval: Some(Approval {
+                context_digest: canonical::digest(&context),
+                context,
+                expires_at: at(3600),
+                approver: None,
+                decided_at: None,
+            }),
+            outcome: None,
+            actor: Actor::agent("agent-1"),
+            version: 0,
+            created_at: at(0),
+            updated_at: at(0),
+            sealed_at: None,
+            ticket: None,
+            lease: None,
+            chain_head: String::new(),
+        };
+        let created = Transition::create(action, Actor::agent("agent-1"), Some("approval"), at(0));
+        let sealed = Transition::seal(
+            &created.action,
+            Actor::user("approver-1"),
+            &SealReason::Denied("not today".into()),
+            at(5),
+        );
+        (sealed.action, vec![created.event, sealed.event])
+    }
+
+    fn signed() -> (Vec<u8>, DeedKey) {
+        let key = DeedKey::from_seed("acme-1", &[7; 32]);
+        let (action, events) = denied();
+        audit::verify(&action, &events).unwrap();
+        (
+            Deed::of(&action, &events, "acme-1").unwrap().sign(&key),
+            key,
+        )
+    }
+
+    #[test]
+    fn sc_sec_07_deed_round_trip() {
+        let (file, key) = signed();
+        let deed = Deed::verify(&file, &key.verifying_key()).unwrap();
+        let (action, events) = denied();
+        assert_eq!(deed, Deed::of(&action, &events, "acme-1").unwrap());
+        assert_eq!(deed.kid, "acme-1");
+        assert_eq!(deed.chain_head, action.chain_head);
+    }
+
+    #[test]
+    fn sc_sec_07_a_one_byte_change_anywhere_fails() {
+        let (file, key) = signed();
+        let public = key.verifying_key();
+        for i in 0..file.len() {
+            for flip in [0x01u8, 0x20] {
+                let mut changed = file.clone();
+                changed[i] ^= flip;
+                assert!(
+                    Deed::verify(&changed, &public).is_err(),
+                    "byte {i} ^ {flip:#x} still verifies: {:?}",
+                    String::from_utf8_lossy(&changed)
+                );
+            }
+        }
+        // Reformatting (a trailing newline, pretty-printing) is a change too.
+        let mut newline = file.clone();
+        newline.push(b'\n');
+        assert_eq!(
+            Deed::verify(&newline, &public),
+            Err(DeedError::NotCanonical)
+        );
+    }
+
+    #[test]
+    fn sc_sec_07_wrong_key_fails() {
+        let (file, _) = signed();
+        let other = DeedKey::from_seed("acme-1", &[8; 32]);
+        assert_eq!(
+            Deed::verify(&file, &other.verifying_key()),
+            Err(DeedError::Signature)
+        );
+    }
+
+    /// A deed re-signed by its own key after its chain was edited still fails: the deed is
+    /// checked as a whole, not only its signature.
+    #[test]
+    fn sc_sec_07_a_signed_deed_with_a_broken_chain_fails() {
+        let key = DeedKey::from_seed("acme-1", &[7; 32]);
+        let (action, events) = denied();
+        let mut deed = Deed::of(&action, &events, "acme-1").unwrap();
+        deed.call.args = json!({"to": "attacker@example.com"});
+        deed.call.args_digest = canonical::digest(&deed.call.args);
+        assert_eq!(
+            Deed::verify(&deed.sign(&key), &key.verifying_key()),
+            Err(DeedError::Chain(ChainError::Hash { seq: 1 }))
+        );
+    }
+
+    #[test]
+    fn sc_sec_07_keys_load_from_pem() {
+        let private = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIAPMcH0raIkxYyLt09QFKwHyNuoId7ncXzmxgYqosXJT\n-----END PRIVATE KEY-----\n";
+        let public = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAeF6rXwcJYnBbHjTfCXBgcEdggyflqrQn674TbOiwdhE=\n-----END PUBLIC KEY-----\n";
+        let key = DeedKey::from_pem("k", private).unwrap();
+        assert_eq!(key.verifying_key(), public_key_from_pem(public).unwrap());
+        assert!(DeedKey::from_pem("k", public).is_err());
+        assert!(public_key_from_pem("nonsense").is_err());
+    }
+}

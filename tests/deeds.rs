@@ -1,0 +1,250 @@
+//! Proof of what happened, over real HTTP on the local server: the audit chain is verified
+//! against its record before it is served (SC-SEC-06), and a sealed action's deed verifies
+//! offline with the tenant's public key (SC-SEC-07).
+
+use countersign::{
+    config::Config,
+    domain::{
+        canonical,
+        deed::{public_key_from_pem, Deed, DeedError},
+        State,
+    },
+    embedded::Server,
+};
+use countersign_tests::{config_toml, keys, temp_db, Api, ToolServer, DEED_KID, DEED_PUBLIC_PEM};
+use serde_json::{json, Value};
+use std::{path::PathBuf, sync::Arc};
+
+struct World {
+    api: Api,
+    db: PathBuf,
+    _tools: ToolServer,
+    _server: Server,
+}
+
+async fn world() -> World {
+    let tools = ToolServer::start().await;
+    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let db = temp_db("deeds");
+    let server = Server::start(config, &db, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    World {
+        api: Api::new(server.addr),
+        db,
+        _tools: tools,
+        _server: server,
+    }
+}
+
+/// GET a deed: its status and raw bytes (a deed is verified byte for byte, never re-encoded).
+async fn fetch_deed(api: &Api, id: &str, key: &str) -> (u16, Vec<u8>) {
+    let res = reqwest::Client::new()
+        .get(format!("{}/v1/actions/{id}/deed", api.base))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    (res.status().as_u16(), res.bytes().await.unwrap().to_vec())
+}
+
+/// Submit a mail (needs approval) and approve it: it runs now and succeeds.
+async fn approved_and_run(api: &Api) -> Value {
+    let (status, action) = api
+        .submit(
+            keys::AGENT,
+            json!({"tool": "mail.send", "args": {"to": "ops@example.com", "subject": "hi"}}),
+        )
+        .await;
+    assert_eq!(status, 202, "{action}");
+    let id = action["id"].as_str().unwrap();
+    let digest = action["approval"]["context_digest"].as_str().unwrap();
+    let (status, _) = api.approve(id, digest).await;
+    assert_eq!(status, 200);
+    api.wait_sealed(id, 10).await
+}
+
+#[tokio::test]
+async fn sc_sec_07_a_sealed_actions_deed_verifies_offline() {
+    let w = world().await;
+    let sealed = approved_and_run(&w.api).await;
+    assert_eq!(sealed["state"], "succeeded", "{sealed}");
+    let id = sealed["id"].as_str().unwrap();
+
+    let (status, file) = fetch_deed(&w.api, id, keys::AGENT).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&file));
+    let public = public_key_from_pem(DEED_PUBLIC_PEM).unwrap();
+    let deed = Deed::verify(&file, &public).expect("the served deed verifies");
+
+    // Self-contained: the call, the countersignature, the outcome, the chain and its head.
+    assert_eq!(deed.kid, DEED_KID);
+    assert_eq!(deed.action_id, id);
+    assert_eq!(deed.tenant, "acme");
+    assert_eq!(deed.call.tool, "mail.send");
+    assert_eq!(deed.call.args, sealed["args"]);
+    assert_eq!(deed.call.args_digest, canonical::digest(&sealed["args"]));
+    let approval = deed.approval.as_ref().unwrap();
+    assert_eq!(
+        approval.context_digest,
+        sealed["approval"]["context_digest"].as_str().unwrap()
+    );
+    assert_eq!(approval.approver.as_deref(), Some("approver-1"));
+    assert_eq!(deed.state, State::Succeeded);
+    assert_eq!(
+        deed.outcome.as_ref().unwrap().result,
+        Some(json!({"sent": true}))
+    );
+    let path: Vec<State> = deed.events.iter().map(|e| e.to).collect();
+    assert_eq!(
+        path,
+        [
+            State::PendingApproval,
+            State::Approved,
+            State::Executing,
+            State::Succeeded
+        ]
+    );
+    assert_eq!(deed.chain_head, deed.events.last().unwrap().hash);
+    assert_eq!(
+        deed.events[1].context_digest.as_deref(),
+        Some(approval.context_digest.as_str())
+    );
+
+    // Every key of the tenant reads the same deed (sealed actions never change).
+    for key in [keys::APPROVER, keys::ADMIN] {
+        assert_eq!(fetch_deed(&w.api, id, key).await, (200, file.clone()));
+    }
+
+    // A one-byte change anywhere, and the wrong key, fail.
+    for i in (0..file.len()).step_by(7) {
+        let mut changed = file.clone();
+        changed[i] ^= 0x01;
+        assert!(Deed::verify(&changed, &public).is_err(), "byte {i}");
+    }
+    let other = countersign::domain::deed::DeedKey::from_seed("x", &[1; 32]).verifying_key();
+    assert_eq!(Deed::verify(&file, &other), Err(DeedError::Signature));
+}
+
+#[tokio::test]
+async fn sc_sec_07_only_sealed_actions_have_deeds_and_only_for_their_tenant() {
+    let w = world().await;
+    let (_, pending) = w
+        .api
+        .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))
+        .await;
+    let id = pending["id"].as_str().unwrap();
+    let (status, body) = fetch_deed(&w.api, id, keys::AGENT).await;
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "action_not_sealed");
+    assert_eq!(body["error"]["state"], "pending_approval");
+
+    // Another tenant's id answers exactly as a missing one (SC-SEC-01).
+    let other = fetch_deed(&w.api, id, keys::OTHER_TENANT_AGENT).await;
+    let missing = fetch_deed(
+        &w.api,
+        "act_01J0000000000000000000000Z",
+        keys::OTHER_TENANT_AGENT,
+    )
+    .await;
+    assert_eq!(other.0, 404);
+    assert_eq!(other, missing);
+    assert_eq!(fetch_deed(&w.api, id, "no-such-key").await.0, 401);
+
+    // A tenant without a deed key is told so.
+    let (_, g) = w
+        .api
+        .submit(
+            keys::OTHER_TENANT_AGENT,
+            json!({"tool": "mail.send", "args": {}}),
+        )
+        .await;
+    let gid = g["id"].as_str().unwrap();
+    let (status, _) = w.api.cancel(gid, keys::OTHER_TENANT_AGENT).await;
+    assert_eq!(status, 200);
+    let (status, body) = fetch_deed(&w.api, gid, keys::OTHER_TENANT_AGENT).await;
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("forbidden"))
+    );
+}
+
+/// The stored chain is checked against its record before the engine serves events or a deed;
+/// a database edited behind the server's back is refused (500, logged), never served. On
+/// today's main (chain from "", no head or count check) each of these was served as valid.
+#[tokio::test]
+async fn sc_sec_06_a_tampered_sqlite_chain_is_never_served() {
+    let w = world().await;
+    let mut ids = vec![];
+    for _ in 0..4 {
+        let (_, a) = w
+            .api
+            .submit(
+                keys::AGENT,
+                json!({"tool": "mail.send", "args": {"to": "a@example.com"}}),
+            )
+            .await;
+        let id = a["id"].as_str().unwrap().to_owned();
+        assert_eq!(w.api.cancel(&id, keys::AGENT).await.0, 200);
+        assert_eq!(fetch_deed(&w.api, &id, keys::AGENT).await.0, 200);
+        ids.push(id);
+    }
+    let db = rusqlite::Connection::open(&w.db).unwrap();
+    db.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+    // Cut: the last event deleted.
+    db.execute(
+        "DELETE FROM events WHERE action_id = ?1 AND seq = 2",
+        [&ids[0]],
+    )
+    .unwrap();
+    // Moved: action 1's record and chain copied over action 2's (its id kept).
+    let body: Vec<u8> = db
+        .query_row("SELECT body FROM actions WHERE id = ?1", [&ids[1]], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let mut moved: Value = serde_json::from_slice(&body).unwrap();
+    moved["id"] = json!(ids[2]);
+    db.execute(
+        "UPDATE actions SET body = ?1 WHERE id = ?2",
+        rusqlite::params![serde_json::to_vec(&moved).unwrap(), ids[2]],
+    )
+    .unwrap();
+    db.execute("DELETE FROM events WHERE action_id = ?1", [&ids[2]])
+        .unwrap();
+    db.execute(
+        "INSERT INTO events (tenant, action_id, seq, body) SELECT tenant, ?1, seq, body FROM events WHERE action_id = ?2",
+        [&ids[2], &ids[1]],
+    )
+    .unwrap();
+    // Edited args, with their digest recomputed.
+    let body: Vec<u8> = db
+        .query_row("SELECT body FROM actions WHERE id = ?1", [&ids[3]], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let mut edited: Value = serde_json::from_slice(&body).unwrap();
+    edited["args"] = json!({"to": "attacker@example.com"});
+    edited["args_digest"] = json!(canonical::digest(&edited["args"]));
+    db.execute(
+        "UPDATE actions SET body = ?1 WHERE id = ?2",
+        rusqlite::params![serde_json::to_vec(&edited).unwrap(), ids[3]],
+    )
+    .unwrap();
+
+    for id in &ids[..] {
+        if id == &ids[1] {
+            continue;
+        }
+        let (status, events) = w
+            .api
+            .get(&format!("/v1/actions/{id}/events"), keys::AGENT)
+            .await;
+        assert_eq!(status, 500, "{id}: {events}");
+        assert_eq!(events["error"]["code"], "internal");
+        assert_eq!(fetch_deed(&w.api, id, keys::AGENT).await.0, 500, "{id}");
+    }
+    // The untouched source of the move still verifies.
+    assert_eq!(fetch_deed(&w.api, &ids[1], keys::AGENT).await.0, 200);
+}

@@ -524,7 +524,7 @@ async fn tampered_chains_fail(store: &dyn Store) {
         let created = Transition::create(a, Actor::agent("a1"), Some("approval_required"), t0());
         let denied = Transition::seal(
             &created.action,
-                        Actor::user("approver-1"),
+            Actor::user("approver-1"),
             &SealReason::Denied("not today".into()),
             plus(t0(), 1),
         );
@@ -588,7 +588,7 @@ async fn tampered_chains_fail(store: &dyn Store) {
     rewritten.args_digest = canonical::digest(&rewritten.args);
     let mut forged = Transition::seal(
         &rewritten,
-                Actor::user("approver-1"),
+        Actor::user("approver-1"),
         &SealReason::Denied("not today".into()),
         plus(t0(), 1),
     );

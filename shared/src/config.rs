@@ -424,12 +424,6 @@ impl Targets {
     }
 }
 
-fn tool_entry(
-    at: &str,
-    name: String,
-    raw: RawTool,
-    targets: &Targets,
-) -> Result<ToolEntry, ConfigError> {
 fn deed_key(at: &str, raw: RawDeedKey) -> Result<DeedKey, ConfigError> {
     let at = format!("{at}.deed_key");
     if raw.kid.trim().is_empty() {
@@ -444,7 +438,12 @@ fn deed_key(at: &str, raw: RawDeedKey) -> Result<DeedKey, ConfigError> {
     DeedKey::from_pem(&raw.kid, &pem).map_err(|e| bad(format!("{at}.secret_env"), e))
 }
 
-fn tool_entry(at: &str, name: String, raw: RawTool) -> Result<ToolEntry, ConfigError> {
+fn tool_entry(
+    at: &str,
+    name: String,
+    raw: RawTool,
+    targets: &Targets,
+) -> Result<ToolEntry, ConfigError> {
     let executor = match raw.executor.as_str() {
         "webhook" => {
             let url = raw.url.ok_or_else(|| bad(at, "a webhook needs url"))?;

@@ -125,8 +125,8 @@ class Server:
 
 # ---- page helpers ----------------------------------------------------------------------------
 
-def sign_in(page, server, key=APPROVER):
-    page.goto(server.base + "/ui/")
+def sign_in(page, server, key=APPROVER, path="/ui/"):
+    page.goto(server.base + path)
     page.get_by_label("Approver key").fill(key)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name=re.compile("Waiting for your countersignature"))).to_be_visible()
@@ -300,6 +300,22 @@ def test_sc_app_02_page_refuses_to_approve_what_it_cannot_digest(t):
     expect(dialog.get_by_role("alert")).to_contain_text("cannot reproduce the digest")
     expect(dialog.get_by_role("button", name="Approve")).to_be_disabled()
     assert t.server.action(action["id"])["state"] == "pending_approval"
+
+
+def test_issue10_a_notification_page_url_opens_that_action(t):
+    """approval_requested carries page_url = <public_url>#action=<id>: the page opens it."""
+    action = t.server.submit(AGENT, {"to": "h@example.com", "subject": "from a link"})
+    sign_in(t.page, t.server, path=f"/ui/#action={action['id']}")
+    dialog = t.page.get_by_role("dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("from a link")
+    expect(dialog.get_by_role("button", name="Approve")).to_be_enabled()
+    assert "#action" not in t.page.url, "the fragment is consumed once"
+    # A link to an action that no longer waits says so instead of opening anything.
+    t.server.call("POST", f"/v1/actions/{action['id']}/cancel", AGENT)
+    t.page.keyboard.press("Escape")
+    t.page.goto(t.server.base + f"/ui/#action={action['id']}")
+    expect(t.page.get_by_role("alert").first).to_contain_text("no longer waiting")
 
 
 def test_sign_in_refuses_an_unknown_key_and_keeps_keys_out_of_urls(t):

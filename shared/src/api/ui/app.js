@@ -265,12 +265,27 @@ async function load() {
     fill("scheduled", scheduled.data, renderScheduled);
     fill("sealed", recent.data.filter((a) => a.sealed_at).slice(0, 20), renderSealed);
     say(`Updated ${new Date().toLocaleTimeString()}.`);
+    openLinked(pending.data);
     return true;
   } catch (error) {
     if (error.code === "unauthenticated") signOut();
     alarm(await explain(error, {}));
     say("");
     return false;
+  }
+}
+
+// A notification links to `/ui/#action=<id>`: open that action's dialog once the list is in.
+// The fragment never reaches the server, and it names an action, never a key.
+function openLinked(pending) {
+  const linked = /^#action=(act_[0-9A-Za-z]+)$/.exec(location.hash);
+  if (!linked || $("decide").open) return;
+  history.replaceState(null, "", location.pathname + location.search);
+  const action = pending.find((a) => a.id === linked[1]);
+  if (action) {
+    openDecision(action);
+  } else {
+    alarm(`${linked[1]} is no longer waiting for a countersignature; see the lists below.`);
   }
 }
 
@@ -407,6 +422,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("deny").addEventListener("click", deny);
   $("close-dialog").addEventListener("click", () => $("decide").close());
   $("decide").addEventListener("close", () => { current = null; });
+  window.addEventListener("hashchange", () => { if (key) load(); });
   if (key) {
     show(true);
     load();

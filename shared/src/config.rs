@@ -7,6 +7,9 @@ use jiff::{tz::TimeZone, SignedDuration};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+mod notify;
+pub use notify::{Endpoint, Format};
+
 /// Bounds of a webhook's per-attempt timeout. The deployed functions' timeouts are sized so that
 /// one claim of a `retry` tool at the maximum fits (`ToolEntry::claim_budget`; infra test).
 pub const MIN_TOOL_TIMEOUT: SignedDuration = SignedDuration::from_millis(100);
@@ -27,6 +30,10 @@ fn bad(at: impl std::fmt::Display, what: impl std::fmt::Display) -> ConfigError 
 struct RawConfig {
     #[serde(default)]
     limits: RawLimits,
+    #[serde(default)]
+    server: notify::RawServer,
+    #[serde(default)]
+    notify: notify::RawRetry,
     tenants: BTreeMap<String, RawTenant>,
 }
 
@@ -57,6 +64,8 @@ struct RawTenant {
     /// Webhook hosts allowed to be or resolve to private, loopback or link-local addresses.
     #[serde(default)]
     allow_private_hosts: Vec<String>,
+    #[serde(default)]
+    notify: Vec<notify::RawEndpoint>,
     deed_key: Option<RawDeedKey>,
 }
 
@@ -200,6 +209,8 @@ pub struct Tenant {
     pub tools: BTreeMap<String, ToolEntry>,
     /// Signs this tenant's deeds; without one, deeds are not issued.
     pub deed_key: Option<DeedKey>,
+    /// Notification endpoints (SC-NOT-01).
+    pub notify: Vec<Endpoint>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -216,6 +227,10 @@ pub struct Limits {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub limits: Limits,
+    /// `[server] public_url`: the approver page's address, for links in notifications.
+    pub public_url: Option<String>,
+    /// `[notify]`: how long failing notifications are retried before they are parked.
+    pub notify_retry: crate::domain::notice::RetryRule,
     pub tenants: BTreeMap<String, Tenant>,
     keys: HashMap<String, Principal>,
 }
@@ -261,6 +276,8 @@ impl Config {
         }
         Ok(Config {
             limits,
+            public_url: notify::public_url(raw.server)?,
+            notify_retry: notify::retry_rule(raw.notify)?,
             tenants,
             keys,
         })
@@ -375,7 +392,9 @@ fn tenant(
         );
     }
 
+    let notify = notify::endpoints(&at, raw.notify)?;
     Ok(Tenant {
+        notify,
         name: name.to_owned(),
         time_zone,
         time_zone_name: raw.time_zone,

@@ -4,6 +4,7 @@
 
 use crate::{
     config::Config,
+    notify::{self, Notifier},
     store::{sqlite::SqliteStore, Store},
     tools::{Executors, ToolRunner},
     wake::in_process::{deliver, InProcessWaker},
@@ -67,10 +68,10 @@ impl Server {
         let (waker, wakes) = InProcessWaker::new(parts.waker_clock);
         let engine = Arc::new(Engine::new(
             config.clone(),
-            store,
+            store.clone(),
             Arc::new(waker),
             parts.tools,
-            parts.clock,
+            parts.clock.clone(),
         ));
         let (stop, stopped) = watch::channel(false);
 
@@ -81,6 +82,9 @@ impl Server {
 
         let listener = tokio::net::TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
+        let page = format!("http://{addr}/ui/");
+        let notifier = Arc::new(Notifier::new(config.clone(), store, parts.clock, &page));
+        background.push(tokio::spawn(notify::run(notifier, NOTIFY_EVERY)));
         let app = crate::api::router(engine.clone());
         let serving = tokio::spawn(async move {
             let mut stopped = stopped;
@@ -121,6 +125,9 @@ impl Server {
         self.shutdown().await
     }
 }
+
+/// How often the embedded worker looks for notifications to deliver (an indexed read).
+const NOTIFY_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 async fn sweep_loop(engine: Arc<Engine>, every: std::time::Duration) {
     let mut tick = tokio::time::interval(every);

@@ -10,7 +10,7 @@
 //! - [`SkewedClock`] runs a waker's or a worker's clock ahead of or behind another clock.
 
 use crate::{
-    domain::{Action, Event, State, Transition},
+    domain::{notice::OutboxEntry, Action, Event, State, Transition},
     store::{
         IdempotencyRecord, ListPage, ListQuery, Stop, Store, StoreError, StoreResult, SweepRef,
     },
@@ -340,6 +340,27 @@ impl Store for FaultyStore {
     }
     async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
         self.inner.sweep_due(until, limit).await
+    }
+    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+        self.inner.outbox_due(until, limit).await
+    }
+    async fn outbox_entry(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        seq: u64,
+    ) -> StoreResult<Option<OutboxEntry>> {
+        self.inner.outbox_entry(tenant, action_id, seq).await
+    }
+    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+        self.inner.outbox_dead(tenant, limit).await
+    }
+    async fn outbox_settle(
+        &self,
+        was: &OutboxEntry,
+        next: Option<&OutboxEntry>,
+    ) -> StoreResult<()> {
+        self.inner.outbox_settle(was, next).await
     }
 }
 

@@ -7,6 +7,7 @@
 //! - [`wake`] — the wake port (a signal only; the committed ticket decides) and its adapters.
 //! - [`tools`] — the executors that run a committed call (`webhook`, `builtin.echo`).
 //! - [`engine`] — the use cases (intake, approval, cancel, stop, resume, sweep) over the ports.
+//! - [`notify`] — the notification worker: delivers the outbox that transitions write.
 //! - [`api`] — the HTTP API (axum), shared by the local server and the Lambda functions.
 //! - [`config`] — the one TOML document: tenants, keys, policy, action kinds, tool catalog.
 
@@ -21,6 +22,7 @@ pub mod engine;
 pub mod error;
 #[cfg(feature = "faults")]
 pub mod faults;
+pub mod notify;
 pub mod store;
 pub mod tools;
 pub mod wake;

@@ -28,4 +28,6 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     // The approver page: public static files; the data comes through the routes above.
     ("GET", "/ui/", "intake"),
     ("GET", "/ui/{asset}", "intake"),
+    ("GET", "/v1/notifications/dead", "cancel"),
+    ("POST", "/v1/notifications/{id}/redeliver", "cancel"),
 ];

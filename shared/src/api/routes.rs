@@ -33,6 +33,8 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/ui", get(super::ui::to_index))
         .route("/ui/", get(super::ui::index))
         .route("/ui/{asset}", get(super::ui::asset))
+        .route("/v1/notifications/dead", get(dead_notifications))
+        .route("/v1/notifications/{id}/redeliver", post(redeliver))
         .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async {
@@ -277,4 +279,41 @@ async fn lift_stop(
 ) -> Result<Response, Error> {
     engine.lift_stop(&who, &scope).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn dead_notifications(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, Error> {
+    let mut limit = None;
+    for (name, value) in params {
+        match name.as_str() {
+            "limit" => {
+                limit = Some(
+                    value
+                        .parse()
+                        .map_err(|_| Error::validation("limit", "limit must be a whole number"))?,
+                )
+            }
+            other => {
+                return Err(Error::validation(
+                    other,
+                    format!("unknown query parameter {other:?}"),
+                ))
+            }
+        }
+    }
+    let dead = engine.dead_notifications(&who, limit).await?;
+    let data: Vec<Value> = dead.iter().map(|e| e.view()).collect();
+    Ok(Json(json!({ "data": data })).into_response())
+}
+
+async fn redeliver(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+    Segment(id): Segment,
+) -> Result<Response, Error> {
+    let entry = engine.redeliver(&who, &id).await?;
+    Ok((StatusCode::ACCEPTED, Json(entry.view())).into_response())
 }

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod canonical;
 pub mod context;
 pub mod deed;
+pub mod notice;
 pub mod policy;
 pub mod resume;
 pub mod seal;

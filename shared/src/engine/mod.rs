@@ -6,6 +6,7 @@
 mod approval;
 mod cancel;
 mod intake;
+mod notifications;
 mod query;
 mod resume;
 

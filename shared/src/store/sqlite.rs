@@ -4,12 +4,14 @@
 use super::{
     IdempotencyRecord, ListPage, ListQuery, Stop, Store, StoreError, StoreResult, SweepRef,
 };
-use crate::domain::{Action, Event, Transition};
+use crate::domain::{notice::OutboxEntry, Action, Event, Transition};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+
+mod outbox;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS actions (
@@ -82,6 +84,7 @@ impl SqliteStore {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
+        conn.execute_batch(outbox::SCHEMA).map_err(unavailable)?;
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
         })
@@ -126,7 +129,7 @@ fn insert_event(tx: &rusqlite::Transaction<'_>, t: &Transition) -> StoreResult<(
         params![t.action.tenant, t.action.id, t.event.seq as i64, body],
     )
     .map_err(conflict_or_unavailable)?;
-    Ok(())
+    outbox::insert(tx, t)
 }
 
 fn conflict_or_unavailable(e: rusqlite::Error) -> StoreError {
@@ -390,5 +393,30 @@ impl Store for SqliteStore {
             .collect()
         })
         .await
+    }
+
+    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+        self.due(until, limit).await
+    }
+
+    async fn outbox_entry(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        seq: u64,
+    ) -> StoreResult<Option<OutboxEntry>> {
+        self.entry(tenant, action_id, seq).await
+    }
+
+    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+        self.dead(tenant, limit).await
+    }
+
+    async fn outbox_settle(
+        &self,
+        was: &OutboxEntry,
+        next: Option<&OutboxEntry>,
+    ) -> StoreResult<()> {
+        self.settle(was, next).await
     }
 }

@@ -1,0 +1,58 @@
+//! Admin operations on the notification outbox: list dead letters, redeliver one.
+
+use super::{require, Engine};
+use crate::{
+    config::{Principal, Role},
+    domain::notice::{parse_notice_id, OutboxEntry},
+    store::StoreError,
+    Error,
+};
+
+/// Dead letters one list answers at most (SC-SEC-05: bounded reads).
+const MAX_LIST: usize = 100;
+
+impl Engine {
+    /// The tenant's dead letters, oldest first.
+    pub async fn dead_notifications(
+        &self,
+        who: &Principal,
+        limit: Option<usize>,
+    ) -> Result<Vec<OutboxEntry>, Error> {
+        require(who, &[Role::Admin], "list notifications")?;
+        let limit = limit.unwrap_or(MAX_LIST);
+        if !(1..=MAX_LIST).contains(&limit) {
+            return Err(Error::validation(
+                "limit",
+                format!("limit must be between 1 and {MAX_LIST}"),
+            ));
+        }
+        Ok(self.store.outbox_dead(&who.tenant, limit).await?)
+    }
+
+    /// Give a notice a fresh round of tries, to every endpoint, from now. Works on a dead letter
+    /// and on one still retrying; a delivered notice is gone from the outbox (404).
+    pub async fn redeliver(&self, who: &Principal, id: &str) -> Result<OutboxEntry, Error> {
+        require(who, &[Role::Admin], "redeliver notifications")?;
+        let (action_id, seq) = parse_notice_id(id).ok_or(Error::NotFound)?;
+        // A worker may settle the entry between our read and write: read again and retry.
+        for _ in 0..3 {
+            let entry = self
+                .store
+                .outbox_entry(&who.tenant, &action_id, seq)
+                .await?
+                .ok_or(Error::NotFound)?;
+            let revived = entry.revived(self.clock.now());
+            match self.store.outbox_settle(&entry, Some(&revived)).await {
+                Ok(()) => {
+                    tracing::info!(tenant = %who.tenant, %action_id, notice = %id, by = %who.id, "notification redelivery requested");
+                    return Ok(revived);
+                }
+                Err(StoreError::Conflict) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::Unavailable(
+            "the notification keeps changing; try again".into(),
+        ))
+    }
+}

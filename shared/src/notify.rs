@@ -1,0 +1,200 @@
+//! The notification worker (SC-NOT-01/02): delivers the outbox that transitions write, at least
+//! once, signed like webhooks; retries with backoff, then parks a dead letter.
+//!
+//! It runs beside the transitions, never inside them: a slow or dead receiver delays only its
+//! own notices. Embedded, [`run`] polls every second; on AWS the resume function's minute sweep
+//! calls [`Notifier::deliver_due`].
+
+use crate::{
+    config::{Config, Endpoint, Format},
+    domain::notice::{Notice, OutboxEntry, Settled},
+    store::{Store, StoreError},
+    tools::webhook::signature,
+    Clock,
+};
+use serde::Serialize;
+use std::{sync::Arc, time::Duration};
+
+/// How long one endpoint may take to answer one notice.
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+/// Entries taken per pass (they are delivered concurrently).
+const BATCH: usize = 64;
+
+pub struct Notifier {
+    config: Arc<Config>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    http: reqwest::Client,
+    /// The approver page: notices link to `<page>#action=<id>`.
+    page: String,
+}
+
+/// What one pass did.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct DeliveryReport {
+    /// Entries every subscribed endpoint took (removed from the outbox).
+    pub delivered: usize,
+    /// Entries with a failed endpoint, scheduled again.
+    pub retrying: usize,
+    /// Entries whose tries are used up: parked as dead letters.
+    pub parked: usize,
+}
+
+impl Notifier {
+    /// `page` is the approver page's address; `[server] public_url` overrides it.
+    pub fn new(
+        config: Arc<Config>,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        page: &str,
+    ) -> Self {
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(TIMEOUT)
+            .build()
+            .expect("an HTTP client builds");
+        let page = config.public_url.clone().unwrap_or_else(|| page.to_owned());
+        Notifier {
+            config,
+            store,
+            clock,
+            http,
+            page,
+        }
+    }
+
+    /// One pass over the due entries, each tried concurrently.
+    pub async fn deliver_due(self: &Arc<Self>) -> Result<DeliveryReport, StoreError> {
+        let due = self.store.outbox_due(self.clock.now(), BATCH).await?;
+        let mut tries = tokio::task::JoinSet::new();
+        for entry in due {
+            let me = self.clone();
+            tries.spawn(async move { me.settle(entry).await });
+        }
+        let mut report = DeliveryReport::default();
+        while let Some(done) = tries.join_next().await {
+            match done {
+                Ok(Ok(Some(Settled::Done))) => report.delivered += 1,
+                Ok(Ok(Some(Settled::Again(e)))) if e.dead_at.is_some() => report.parked += 1,
+                Ok(Ok(Some(Settled::Again(_)))) => report.retrying += 1,
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "settling a notification failed; it is tried again")
+                }
+                Err(e) => tracing::error!(error = %e, "a notification task failed"),
+            }
+        }
+        Ok(report)
+    }
+
+    /// Try one entry and record the result. `None`: someone else changed it meanwhile.
+    async fn settle(&self, entry: OutboxEntry) -> Result<Option<Settled>, StoreError> {
+        let (took, failure) = self.try_once(&entry).await?;
+        let settled = entry.after_try(took, failure, self.clock.now(), &self.config.notify_retry);
+        let next = match &settled {
+            Settled::Done => None,
+            Settled::Again(next) => Some(next),
+        };
+        match self.store.outbox_settle(&entry, next).await {
+            Ok(()) => {
+                log(&entry, &settled);
+                Ok(Some(settled))
+            }
+            Err(StoreError::Conflict) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Post the notice to every subscribed endpoint that has not taken it yet.
+    async fn try_once(
+        &self,
+        entry: &OutboxEntry,
+    ) -> Result<(Vec<String>, Option<String>), StoreError> {
+        let endpoints: Vec<&Endpoint> = self
+            .config
+            .tenant(&entry.tenant)
+            .map(|t| t.notify.iter())
+            .into_iter()
+            .flatten()
+            .filter(|e| e.wants(entry.kind) && !entry.delivered.contains(&e.key()))
+            .collect();
+        if endpoints.is_empty() {
+            return Ok((Vec::new(), None));
+        }
+        let action = self.store.load(&entry.tenant, &entry.action_id).await?;
+        let events = self.store.events(&entry.tenant, &entry.action_id).await?;
+        let (Some(action), Some(event)) = (action, events.iter().find(|e| e.seq == entry.seq))
+        else {
+            // The record is gone (retention): nothing is left to tell.
+            tracing::warn!(tenant = %entry.tenant, action_id = %entry.action_id, notice = %entry.id(), "the action of a notification is gone; dropped");
+            return Ok((Vec::new(), None));
+        };
+        let notice = Notice {
+            kind: entry.kind,
+            action: &action,
+            event,
+            page_url: format!("{}#action={}", self.page, action.id),
+        };
+        let (mut took, mut failure) = (Vec::new(), None);
+        for endpoint in endpoints {
+            match self.post(endpoint, &notice).await {
+                Ok(()) => took.push(endpoint.key()),
+                Err(why) => failure = Some(why),
+            }
+        }
+        Ok((took, failure))
+    }
+
+    /// One signed POST. The error names a kind and a status, never the URL (it may hold a token).
+    async fn post(&self, endpoint: &Endpoint, notice: &Notice<'_>) -> Result<(), String> {
+        let secret = std::env::var(&endpoint.secret_env)
+            .map_err(|_| format!("secret {} is not set", endpoint.secret_env))?;
+        let body = match endpoint.format {
+            Format::Json => notice.json(),
+            Format::Slack => notice.slack(),
+        };
+        let body = serde_json::to_vec(&body).expect("a notice serializes");
+        let signed = signature(secret.as_bytes(), self.clock.now().as_second(), &body);
+        let sent = self
+            .http
+            .post(&endpoint.url)
+            .header("content-type", "application/json")
+            .header("countersign-event-id", notice.id())
+            .header("countersign-signature", signed)
+            .body(body)
+            .send()
+            .await;
+        match sent {
+            Ok(r) if r.status().is_success() => Ok(()),
+            Ok(r) => Err(format!("http {}", r.status().as_u16())),
+            Err(e) if e.is_timeout() => Err("timeout".into()),
+            Err(_) => Err("unreachable".into()),
+        }
+    }
+}
+
+fn log(entry: &OutboxEntry, settled: &Settled) {
+    let (tenant, action_id, notice) = (&entry.tenant, &entry.action_id, entry.id());
+    match settled {
+        Settled::Done => tracing::info!(%tenant, %action_id, %notice, "notification delivered"),
+        Settled::Again(next) if next.dead_at.is_some() => {
+            tracing::warn!(%tenant, %action_id, %notice, error = ?next.last_error, "notification parked as a dead letter")
+        }
+        Settled::Again(next) => {
+            tracing::info!(%tenant, %action_id, %notice, error = ?next.last_error, next_at = %next.next_at, "notification failed; retrying")
+        }
+    }
+}
+
+/// The embedded worker: a pass every `every`, forever.
+pub async fn run(notifier: Arc<Notifier>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = notifier.deliver_due().await {
+            tracing::error!(error = %e, "notification pass failed; the next tick retries");
+        }
+    }
+}

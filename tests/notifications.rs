@@ -1,0 +1,465 @@
+//! Notifications on the embedded server (SQLite): the outbox written with each transition,
+//! delivered at least once, signed, with stable ids; retried, parked, redelivered (SC-NOT-01/02).
+//! The DynamoDB side of the same guarantees is in `aws_notifications.rs`.
+
+use countersign::{
+    config::Config,
+    domain::State,
+    embedded::Server,
+    engine::SubmitRequest,
+    faults::{Fault, FaultyStore, Matching, Write},
+    store::{sqlite::SqliteStore, Store},
+    tools::Executors,
+    Engine, SystemClock,
+};
+use countersign_tests::{
+    config_toml, keys,
+    receiver::{notify_toml, Mode, Receiver},
+    temp_db, Api, RecordingWaker, ToolServer,
+};
+use serde_json::{json, Value};
+use std::{sync::Arc, time::Duration};
+
+fn config(tools: &ToolServer, receiver_url: &str, first_retry: &str, attempts: u32) -> Arc<Config> {
+    let text = config_toml(tools, "30s", "2s") + &notify_toml(receiver_url, first_retry, attempts);
+    Arc::new(Config::from_toml(&text).unwrap())
+}
+
+async fn start(config: Arc<Config>, db: &std::path::Path) -> (Server, Api) {
+    let server = Server::start(config, db, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let api = Api::new(server.addr);
+    (server, api)
+}
+
+/// The notices an action's audit trail must have raised, by the wire contract: entering
+/// `pending_approval` and every sealing; id `ntf_<action ulid>_<event seq>`.
+async fn expected_notices(api: &Api, action_id: &str) -> Vec<(String, &'static str)> {
+    let (status, events) = api
+        .get(&format!("/v1/actions/{action_id}/events"), keys::AGENT)
+        .await;
+    assert_eq!(status, 200, "{events}");
+    let sealed = ["succeeded", "failed", "cancelled", "denied"];
+    let ulid = action_id.strip_prefix("act_").unwrap();
+    events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| {
+            let kind = if sealed.contains(&e["to"].as_str().unwrap()) {
+                "action_sealed"
+            } else if e["from"].is_null() && e["to"] == "pending_approval" {
+                "approval_requested"
+            } else {
+                return None;
+            };
+            Some((format!("ntf_{ulid}_{}", e["seq"]), kind))
+        })
+        .collect()
+}
+
+fn pending(tool_args: Value) -> Value {
+    json!({"tool": "mail.send", "args": tool_args})
+}
+
+#[tokio::test]
+async fn sc_not_01_sc_not_02_receiver_down_then_up_gets_every_event_signed_with_stable_ids() {
+    let tools = ToolServer::start().await;
+    let receiver = Receiver::start(Mode::Down).await;
+    let (server, api) = start(
+        config(&tools, &receiver.url(), "300ms", 1000),
+        &temp_db("notify-down"),
+    )
+    .await;
+
+    // Every kind of notifying transition, all answered while the receiver is down.
+    let (s, denied_later) = api.submit(keys::AGENT, pending(json!({"n": 1}))).await;
+    assert_eq!(s, 202, "{denied_later}");
+    let (s, cancelled) = api.submit(keys::AGENT, pending(json!({"n": 2}))).await;
+    assert_eq!(s, 202, "{cancelled}");
+    let (s, waiting) = api.submit(keys::AGENT, pending(json!({"n": 3}))).await;
+    assert_eq!(s, 202, "{waiting}");
+    let (s, ran) = api
+        .submit(
+            keys::AGENT,
+            json!({"tool": "search.web", "args": {"q": "x"}}),
+        )
+        .await;
+    assert_eq!(
+        (s, ran["state"].as_str()),
+        (200, Some("succeeded")),
+        "{ran}"
+    );
+    let (s, refused) = api
+        .submit(keys::AGENT, json!({"tool": "shell.exec", "args": {}}))
+        .await;
+    assert_eq!(s, 403, "{refused}");
+    let refused_id = refused["error"]["action_id"].as_str().unwrap().to_owned();
+    let id = |v: &Value| v["id"].as_str().unwrap().to_owned();
+    let (s, _) = api
+        .post(
+            &format!("/v1/actions/{}/deny", id(&denied_later)),
+            keys::APPROVER,
+            json!({"reason": "not today"}),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let (s, _) = api.cancel(&id(&cancelled), keys::AGENT).await;
+    assert_eq!(s, 200);
+
+    let mut expected = Vec::new();
+    for action in [
+        id(&denied_later),
+        id(&cancelled),
+        id(&waiting),
+        id(&ran),
+        refused_id,
+    ] {
+        expected.extend(expected_notices(&api, &action).await);
+    }
+    assert_eq!(expected.len(), 7, "{expected:?}");
+    let ids: Vec<String> = expected.iter().map(|(id, _)| id.clone()).collect();
+
+    // While down: tried, refused, tried again with the same id.
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while !ids.iter().all(|id| {
+        receiver
+            .seen()
+            .iter()
+            .filter(|d| d.event_id.as_deref() == Some(id))
+            .count()
+            >= 2
+    }) {
+        assert!(
+            std::time::Instant::now() < until,
+            "every notice is retried while the receiver is down"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    receiver.set(Mode::Up);
+    assert!(
+        receiver.wait_taken(&ids, 30).await,
+        "every notice arrives once the receiver is up: {:?}",
+        receiver.seen()
+    );
+
+    let seen = receiver.seen();
+    assert!(
+        seen.iter().all(|d| d.signature_ok),
+        "every delivery is signed with the endpoint's secret"
+    );
+    for (notice, kind) in &expected {
+        let copies: Vec<_> = seen
+            .iter()
+            .filter(|d| d.event_id.as_deref() == Some(notice))
+            .collect();
+        let first = &copies[0].body;
+        assert_eq!(
+            first["id"],
+            json!(notice),
+            "the body carries the header's id"
+        );
+        assert_eq!(first["type"], json!(kind));
+        assert_eq!(first["tenant"], "acme");
+        for copy in &copies {
+            assert_eq!(&copy.body, first, "every retry sends the same notice");
+        }
+    }
+    assert!(
+        seen.iter()
+            .all(|d| ids.contains(d.event_id.as_ref().unwrap())),
+        "no other notices"
+    );
+
+    // The payloads carry what the contract promises.
+    let requested = &receiver.taken(&expected_notices(&api, &id(&waiting)).await[0].0)[0].body;
+    let data = &requested["data"];
+    assert_eq!(
+        data["context_digest"],
+        waiting["approval"]["context_digest"]
+    );
+    assert_eq!(data["context"], waiting["approval"]["context"]);
+    assert_eq!(data["expires_at"], waiting["approval"]["expires_at"]);
+    assert_eq!(
+        (data["tool"].as_str(), data["agent_id"].as_str()),
+        (Some("mail.send"), Some("agent-1"))
+    );
+    assert_eq!(data["args"], json!({"n": 3}));
+    assert_eq!(
+        data["page_url"],
+        json!(format!(
+            "http://{}/ui/#action={}",
+            server.addr,
+            id(&waiting)
+        ))
+    );
+    let sealed = &receiver.taken(&expected_notices(&api, &id(&denied_later)).await[1].0)[0].body;
+    assert_eq!(
+        sealed["data"],
+        json!({"state": "denied", "reason": "not today", "outcome_kind": "reason"})
+    );
+    let ran_notice = &receiver.taken(&expected_notices(&api, &id(&ran)).await[0].0)[0].body;
+    assert_eq!(ran_notice["data"]["outcome_kind"], "result");
+    assert_eq!(ran_notice["data"]["state"], "succeeded");
+
+    let (s, dead) = api.get("/v1/notifications/dead", keys::ADMIN).await;
+    assert_eq!(
+        (s, dead["data"].as_array().map(Vec::len)),
+        (200, Some(0)),
+        "{dead}"
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn sc_not_02_dead_letters_are_listed_and_redelivered() {
+    let tools = ToolServer::start().await;
+    let receiver = Receiver::start(Mode::Down).await;
+    let (server, api) = start(
+        config(&tools, &receiver.url(), "100ms", 2),
+        &temp_db("notify-dead"),
+    )
+    .await;
+    let (_, action) = api.submit(keys::AGENT, pending(json!({"n": 1}))).await;
+    let notice = expected_notices(&api, action["id"].as_str().unwrap()).await[0]
+        .0
+        .clone();
+
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let dead = loop {
+        let (s, dead) = api.get("/v1/notifications/dead", keys::ADMIN).await;
+        assert_eq!(s, 200, "{dead}");
+        if !dead["data"].as_array().unwrap().is_empty() {
+            break dead;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the notice is parked after its tries"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let letter = &dead["data"][0];
+    assert_eq!(
+        (letter["id"].as_str(), letter["type"].as_str()),
+        (Some(notice.as_str()), Some("approval_requested"))
+    );
+    assert_eq!(
+        (letter["attempts"].as_u64(), letter["last_error"].as_str()),
+        (Some(2), Some("http 503"))
+    );
+    assert!(
+        !dead.to_string().contains(&receiver.addr.to_string()),
+        "no endpoint URL in the list: {dead}"
+    );
+    assert_eq!(
+        receiver.seen().len(),
+        2,
+        "parked after exactly its two tries"
+    );
+
+    // Admins only; another tenant's or a malformed id is not found.
+    for key in [keys::AGENT, keys::APPROVER] {
+        let (s, body) = api.get("/v1/notifications/dead", key).await;
+        assert_eq!(
+            (s, body["error"]["code"].as_str()),
+            (403, Some("forbidden"))
+        );
+        let (s, _) = api
+            .post(
+                &format!("/v1/notifications/{notice}/redeliver"),
+                key,
+                json!({}),
+            )
+            .await;
+        assert_eq!(s, 403);
+    }
+    let (s, _) = api
+        .post(
+            "/v1/notifications/ntf_nope/redeliver",
+            keys::ADMIN,
+            json!({}),
+        )
+        .await;
+    assert_eq!(s, 404);
+    let (s, _) = api
+        .post(
+            &format!("/v1/notifications/{notice}/redeliver"),
+            keys::OTHER_TENANT_AGENT,
+            json!({}),
+        )
+        .await;
+    assert_eq!(s, 403);
+    let (s, body) = api.get("/v1/notifications/dead?limit=0", keys::ADMIN).await;
+    assert_eq!((s, body["error"]["param"].as_str()), (400, Some("limit")));
+
+    receiver.set(Mode::Up);
+    let (s, revived) = api
+        .post(
+            &format!("/v1/notifications/{notice}/redeliver"),
+            keys::ADMIN,
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (s, revived["attempts"].as_u64()),
+        (202, Some(0)),
+        "{revived}"
+    );
+    assert!(receiver.wait_taken(std::slice::from_ref(&notice), 30).await);
+    let taken = receiver.taken(&notice);
+    assert!(taken[0].signature_ok);
+    let (_, dead) = api.get("/v1/notifications/dead", keys::ADMIN).await;
+    assert_eq!(dead["data"], json!([]));
+    // Delivered: gone from the outbox.
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (s, _) = api
+            .post(
+                &format!("/v1/notifications/{notice}/redeliver"),
+                keys::ADMIN,
+                json!({}),
+            )
+            .await;
+        if s == 404 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "a delivered notice leaves the outbox"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn sc_not_01_a_crash_right_after_the_transition_still_notifies() {
+    let tools = ToolServer::start().await;
+    // The receiver's port is known, but it is not up yet.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let config = config(&tools, &url, "200ms", 1000);
+    let db = temp_db("notify-crash");
+
+    // A process without any delivery worker, over the database: it commits a pending action and
+    // then stops right after committing its denial (the write lands, its answer never comes).
+    let store = Arc::new(FaultyStore::new(Arc::new(SqliteStore::open(&db).unwrap())));
+    let engine = Arc::new(Engine::new(
+        config.clone(),
+        store.clone(),
+        Arc::new(RecordingWaker::default()),
+        Arc::new(Executors::new()),
+        Arc::new(SystemClock),
+    ));
+    let agent = config.principal(keys::AGENT).unwrap().clone();
+    let approver = config.principal(keys::APPROVER).unwrap().clone();
+    let request: SubmitRequest = serde_json::from_value(pending(json!({"n": "crash"}))).unwrap();
+    let action = engine.submit(&agent, request, None).await.unwrap().action;
+    let seal = Matching {
+        write: Some(Write::Commit),
+        to: Some(State::Denied),
+        ..Matching::default()
+    };
+    store.inject(seal.of(&action.id), Fault::StopAfter, 1);
+    let dying = tokio::spawn({
+        let (engine, id) = (engine.clone(), action.id.clone());
+        async move { engine.deny(&approver, &id, "no").await }
+    });
+    let stored = SqliteStore::open(&db).unwrap();
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while stored
+        .load("acme", &action.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .state
+        != State::Denied
+    {
+        assert!(std::time::Instant::now() < until, "the denial commits");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    dying.abort();
+    drop(engine);
+
+    // The next process delivers both notices the dead one committed.
+    let receiver = Receiver::serve(listener, Mode::Up);
+    let (server, api) = start(config, &db).await;
+    let notices = expected_notices(&api, &action.id).await;
+    let ids: Vec<String> = notices.iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(
+        notices.iter().map(|(_, k)| *k).collect::<Vec<_>>(),
+        ["approval_requested", "action_sealed"]
+    );
+    assert!(
+        receiver.wait_taken(&ids, 30).await,
+        "the restarted process delivers what the dead one committed"
+    );
+    let requested = &receiver.taken(&ids[0])[0];
+    assert!(requested.signature_ok);
+    assert_eq!(
+        requested.body["data"]["context_digest"],
+        json!(action.approval.unwrap().context_digest)
+    );
+    let sealed = &receiver.taken(&ids[1])[0];
+    assert!(sealed.signature_ok);
+    assert_eq!(sealed.body["data"]["state"], "denied");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn sc_not_02_a_hanging_receiver_never_delays_a_transition() {
+    let tools = ToolServer::start().await;
+    let receiver = Receiver::start(Mode::Hang).await;
+    let db = temp_db("notify-hang");
+    let (server, api) = start(config(&tools, &receiver.url(), "200ms", 1000), &db).await;
+    let (s, first) = api.submit(keys::AGENT, pending(json!({"n": 1}))).await;
+    assert_eq!(s, 202);
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while receiver.held() == 0 {
+        assert!(
+            std::time::Instant::now() < until,
+            "the first notice reaches the receiver"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // The receiver holds a delivery open; every transition still answers. A transition that
+    // waited for delivery would hang here (the guard turns that into a failure).
+    let transitions = async {
+        let (s, second) = api.submit(keys::AGENT, pending(json!({"n": 2}))).await;
+        assert_eq!(s, 202);
+        let id = second["id"].as_str().unwrap();
+        let (s, _) = api
+            .post(
+                &format!("/v1/actions/{id}/deny"),
+                keys::APPROVER,
+                json!({"reason": "no"}),
+            )
+            .await;
+        assert_eq!(s, 200);
+        let (s, _) = api.cancel(first["id"].as_str().unwrap(), keys::AGENT).await;
+        assert_eq!(s, 200);
+        second
+    };
+    let second = tokio::time::timeout(Duration::from_secs(60), transitions)
+        .await
+        .expect("transitions never wait for a notification");
+    // The first try of the first notice has not even settled: the transitions did not wait for it.
+    let store = SqliteStore::open(&db).unwrap();
+    let first_id = first["id"].as_str().unwrap();
+    let entry = store
+        .outbox_entry("acme", first_id, 1)
+        .await
+        .unwrap()
+        .expect("still in the outbox");
+    assert_eq!((entry.attempts, receiver.held() >= 1), (0, true));
+
+    receiver.set(Mode::Up);
+    let mut ids = expected_notices(&api, first_id).await;
+    ids.extend(expected_notices(&api, second["id"].as_str().unwrap()).await);
+    let ids: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ids.len(), 4);
+    assert!(receiver.wait_taken(&ids, 30).await, "{:?}", receiver.seen());
+    server.shutdown().await.unwrap();
+}

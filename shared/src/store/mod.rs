@@ -5,7 +5,7 @@
 pub mod dynamodb;
 pub mod sqlite;
 
-use crate::domain::{notice::OutboxEntry, Action, Event, State, Transition};
+use crate::domain::{notice::OutboxEntry, Action, Event, Transition};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};

@@ -590,6 +590,7 @@ async fn sc_sec_08_webhook_target_refused_at_connection_and_redirects_not_follow
         )
         .await;
     assert_eq!(status, 200, "{v}");
+    let v = api.wait_sealed(v["id"].as_str().unwrap(), 10).await;
     assert_eq!(v["state"], "failed", "{v}");
     assert_eq!(v["outcome"]["error"], json!({"kind": "target_refused"}));
     assert!(tools.received().is_empty(), "nothing reached the tool");

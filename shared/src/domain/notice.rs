@@ -293,15 +293,16 @@ mod tests {
     use crate::domain::Actor;
 
     fn event(from: Option<State>, to: State) -> Event {
-        Event::chained(
-            "",
-            2,
-            Timestamp::UNIX_EPOCH,
-            Actor::system(),
+        crate::domain::audit::Entry {
+            seq: 2,
+            at: Timestamp::UNIX_EPOCH,
+            actor: Actor::system(),
             from,
             to,
-            None,
-        )
+            reason: None,
+            context_digest: None,
+        }
+        .chain("")
     }
 
     #[test]

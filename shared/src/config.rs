@@ -67,8 +67,6 @@ struct RawTenant {
     #[serde(default)]
     notify: Vec<notify::RawEndpoint>,
     deed_key: Option<RawDeedKey>,
-    #[serde(default)]
-    notify: Vec<notify::RawEndpoint>,
 }
 
 /// The tenant's deed signing key (SC-SEC-07): its id, and the environment variable that holds

@@ -111,6 +111,21 @@ pub enum Command {
     },
     /// An action's audit trail (a hash chain).
     Events { id: String },
+    /// Download a sealed action's signed deed, byte for byte (to stdout or --out).
+    Deed {
+        id: String,
+        /// Write the deed to this file.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
+    /// Verify a deed offline with the tenant's Ed25519 public key (PEM). No URL or API key.
+    Verify {
+        /// The tenant's public key, PEM.
+        #[arg(long = "public-key")]
+        public_key: std::path::PathBuf,
+        /// The deed file exactly as `countersign deed` saved it.
+        deed: std::path::PathBuf,
+    },
     /// The SHA-256 to put in the config for a key (reads the key from stdin when not given).
     KeyHash {
         #[arg(value_name = "KEY")]

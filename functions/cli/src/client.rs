@@ -51,6 +51,41 @@ impl Client {
         body: Option<Value>,
         headers: &[(&str, &str)],
     ) -> Result<Value, Failure> {
+        let (status, bytes) = self.exchange(method, path, body, headers).await?;
+        let value: Value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).map_err(|_| {
+                Failure::new(
+                    Exit::Failure,
+                    format!("HTTP {status}: the answer is not the API's JSON (is --url right?)"),
+                )
+            })?
+        };
+        if (200..300).contains(&status) {
+            Ok(value)
+        } else {
+            Err(Failure::from_api(status, &value))
+        }
+    }
+
+    /// A 2xx answer's bytes exactly as sent (a deed is verified byte for byte).
+    pub async fn get_bytes(&self, path: &str) -> Result<Vec<u8>, Failure> {
+        let (status, bytes) = self.exchange(Method::GET, path, None, &[]).await?;
+        if (200..300).contains(&status) {
+            return Ok(bytes);
+        }
+        let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Err(Failure::from_api(status, &value))
+    }
+
+    async fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+    ) -> Result<(u16, Vec<u8>), Failure> {
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.base))
@@ -73,21 +108,7 @@ impl Client {
             .bytes()
             .await
             .map_err(|e| Failure::new(Exit::Unavailable, format!("answer cut short: {e}")))?;
-        let value: Value = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).map_err(|_| {
-                Failure::new(
-                    Exit::Failure,
-                    format!("HTTP {status}: the answer is not the API's JSON (is --url right?)"),
-                )
-            })?
-        };
-        if (200..300).contains(&status) {
-            Ok(value)
-        } else {
-            Err(Failure::from_api(status, &value))
-        }
+        Ok((status, bytes.to_vec()))
     }
 }
 

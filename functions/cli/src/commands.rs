@@ -12,8 +12,11 @@ use serde_json::{json, Value};
 use std::io::{BufRead, Write};
 
 pub async fn run(cli: Cli) -> Result<(), Failure> {
-    if let Command::KeyHash { secret } = &cli.command {
-        return key_hash(secret.as_deref());
+    // Offline commands: no URL, no key.
+    match &cli.command {
+        Command::KeyHash { secret } => return key_hash(secret.as_deref()),
+        Command::Verify { public_key, deed } => return verify(public_key, deed, cli.json),
+        _ => {}
     }
     let client = Client::new(&cli.url, cli.key.as_deref())?;
     let out = Out { json: cli.json };
@@ -84,7 +87,26 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             let events = client.get(&action_path(&id, "/events")).await?;
             out.line(&events, || show::events(rows(&events)));
         }
-        Command::KeyHash { .. } => unreachable!("answered before a client is built"),
+        Command::Deed { id, out } => {
+            let file = client.get_bytes(&action_path(&id, "/deed")).await?;
+            match out {
+                Some(path) => {
+                    std::fs::write(&path, &file).map_err(|e| {
+                        Failure::new(
+                            Exit::Failure,
+                            format!("cannot write {}: {e}", path.display()),
+                        )
+                    })?;
+                    eprintln!("wrote the deed of {id} to {}", path.display());
+                }
+                None => std::io::stdout()
+                    .write_all(&file)
+                    .map_err(|e| Failure::new(Exit::Failure, e.to_string()))?,
+            }
+        }
+        Command::KeyHash { .. } | Command::Verify { .. } => {
+            unreachable!("answered before a client is built")
+        }
     }
     Ok(())
 }
@@ -241,5 +263,39 @@ fn key_hash(secret: Option<&str>) -> Result<(), Failure> {
         ));
     }
     println!("{}", canonical::sha256_hex(secret.as_bytes()));
+    Ok(())
+}
+
+/// Check a deed file with the tenant's public key: the signature over the exact bytes, then the
+/// audit chain inside it (the engine's own verification, `domain::deed`).
+fn verify(public_key: &std::path::Path, deed: &std::path::Path, json: bool) -> Result<(), Failure> {
+    let read = |p: &std::path::Path| {
+        std::fs::read(p)
+            .map_err(|e| Failure::new(Exit::Usage, format!("cannot read {}: {e}", p.display())))
+    };
+    let pem = String::from_utf8_lossy(&read(public_key)?).into_owned();
+    let file = read(deed)?;
+    let verified = countersign::domain::deed::verify_with_pem(&pem, &file)
+        .map_err(|e| Failure::new(Exit::NotVerified, format!("the deed does not verify: {e}")))?;
+    let summary = json!({
+        "verified": true,
+        "action_id": verified.action_id,
+        "tenant": verified.tenant,
+        "kid": verified.kid,
+        "state": verified.state,
+        "events": verified.events.len(),
+        "chain_head": verified.chain_head,
+    });
+    Out { json }.line(&summary, || {
+        format!(
+            "verified: the deed of {} (tenant {}, key {}) — {}, {} events, chain head {}",
+            verified.action_id,
+            verified.tenant,
+            verified.kid,
+            verified.state,
+            verified.events.len(),
+            verified.chain_head
+        )
+    });
     Ok(())
 }

@@ -21,11 +21,13 @@ pub enum Exit {
     Unauthenticated = 6,
     /// `approve` was not confirmed at its prompt.
     NotConfirmed = 7,
+    /// `verify`: the deed does not verify with the key.
+    NotVerified = 8,
 }
 
 pub const HELP: &str = "Exit codes: 0 ok · 1 unexpected failure · 2 usage or validation_failed · \
 3 not_found · 4 refused or conflict (403, 409, 413) · 5 unavailable (unreachable, 429, 503) · \
-6 unauthenticated · 7 approval not confirmed";
+6 unauthenticated · 7 approval not confirmed · 8 deed does not verify";
 
 impl From<Exit> for std::process::ExitCode {
     fn from(e: Exit) -> Self {

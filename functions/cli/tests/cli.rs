@@ -324,3 +324,57 @@ async fn key_hash_prints_the_hash_the_config_stores() {
     let from_stdin = w.cli("", &["key-hash"], "cs_approver-dev\n").await;
     assert_eq!(from_stdin.stdout.trim(), expected);
 }
+
+#[tokio::test]
+async fn sc_sec_07_deed_downloads_byte_for_byte_and_verifies_offline() {
+    let w = world().await;
+    let action = w.pending_mail("sealed for a deed").await;
+    let id = action["id"].as_str().unwrap();
+    // Not sealed yet: no deed (409 action_not_sealed → exit 4).
+    let early = w.cli(keys::AGENT, &["deed", id], "").await;
+    assert_eq!(early.code, 4, "{early:?}");
+    let denied = w
+        .cli(keys::APPROVER, &["deny", id, "--reason", "audit me"], "")
+        .await;
+    assert_eq!(denied.code, 0, "{denied:?}");
+
+    let dir = temp_db("cli-deed").parent().unwrap().to_path_buf();
+    let (deed, key) = (dir.join("deed.json"), dir.join("public.pem"));
+    std::fs::write(&key, countersign_tests::DEED_PUBLIC_PEM).unwrap();
+    let saved = w
+        .cli(
+            keys::AGENT,
+            &["deed", id, "--out", deed.to_str().unwrap()],
+            "",
+        )
+        .await;
+    assert_eq!(saved.code, 0, "{saved:?}");
+    let to_stdout = w.cli(keys::AGENT, &["deed", id], "").await;
+    assert_eq!(
+        to_stdout.stdout.as_bytes(),
+        std::fs::read(&deed).unwrap(),
+        "stdout and --out hold the same bytes"
+    );
+
+    // verify needs neither a URL nor an API key.
+    let args = [
+        "verify",
+        "--public-key",
+        key.to_str().unwrap(),
+        deed.to_str().unwrap(),
+    ];
+    let ok = w.cli("", &args, "").await;
+    assert_eq!(ok.code, 0, "{ok:?}");
+    assert!(
+        ok.stdout.contains(&format!("verified: the deed of {id}")),
+        "{ok:?}"
+    );
+    assert!(ok.stdout.contains("denied"), "{ok:?}");
+
+    // Any changed byte fails with exit 8.
+    let text = std::fs::read_to_string(&deed).unwrap();
+    std::fs::write(&deed, text.replace("audit me", "audit mE")).unwrap();
+    let tampered = w.cli("", &args, "").await;
+    assert_eq!(tampered.code, 8, "{tampered:?}");
+    assert!(tampered.stderr.contains("does not verify"), "{tampered:?}");
+}

@@ -6,8 +6,8 @@ use countersign::{
     domain::{Action, Event, Transition},
     embedded::Server,
     store::{
-        sqlite::SqliteStore, IdempotencyRecord, ListPage, ListQuery, Stop, Store, StoreError,
-        StoreResult, SweepRef,
+        sqlite::SqliteStore, IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store,
+        StoreError, StoreResult, SweepRef, Unreadable,
     },
     tools::Executors,
     Engine, SystemClock,
@@ -294,6 +294,12 @@ impl Store for CountingStore {
     }
     async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
         self.inner.sweep_due(until, limit).await
+    }
+    async fn quarantine(&self, bad: &Unreadable, at: Timestamp) -> StoreResult<()> {
+        self.inner.quarantine(bad, at).await
+    }
+    async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>> {
+        self.inner.quarantined(tenant).await
     }
 }
 

@@ -16,7 +16,7 @@ use countersign::{
     },
     store::{
         dynamodb::DynamoStore, sqlite::SqliteStore, IdempotencyRecord, ListQuery, Stop, Store,
-        StoreError,
+        StoreError, Unreadable,
     },
 };
 use jiff::{SignedDuration, Timestamp};
@@ -105,6 +105,7 @@ pub async fn conformance(store: Arc<dyn Store>) {
     event_and_transition_are_atomic(&*store).await;
     racing_commits_have_one_winner(store.clone()).await;
     listing(&*store).await;
+    quarantine(&*store).await;
     idempotency(&*store).await;
     stops(&*store).await;
 }
@@ -308,6 +309,57 @@ async fn listing(store: &dyn Store) {
         .unwrap()
         .actions
         .is_empty());
+}
+
+/// SC-EDGE-08: a quarantined action leaves lists and the sweep, stays loadable by id for
+/// inspection, and is listed (once, however often it is quarantined) for its tenant only.
+async fn quarantine(store: &dyn Store) {
+    let tn = tenant("quarantine");
+    let kept = create_pending(store, &tn, "a1", far()).await;
+    let bad = create_pending(store, &tn, "a1", far()).await;
+    let unreadable = Unreadable {
+        tenant: tn.clone(),
+        action_id: bad.id.clone(),
+        reason: "malformed action record: recursion limit exceeded".into(),
+    };
+    store.quarantine(&unreadable, t0()).await.unwrap();
+    store.quarantine(&unreadable, plus(t0(), 5)).await.unwrap();
+
+    let listed = store
+        .list(
+            &tn,
+            &ListQuery {
+                limit: 50,
+                before: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        listed
+            .actions
+            .iter()
+            .map(|a| a.id.as_str())
+            .collect::<Vec<_>>(),
+        [kept.id.as_str()]
+    );
+    assert!(listed.unreadable.is_empty());
+    let due = store.sweep_due(Timestamp::MAX, 100_000).await.unwrap();
+    assert!(due.iter().any(|r| r.action_id == kept.id));
+    assert!(
+        !due.iter().any(|r| r.action_id == bad.id),
+        "out of the sweep"
+    );
+    let q = store.quarantined(&tn).await.unwrap();
+    assert_eq!(q.len(), 1, "{q:?}");
+    assert_eq!(q[0].action_id, bad.id);
+    assert_eq!(q[0].reason, unreadable.reason);
+    assert!(store
+        .quarantined(&tenant("other"))
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store.load(&tn, &bad.id).await.unwrap().is_some());
 }
 
 /// SC-INT-07: the record commits with the action, is scoped to tenant + agent + key, lapses,

@@ -12,7 +12,8 @@
 use crate::{
     domain::{notice::OutboxEntry, Action, Event, State, Transition},
     store::{
-        IdempotencyRecord, ListPage, ListQuery, Stop, Store, StoreError, StoreResult, SweepRef,
+        IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreError, StoreResult,
+        SweepRef, Unreadable,
     },
     Clock,
 };
@@ -340,6 +341,12 @@ impl Store for FaultyStore {
     }
     async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
         self.inner.sweep_due(until, limit).await
+    }
+    async fn quarantine(&self, bad: &Unreadable, at: Timestamp) -> StoreResult<()> {
+        self.inner.quarantine(bad, at).await
+    }
+    async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>> {
+        self.inner.quarantined(tenant).await
     }
     async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
         self.inner.outbox_due(until, limit).await

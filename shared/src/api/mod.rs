@@ -30,4 +30,5 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/ui/{asset}", "intake"),
     ("GET", "/v1/notifications/dead", "cancel"),
     ("POST", "/v1/notifications/{id}/redeliver", "cancel"),
+    ("GET", "/v1/quarantine", "intake"),
 ];

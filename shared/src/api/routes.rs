@@ -35,6 +35,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/ui/{asset}", get(super::ui::asset))
         .route("/v1/notifications/dead", get(dead_notifications))
         .route("/v1/notifications/{id}/redeliver", post(redeliver))
+        .route("/v1/quarantine", get(quarantined))
         .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async {
@@ -316,4 +317,12 @@ async fn redeliver(
 ) -> Result<Response, Error> {
     let entry = engine.redeliver(&who, &id).await?;
     Ok((StatusCode::ACCEPTED, Json(entry.view())).into_response())
+}
+/// Admins: the tenant's actions whose stored record does not load (SC-EDGE-08).
+async fn quarantined(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+) -> Result<Response, Error> {
+    let data = engine.quarantined(&who).await?;
+    Ok(Json(json!({ "data": data })).into_response())
 }

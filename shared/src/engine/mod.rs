@@ -7,6 +7,7 @@ mod approval;
 mod cancel;
 mod intake;
 mod notifications;
+mod quarantine;
 mod query;
 mod resume;
 
@@ -68,10 +69,13 @@ impl Engine {
         if !is_action_id(action_id) {
             return Err(Error::NotFound);
         }
-        self.store
-            .load(tenant, action_id)
-            .await?
-            .ok_or(Error::NotFound)
+        match self.load_or_quarantine(tenant, action_id).await? {
+            quarantine::Loaded::Found(action) => Ok(*action),
+            quarantine::Loaded::Missing => Err(Error::NotFound),
+            quarantine::Loaded::Quarantined => Err(Error::Internal(format!(
+                "action {action_id} does not load; it is quarantined"
+            ))),
+        }
     }
 
     /// Commit; on a lost race return the record as it now stands (the winner's).

@@ -77,7 +77,10 @@ impl Engine {
             limit: if filtered { SCAN_FACTOR * limit } else { limit },
             before: f.cursor.clone(),
         };
-        let read = self.store.list(&who.tenant, &query).await?;
+        let mut read = self.store.list(&who.tenant, &query).await?;
+        for bad in std::mem::take(&mut read.unreadable) {
+            self.quarantine(bad).await;
+        }
         Ok(f.page(read, limit))
     }
 

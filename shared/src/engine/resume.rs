@@ -2,7 +2,7 @@
 //! → commit the result under the lease. The sweep rediscovers what a lost wake or a dead
 //! worker left behind.
 
-use super::{wake_of, Committed, Engine};
+use super::{quarantine::Loaded, wake_of, Committed, Engine};
 use crate::{
     config::{Recovery, ToolEntry},
     domain::{
@@ -51,6 +51,8 @@ pub struct SweepReport {
     pub deferred: usize,
     /// Items whose handling failed (logged); the next pass retries them.
     pub failed: usize,
+    /// Records that did not load: quarantined and out of the sweep (SC-EDGE-08).
+    pub quarantined: usize,
 }
 
 enum Swept {
@@ -58,6 +60,7 @@ enum Swept {
     Resumed,
     Recovered,
     Deferred,
+    Quarantined,
     Nothing,
 }
 
@@ -265,6 +268,7 @@ impl Engine {
                 Ok(Swept::Resumed) => report.resumed += 1,
                 Ok(Swept::Recovered) => report.recovered += 1,
                 Ok(Swept::Deferred) => report.deferred += 1,
+                Ok(Swept::Quarantined) => report.quarantined += 1,
                 Ok(Swept::Nothing) => {}
                 Err(e) => {
                     report.failed += 1;
@@ -284,8 +288,10 @@ impl Engine {
         action_id: &str,
         stop_by: Option<Timestamp>,
     ) -> Result<Swept, Error> {
-        let Some(action) = self.store.load(tenant, action_id).await? else {
-            return Ok(Swept::Nothing);
+        let action = match self.load_or_quarantine(tenant, action_id).await? {
+            Loaded::Found(action) => *action,
+            Loaded::Missing => return Ok(Swept::Nothing),
+            Loaded::Quarantined => return Ok(Swept::Quarantined),
         };
         match action.state {
             State::PendingApproval => {
@@ -379,17 +385,18 @@ impl Engine {
     /// On start: re-arm every committed waiting ticket (a restart loses nothing).
     pub async fn rediscover(&self) -> Result<usize, Error> {
         let waiting = self.store.sweep_due(Timestamp::MAX, 100_000).await?;
-        let mut armed = 0;
+        let (mut armed, mut quarantined) = (0, 0);
         for r in waiting {
-            let Some(action) = self.store.load(&r.tenant, &r.action_id).await? else {
-                continue;
-            };
-            if action.state == State::Approved {
-                self.arm(&action).await;
-                armed += 1;
+            match self.load_or_quarantine(&r.tenant, &r.action_id).await? {
+                Loaded::Found(action) if action.state == State::Approved => {
+                    self.arm(&action).await;
+                    armed += 1;
+                }
+                Loaded::Quarantined => quarantined += 1,
+                _ => {}
             }
         }
-        tracing::info!(armed, "rediscovered waiting tickets");
+        tracing::info!(armed, quarantined, "rediscovered waiting tickets");
         Ok(armed)
     }
 }

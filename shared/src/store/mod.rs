@@ -71,9 +71,30 @@ pub struct ListQuery {
 #[derive(Debug, Clone, Default)]
 pub struct ListPage {
     pub actions: Vec<Action>,
+    /// Records read that do not load (SC-EDGE-08), in no particular place: they count toward
+    /// the read's limit and its `next`, and never fail the page.
+    pub unreadable: Vec<Unreadable>,
     /// The id of the last record read when the read stopped at its limit (more may follow);
     /// `None` when the tenant's history ended.
     pub next: Option<String>,
+}
+
+/// A stored action that does not load (SC-EDGE-08): its key and why. Readers that meet one
+/// return it beside the readable records instead of failing the whole read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub tenant: String,
+    pub action_id: String,
+    pub reason: String,
+}
+
+/// An unreadable action taken out of service: kept in the store for inspection, out of lists
+/// and the sweep, listed for the tenant's admins.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Quarantined {
+    pub action_id: String,
+    pub reason: String,
+    pub quarantined_at: Timestamp,
 }
 
 /// An action the sweep must look at: its `sweep_at` has come.
@@ -97,7 +118,8 @@ pub trait Store: Send + Sync + 'static {
     async fn commit(&self, t: &Transition) -> StoreResult<()>;
     async fn load(&self, tenant: &str, action_id: &str) -> StoreResult<Option<Action>>;
     async fn events(&self, tenant: &str, action_id: &str) -> StoreResult<Vec<Event>>;
-    /// At most `query.limit` actions older than `query.before`, newest first.
+    /// At most `query.limit` actions older than `query.before`, newest first; quarantined ones
+    /// are left out, unreadable ones reported in [`ListPage::unreadable`].
     async fn list(&self, tenant: &str, query: &ListQuery) -> StoreResult<ListPage>;
     /// A live (unexpired at `now`) idempotency record.
     async fn idempotency(
@@ -115,6 +137,11 @@ pub trait Store: Send + Sync + 'static {
     /// Actions whose `sweep_at ≤ until`, earliest first (due tickets, expired leases, lapsed
     /// approvals; with a far `until`, every waiting ticket, for rediscovery).
     async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>>;
+    /// Take an unreadable action out of service (SC-EDGE-08): record why, and drop it from the
+    /// sweep and from lists. The record itself stays for inspection. Idempotent.
+    async fn quarantine(&self, bad: &Unreadable, at: Timestamp) -> StoreResult<()>;
+    /// The tenant's quarantined actions, oldest first.
+    async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>>;
 
     // The notification outbox (SC-NOT-01/02). `create` and `commit` write an entry for every
     // event that notifies ([`OutboxEntry::for_event`]) in the same conditional write; these

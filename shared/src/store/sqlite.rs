@@ -2,7 +2,8 @@
 //! the event insert shares its transaction, so both land or neither does.
 
 use super::{
-    IdempotencyRecord, ListPage, ListQuery, Stop, Store, StoreError, StoreResult, SweepRef,
+    IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreError, StoreResult,
+    SweepRef, Unreadable,
 };
 use crate::domain::{notice::OutboxEntry, Action, Event, Transition};
 use async_trait::async_trait;
@@ -40,6 +41,13 @@ CREATE TABLE IF NOT EXISTS idempotency (
     action_id      TEXT NOT NULL,
     expires_at     TEXT NOT NULL,
     PRIMARY KEY (tenant, agent_id, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS quarantine (
+    tenant    TEXT NOT NULL,
+    action_id TEXT NOT NULL,
+    reason    TEXT NOT NULL,
+    at        TEXT NOT NULL,
+    PRIMARY KEY (tenant, action_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS stops (
     tenant TEXT NOT NULL,
@@ -256,7 +264,9 @@ impl Store for SqliteStore {
         self.with(move |conn| {
             let mut stmt = conn
                 .prepare(
-                    "SELECT id, body FROM actions WHERE tenant = ?1 AND (?2 IS NULL OR id < ?2)
+                    "SELECT id, body FROM actions a WHERE tenant = ?1 AND (?2 IS NULL OR id < ?2)
+                       AND NOT EXISTS (SELECT 1 FROM quarantine q
+                                       WHERE q.tenant = a.tenant AND q.action_id = a.id)
                      ORDER BY id DESC LIMIT ?3",
                 )
                 .map_err(unavailable)?;
@@ -269,8 +279,14 @@ impl Store for SqliteStore {
             let mut read = 0;
             for row in rows {
                 let (id, body) = row.map_err(unavailable)?;
-                page.actions
-                    .push(Action::from_stored(&body).map_err(malformed)?);
+                match Action::from_stored(&body) {
+                    Ok(action) => page.actions.push(action),
+                    Err(e) => page.unreadable.push(Unreadable {
+                        tenant: tenant.clone(),
+                        action_id: id.clone(),
+                        reason: e.to_string(),
+                    }),
+                }
                 read += 1;
                 if read == q.limit {
                     page.next = Some(id);
@@ -382,12 +398,68 @@ impl Store for SqliteStore {
                     ))
                 })
                 .map_err(unavailable)?;
-            rows.map(|r| {
+            let mut due = Vec::new();
+            for r in rows {
                 let (tenant, action_id, at) = r.map_err(unavailable)?;
-                Ok(SweepRef {
+                // One bad row must not stop the sweep (SC-EDGE-08); its load quarantines it.
+                let sweep_at = at.parse().unwrap_or(until);
+                due.push(SweepRef {
                     tenant,
                     action_id,
-                    sweep_at: at.parse().map_err(malformed)?,
+                    sweep_at,
+                });
+            }
+            Ok(due)
+        })
+        .await
+    }
+
+    async fn quarantine(&self, bad: &Unreadable, at: Timestamp) -> StoreResult<()> {
+        let bad = bad.clone();
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            tx.execute(
+                "INSERT OR IGNORE INTO quarantine (tenant, action_id, reason, at)
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![bad.tenant, bad.action_id, bad.reason, instant(at)],
+            )
+            .map_err(unavailable)?;
+            tx.execute(
+                "UPDATE actions SET sweep_at = NULL WHERE tenant = ?1 AND id = ?2",
+                params![bad.tenant, bad.action_id],
+            )
+            .map_err(unavailable)?;
+            tx.commit().map_err(unavailable)
+        })
+        .await
+    }
+
+    async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>> {
+        let tenant = tenant.to_owned();
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT action_id, reason, at FROM quarantine WHERE tenant = ?1
+                     ORDER BY at, action_id",
+                )
+                .map_err(unavailable)?;
+            let rows = stmt
+                .query_map(params![tenant], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                    ))
+                })
+                .map_err(unavailable)?;
+            rows.map(|r| {
+                let (action_id, reason, at) = r.map_err(unavailable)?;
+                Ok(Quarantined {
+                    action_id,
+                    reason,
+                    quarantined_at: at.parse().map_err(malformed)?,
                 })
             })
             .collect()

@@ -1,11 +1,11 @@
 //! Item encoding: `From`/`TryFrom` between the records and DynamoDB item maps live here only.
 
 use super::keys::{
-    action_pk, epoch_seconds, event_sk, idempotency_pk, idempotency_sk, instant, stop_sk, stops_pk,
-    sweep_pk, sweep_shard, tenant_pk, ACTION_SK,
+    action_pk, epoch_seconds, event_sk, idempotency_pk, idempotency_sk, instant, parse_action_pk,
+    stop_sk, stops_pk, sweep_pk, sweep_shard, tenant_pk, ACTION_SK,
 };
 use crate::domain::{Action, Event, Transition};
-use crate::store::{IdempotencyRecord, Stop, StoreError, StoreResult};
+use crate::store::{IdempotencyRecord, Quarantined, Stop, StoreError, StoreResult, Unreadable};
 use aws_sdk_dynamodb::types::AttributeValue;
 use jiff::Timestamp;
 use std::collections::HashMap;
@@ -81,6 +81,35 @@ pub(super) fn action_of(item: &Item) -> StoreResult<Action> {
         ));
     }
     Ok(action)
+}
+
+/// An action item that does not load, named by its key (the body may be anything).
+pub(super) fn unreadable(tenant: &str, item: &Item, e: StoreError) -> Unreadable {
+    let action_id = get_s(item, "pk")
+        .ok()
+        .and_then(parse_action_pk)
+        .map(|(_, id)| id)
+        .or_else(|| get_s(item, "action_id").ok().map(str::to_owned))
+        .unwrap_or_default();
+    Unreadable {
+        tenant: tenant.to_owned(),
+        action_id,
+        reason: e.to_string(),
+    }
+}
+
+impl TryFrom<&Item> for Quarantined {
+    type Error = StoreError;
+
+    fn try_from(item: &Item) -> StoreResult<Self> {
+        Ok(Quarantined {
+            action_id: get_s(item, "sk")?.to_owned(),
+            reason: get_s(item, "reason")?.to_owned(),
+            quarantined_at: get_s(item, "quarantined_at")?
+                .parse()
+                .map_err(|e| StoreError::Malformed(format!("quarantined_at: {e}")))?,
+        })
+    }
 }
 
 pub(super) fn event_of(item: &Item) -> StoreResult<Event> {

@@ -46,6 +46,11 @@ pub(super) fn stop_sk(scope: &str) -> String {
     format!("STOP#{}", part(scope))
 }
 
+/// The tenant's quarantined actions (SC-EDGE-08): one item per action, `sk` = its id.
+pub(super) fn quarantine_pk(tenant: &str) -> String {
+    format!("TENANT#{}#QUARANTINE", part(tenant))
+}
+
 /// (tenant, action id) back from an action's `pk`.
 pub(super) fn parse_action_pk(pk: &str) -> Option<(String, String)> {
     let rest = pk.strip_prefix("TENANT#")?;

@@ -15,18 +15,21 @@ mod keys;
 mod meter;
 mod writes;
 
-use super::{IdempotencyRecord, ListPage, ListQuery, Stop, Store, StoreResult, SweepRef};
+use super::{
+    IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreResult, SweepRef,
+    Unreadable,
+};
 use crate::domain::{Action, Event, Transition};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::{
     types::{KeysAndAttributes, ReturnValue},
     Client,
 };
-use item::{action_of, event_of, get_s, s, Item};
+use item::{action_of, event_of, get_s, s, unreadable, Item};
 use jiff::{SignedDuration, Timestamp};
 use keys::{
-    action_pk, idempotency_pk, idempotency_sk, instant, parse_action_pk, stop_sk, stops_pk,
-    sweep_pk, tenant_pk, ACTION_SK, SWEEP_SHARDS,
+    action_pk, idempotency_pk, idempotency_sk, instant, parse_action_pk, quarantine_pk, stop_sk,
+    stops_pk, sweep_pk, tenant_pk, ACTION_SK, SWEEP_SHARDS,
 };
 use meter::{malformed, meter, unavailable, Units, CAPACITY};
 use std::collections::HashMap;
@@ -117,9 +120,9 @@ impl Store for DynamoStore {
     /// may show a moment later). Filters apply after the read, so pages are read until full.
     async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<ListPage> {
         let mut page = ListPage::default();
-        let mut start = None;
-        while page.actions.len() < q.limit {
-            let wanted = q.limit - page.actions.len();
+        let (mut start, mut read, mut last) = (None, 0, None);
+        while read < q.limit {
+            let wanted = q.limit - read;
             let mut req = self
                 .client
                 .query()
@@ -142,15 +145,26 @@ impl Store for DynamoStore {
                 .map_err(|e| unavailable("Query(by_tenant)", e))?;
             meter("Query(by_tenant)", Units::Read, out.consumed_capacity());
             for item in out.items() {
-                page.actions.push(action_of(item)?);
+                match action_of(item) {
+                    Ok(action) => {
+                        last = Some(action.id.clone());
+                        page.actions.push(action);
+                    }
+                    Err(e) => {
+                        let bad = unreadable(tenant, item, e);
+                        last = Some(bad.action_id.clone());
+                        page.unreadable.push(bad);
+                    }
+                }
+                read += 1;
             }
             start = out.last_evaluated_key().cloned();
             if start.is_none() {
                 break;
             }
         }
-        if page.actions.len() == q.limit {
-            page.next = page.actions.last().map(|a| a.id.clone());
+        if read == q.limit {
+            page.next = last;
         }
         Ok(page)
     }
@@ -277,9 +291,18 @@ impl Store for DynamoStore {
                     .map_err(|e| unavailable("Query(sweep)", e))?;
                 meter("Query(sweep)", Units::Read, out.consumed_capacity());
                 for item in out.items() {
-                    let (tenant, action_id) = parse_action_pk(get_s(item, "pk")?)
-                        .ok_or_else(|| malformed("sweep entry with a bad pk"))?;
-                    let sweep_at = get_s(item, "sweep_at")?.parse().map_err(malformed)?;
+                    // One bad entry must not stop the sweep (SC-EDGE-08): a bad key names
+                    // nothing to load; a bad instant is due now, and its load quarantines it.
+                    let Some((tenant, action_id)) =
+                        get_s(item, "pk").ok().and_then(parse_action_pk)
+                    else {
+                        tracing::error!(item = ?item.get("pk"), "sweep entry with a bad key; skipped");
+                        continue;
+                    };
+                    let sweep_at = get_s(item, "sweep_at")
+                        .ok()
+                        .and_then(|at| at.parse().ok())
+                        .unwrap_or(until);
                     due.push(SweepRef {
                         tenant,
                         action_id,
@@ -300,5 +323,38 @@ impl Store for DynamoStore {
         });
         due.truncate(limit);
         Ok(due)
+    }
+    async fn quarantine(&self, bad: &Unreadable, at: Timestamp) -> StoreResult<()> {
+        self.quarantine_action(bad, at).await
+    }
+
+    async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>> {
+        let mut found = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", s(quarantine_pk(tenant)))
+                .set_exclusive_start_key(start)
+                .return_consumed_capacity(CAPACITY)
+                .send()
+                .await
+                .map_err(|e| unavailable("Query(quarantine)", e))?;
+            meter("Query(quarantine)", Units::Read, out.consumed_capacity());
+            for item in out.items() {
+                found.push(Quarantined::try_from(item)?);
+            }
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() {
+                break;
+            }
+        }
+        found.sort_by(|a, b| {
+            (a.quarantined_at, &a.action_id).cmp(&(b.quarantined_at, &b.action_id))
+        });
+        Ok(found)
     }
 }

@@ -3,11 +3,11 @@
 //! transaction on the same item → bounded re-send; anything else → `Unavailable`).
 
 use super::item::{action_item, event_item, n, s, Item};
-use super::keys::{action_pk, epoch_seconds, event_sk, instant};
+use super::keys::{action_pk, epoch_seconds, event_sk, instant, quarantine_pk, ACTION_SK};
 use super::meter::{malformed, meter, unavailable, Units, CAPACITY};
 use super::DynamoStore;
 use crate::domain::{Action, State, Transition};
-use crate::store::{IdempotencyRecord, StoreError, StoreResult};
+use crate::store::{IdempotencyRecord, StoreError, StoreResult, Unreadable};
 use aws_sdk_dynamodb::{
     error::DisplayErrorContext,
     operation::transact_write_items::TransactWriteItemsError,
@@ -198,5 +198,51 @@ impl DynamoStore {
                 }
             }
         }
+    }
+
+    /// SC-EDGE-08: the quarantine item, then the action item out of the `by_tenant` and `sweep`
+    /// indexes (their key attributes removed). Each step is idempotent; a failure in between is
+    /// completed by the next read that meets the record.
+    pub(super) async fn quarantine_action(
+        &self,
+        bad: &Unreadable,
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        let out = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(quarantine_pk(&bad.tenant)))
+            .item("sk", s(&bad.action_id))
+            .item("reason", s(&bad.reason))
+            .item("quarantined_at", s(instant(at)))
+            .return_consumed_capacity(CAPACITY)
+            .send()
+            .await
+            .map_err(|e| unavailable("PutItem(quarantine)", e))?;
+        meter("PutItem(quarantine)", Units::Write, out.consumed_capacity());
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(action_pk(&bad.tenant, &bad.action_id)))
+            .key("sk", s(ACTION_SK))
+            .update_expression("REMOVE tenant_pk, sweep_pk, sweep_at")
+            .condition_expression("attribute_exists(pk)")
+            .return_consumed_capacity(CAPACITY)
+            .send()
+            .await;
+        match out {
+            Ok(out) => meter(
+                "UpdateItem(quarantine)",
+                Units::Write,
+                out.consumed_capacity(),
+            ),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
+            Err(e) => return Err(unavailable("UpdateItem(quarantine)", e)),
+        }
+        Ok(())
     }
 }

@@ -463,3 +463,67 @@ async fn sc_not_02_a_hanging_receiver_never_delays_a_transition() {
     assert!(receiver.wait_taken(&ids, 30).await, "{:?}", receiver.seen());
     server.shutdown().await.unwrap();
 }
+
+/// Only what an endpoint listens for enters the outbox: tenant `globex` has no endpoints, so
+/// its transitions pay no outbox write at all.
+#[tokio::test]
+async fn sc_not_01_only_events_an_endpoint_listens_for_enter_the_outbox() {
+    let tools = ToolServer::start().await;
+    let receiver = Receiver::start(Mode::Down).await;
+    let db = temp_db("notify-listened");
+    let (server, api) = start(config(&tools, &receiver.url(), "1h", 1000), &db).await;
+    let (s, acme) = api.submit(keys::AGENT, pending(json!({"n": 1}))).await;
+    assert_eq!(s, 202);
+    let (s, globex) = api
+        .submit(keys::OTHER_TENANT_AGENT, pending(json!({"n": 1})))
+        .await;
+    assert_eq!(s, 202, "{globex}");
+    let store = SqliteStore::open(&db).unwrap();
+    let id = |v: &Value| v["id"].as_str().unwrap().to_owned();
+    assert!(store
+        .outbox_entry("acme", &id(&acme), 1)
+        .await
+        .unwrap()
+        .is_some());
+    assert_eq!(
+        store.outbox_entry("globex", &id(&globex), 1).await.unwrap(),
+        None
+    );
+    server.shutdown().await.unwrap();
+}
+
+/// SC-SEC-08 holds for notification endpoints as for webhooks: a name that resolves to a
+/// loopback address is refused at every connection unless the tenant lists it, and the dead
+/// letter says so without the URL.
+#[tokio::test]
+async fn sc_sec_08_a_notification_endpoint_resolving_inward_is_refused() {
+    let tools = ToolServer::start().await;
+    let receiver = Receiver::start(Mode::Up).await;
+    let inward = format!("https://localhost:{}/hook", receiver.addr.port());
+    let (server, api) = start(
+        config(&tools, &inward, "100ms", 1),
+        &temp_db("notify-inward"),
+    )
+    .await;
+    let (s, _) = api.submit(keys::AGENT, pending(json!({"n": 1}))).await;
+    assert_eq!(s, 202);
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let dead = loop {
+        let (_, dead) = api.get("/v1/notifications/dead", keys::ADMIN).await;
+        if !dead["data"].as_array().unwrap().is_empty() {
+            break dead;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the refused notice is parked"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(dead["data"][0]["last_error"], "target_refused", "{dead}");
+    assert!(!dead.to_string().contains("localhost"), "{dead}");
+    assert!(
+        receiver.seen().is_empty(),
+        "nothing reached the inward address"
+    );
+    server.shutdown().await.unwrap();
+}

@@ -392,7 +392,7 @@ fn tenant(
         );
     }
 
-    let notify = notify::endpoints(&at, raw.notify)?;
+    let notify = notify::endpoints(&at, raw.notify, &targets)?;
     Ok(Tenant {
         notify,
         name: name.to_owned(),

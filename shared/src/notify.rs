@@ -9,7 +9,7 @@ use crate::{
     config::{Config, Endpoint, Format},
     domain::notice::{Notice, OutboxEntry, Settled},
     store::{Store, StoreError},
-    tools::webhook::signature,
+    tools::{target, webhook::signature},
     Clock,
 };
 use serde::Serialize;
@@ -24,7 +24,10 @@ pub struct Notifier {
     config: Arc<Config>,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
-    http: reqwest::Client,
+    /// For endpoints that must be public: every resolved address is checked (SC-SEC-08).
+    public: reqwest::Client,
+    /// For endpoints whose host the tenant lists in `allow_private_hosts`.
+    private: reqwest::Client,
     /// The approver page: notices link to `<page>#action=<id>`.
     page: String,
 }
@@ -48,18 +51,25 @@ impl Notifier {
         clock: Arc<dyn Clock>,
         page: &str,
     ) -> Self {
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(TIMEOUT)
+        // Redirects are never followed: a 3xx is a failed try.
+        let client = || {
+            reqwest::Client::builder()
+                .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(TIMEOUT)
+        };
+        let public = client()
+            .dns_resolver(Arc::new(target::PublicOnly))
             .build()
             .expect("an HTTP client builds");
+        let private = client().build().expect("an HTTP client builds");
         let page = config.public_url.clone().unwrap_or_else(|| page.to_owned());
         Notifier {
             config,
             store,
             clock,
-            http,
+            public,
+            private,
             page,
         }
     }
@@ -148,6 +158,18 @@ impl Notifier {
 
     /// One signed POST. The error names a kind and a status, never the URL (it may hold a token).
     async fn post(&self, endpoint: &Endpoint, notice: &Notice<'_>) -> Result<(), String> {
+        // An address written in the URL is never resolved: check it here (the config did too).
+        let inward = reqwest::Url::parse(&endpoint.url)
+            .ok()
+            .and_then(|u| target::host(&u).map(target::literal_is_private));
+        if !endpoint.allow_private && inward != Some(false) {
+            return Err("target_refused".into());
+        }
+        let http = if endpoint.allow_private {
+            &self.private
+        } else {
+            &self.public
+        };
         let secret = std::env::var(&endpoint.secret_env)
             .map_err(|_| format!("secret {} is not set", endpoint.secret_env))?;
         let body = match endpoint.format {
@@ -156,8 +178,7 @@ impl Notifier {
         };
         let body = serde_json::to_vec(&body).expect("a notice serializes");
         let signed = signature(secret.as_bytes(), self.clock.now().as_second(), &body);
-        let sent = self
-            .http
+        let sent = http
             .post(&endpoint.url)
             .header("content-type", "application/json")
             .header("countersign-event-id", notice.id())
@@ -169,6 +190,7 @@ impl Notifier {
             Ok(r) if r.status().is_success() => Ok(()),
             Ok(r) => Err(format!("http {}", r.status().as_u16())),
             Err(e) if e.is_timeout() => Err("timeout".into()),
+            Err(e) if target::refused(&e) => Err("target_refused".into()),
             Err(_) => Err("unreachable".into()),
         }
     }

@@ -1,7 +1,7 @@
 //! The notification part of the configuration: per-tenant endpoints (`notify = [...]`), the
 //! page link base (`[server] public_url`) and the retry rule (`[notify]`).
 
-use super::{bad, duration, ConfigError};
+use super::{bad, duration, ConfigError, Targets};
 use crate::domain::notice::{endpoint_key, NoticeKind, RetryRule};
 use serde::Deserialize;
 
@@ -48,6 +48,8 @@ pub struct Endpoint {
     pub secret_env: String,
     pub events: Vec<NoticeKind>,
     pub format: Format,
+    /// The tenant lists this host in `allow_private_hosts` (SC-SEC-08, as for webhooks).
+    pub allow_private: bool,
 }
 
 impl Endpoint {
@@ -61,13 +63,19 @@ impl Endpoint {
     }
 }
 
-pub(super) fn endpoints(at: &str, raw: Vec<RawEndpoint>) -> Result<Vec<Endpoint>, ConfigError> {
+/// A tenant's endpoints, held to the same target rules as its webhooks: https, public
+/// addresses, unless the tenant lists the host (SC-SEC-08).
+pub(super) fn endpoints(
+    at: &str,
+    raw: Vec<RawEndpoint>,
+    targets: &Targets,
+) -> Result<Vec<Endpoint>, ConfigError> {
     let mut seen = std::collections::BTreeSet::new();
     raw.into_iter()
         .enumerate()
         .map(|(i, e)| {
             let at = format!("{at}.notify[{i}]");
-            let endpoint = endpoint(&at, e)?;
+            let endpoint = endpoint(&at, e, targets)?;
             if !seen.insert(endpoint.url.clone()) {
                 return Err(bad(format!("{at}.url"), "this url is declared twice"));
             }
@@ -76,8 +84,8 @@ pub(super) fn endpoints(at: &str, raw: Vec<RawEndpoint>) -> Result<Vec<Endpoint>
         .collect()
 }
 
-fn endpoint(at: &str, raw: RawEndpoint) -> Result<Endpoint, ConfigError> {
-    http_url(&format!("{at}.url"), &raw.url)?;
+fn endpoint(at: &str, raw: RawEndpoint, targets: &Targets) -> Result<Endpoint, ConfigError> {
+    let allow_private = targets.check(at, &raw.url)?;
     if std::env::var(&raw.secret_env).map_or(true, |v| v.is_empty()) {
         return Err(bad(
             format!("{at}.secret_env"),
@@ -104,6 +112,7 @@ fn endpoint(at: &str, raw: RawEndpoint) -> Result<Endpoint, ConfigError> {
         secret_env: raw.secret_env,
         events,
         format: raw.format,
+        allow_private,
     })
 }
 
@@ -195,6 +204,8 @@ mod tests {
             (endpoint(&OK.replace("[\"approval_requested\"]", "[]")), "tenants.acme.notify[0].events"),
             (endpoint(&format!("{OK}format = \"teams\"")), "teams"),
             (endpoint(&format!("{OK}colour = 1")), "colour"),
+            (endpoint(&OK.replace("https://hooks.example.com/a", "http://hooks.example.com/a")), "tenants.acme.notify[0].url: must be https, or its host hooks.example.com listed in allow_http_hosts"),
+            (endpoint(&OK.replace("hooks.example.com", "10.0.0.7")), "tenants.acme.notify[0].url: 10.0.0.7 is not a public address; list it in allow_private_hosts"),
             (format!("{}{}", endpoint(OK), endpoint(OK)), "tenants.acme.notify[1].url: this url is declared twice"),
         ];
         for (tenant_part, expected) in cases {

@@ -4,6 +4,7 @@
 use super::{
     action::{Action, Actor, Lease, Outcome, State},
     audit::{self, Entry, Event},
+    notice::NoticeKind,
     seal::SealReason,
     ticket::{Commit, Ticket},
 };
@@ -17,6 +18,9 @@ pub struct Transition {
     pub expected: Option<(State, u64)>,
     pub action: Action,
     pub event: Event,
+    /// Write the event's notice to the outbox with this commit (SC-NOT-01). Set when the event
+    /// notifies; the engine clears it for a tenant no endpoint listens to, which then pays nothing.
+    pub notify: bool,
 }
 
 impl Transition {
@@ -45,6 +49,7 @@ impl Transition {
         Transition {
             expected: None,
             action,
+            notify: NoticeKind::of(&event).is_some(),
             event,
         }
     }
@@ -88,6 +93,7 @@ impl Transition {
         Transition {
             expected: Some((current.state, current.version)),
             action: next,
+            notify: NoticeKind::of(&event).is_some(),
             event,
         }
     }

@@ -127,7 +127,7 @@ impl Engine {
             action_id: t.action.id.clone(),
             expires_at: now.saturating_add(IDEMPOTENCY_TTL).expect("in range"),
         });
-        match self.store.create(&t, idem.as_ref()).await {
+        match self.store.create(&self.subscribed(&t), idem.as_ref()).await {
             Ok(()) => {}
             // The same key committed first in a concurrent request: answer as it did.
             Err(StoreError::Conflict) if idempotency_key.is_some() => {

@@ -80,7 +80,7 @@ impl Engine {
 
     /// Commit; on a lost race return the record as it now stands (the winner's).
     async fn commit_or_reload(&self, t: &Transition) -> Result<Committed, Error> {
-        match self.store.commit(t).await {
+        match self.store.commit(&self.subscribed(t)).await {
             Ok(()) => Ok(Committed::Won(t.action.clone())),
             Err(StoreError::Conflict) => {
                 let now = self.load(&t.action.tenant, &t.action.id).await?;

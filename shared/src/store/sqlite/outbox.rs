@@ -26,7 +26,7 @@ CREATE INDEX IF NOT EXISTS outbox_dead ON outbox (tenant, dead_at) WHERE dead_at
 
 /// Inside the transition's transaction: the notice lands with the transition or not at all.
 pub(super) fn insert(tx: &rusqlite::Transaction<'_>, t: &Transition) -> StoreResult<()> {
-    let Some(entry) = OutboxEntry::for_event(&t.action, &t.event) else {
+    let Some(entry) = OutboxEntry::of(t) else {
         return Ok(());
     };
     tx.execute(

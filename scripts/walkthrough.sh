@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
-# Runs the README walkthrough exactly as written (the shell blocks between the walkthrough
-# markers), so the README stays true. Uses its own port and database.
+# Runs the README walkthroughs exactly as written (the shell blocks between each pair of
+# markers), so the README stays true: the API walkthrough (`walkthrough`) and the CLI one
+# (`walkthrough-cli`). Each uses its own port and database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 export COUNTERSIGN_DB="$work/countersign.db" COUNTERSIGN_LISTEN=127.0.0.1:18080 API=http://127.0.0.1:18080
-awk '/<!-- walkthrough:start -->/{on=1;next} /<!-- walkthrough:end -->/{on=0} on && /^```/{inblock=!inblock;next} on && inblock' README.md \
-  | sed 's#http://127.0.0.1:8080#$API#g' > "$work/walkthrough.sh"
-echo "walkthrough: running $(grep -c . "$work/walkthrough.sh") lines from README.md"
-bash -euo pipefail "$work/walkthrough.sh" | tee "$work/out.txt"
-# The walkthrough's own checks print these lines; all must be there.
-for expect in "ran: succeeded" "cancelled: cancelled" "missed: cancelled schedule_missed"; do
-  grep -q "$expect" "$work/out.txt" || { echo "walkthrough: expected '$expect'"; exit 1; }
-done
-echo "walkthrough: 3 passed, 0 failed"
+
+# run <marker> <expected output line>… : extract the block, run it, check its output.
+run() {
+  local marker=$1; shift
+  awk -v m="$marker" '$0 == "<!-- " m ":start -->"{on=1;next} $0 == "<!-- " m ":end -->"{on=0}
+       on && /^```/{inblock=!inblock;next} on && inblock' README.md \
+    | sed 's#http://127.0.0.1:8080#$API#g' > "$work/$marker.sh"
+  echo "$marker: running $(grep -c . "$work/$marker.sh") lines from README.md"
+  bash -euo pipefail "$work/$marker.sh" | tee "$work/$marker.out"
+  for expect in "$@"; do
+    grep -q "$expect" "$work/$marker.out" || { echo "$marker: expected '$expect'"; exit 1; }
+  done
+  echo "$marker: $# passed, 0 failed"
+}
+
+run walkthrough "ran: succeeded" "cancelled: cancelled" "missed: cancelled schedule_missed"
+rm -f "$COUNTERSIGN_DB"
+run walkthrough-cli '"type": "approval_requested"' "approved act_" "sealed: succeeded" \
+  "pending_approval → approved" "state  *denied" "cancel refused: exit 4"

@@ -67,7 +67,7 @@ impl Failure {
             None => format!("HTTP {status}"),
         };
         for detail in ["param", "state", "context_digest", "action_id"] {
-            if let Some(v) = error[detail].as_str() {
+            if let Some(v) = error[detail].as_str().filter(|v| !message.contains(v)) {
                 message.push_str(&format!(" ({detail}: {v})"));
             }
         }

@@ -123,10 +123,7 @@ pub fn action(a: &Value) -> String {
     if !a["outcome"].is_null() {
         rows.push(("outcome", a["outcome"].to_string()));
     }
-    rows.push((
-        "last actor",
-        format!("{} {}", text(&a["actor"]["type"]), text(&a["actor"]["id"])),
-    ));
+    rows.push(("last actor", actor(&a["actor"])));
     pairs(&rows)
 }
 
@@ -138,12 +135,20 @@ pub fn events(events: &[Value]) -> String {
                 text(&e["seq"]),
                 text(&e["at"]),
                 format!("{} → {}", text(&e["from"]), text(&e["to"])),
-                format!("{} {}", text(&e["actor"]["type"]), text(&e["actor"]["id"])),
+                actor(&e["actor"]),
                 text(&e["reason"]),
             ]
         })
         .collect();
     table(&["SEQ", "AT", "TRANSITION", "ACTOR", "REASON"], &rows)
+}
+
+/// "user approver-1", or "system" when the actor has no id.
+fn actor(actor: &Value) -> String {
+    match actor["id"].as_str() {
+        Some(id) => format!("{} {id}", text(&actor["type"])),
+        None => text(&actor["type"]),
+    }
 }
 
 /// `name   value` lines; a multi-line value continues under its first line.

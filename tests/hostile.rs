@@ -624,3 +624,224 @@ async fn sc_sec_08_webhook_target_refused_at_connection_and_redirects_not_follow
         "the redirect target was not called"
     );
 }
+
+/// Caught on main before the fix: no per-key limit existed, so one key (or one tenant) could
+/// take the whole capacity. A key's bucket and its tenant's bucket both apply; another tenant's
+/// bucket is untouched. Refill is one per 1000 s here, so timing cannot blur the counts.
+#[tokio::test]
+async fn sc_sec_04_rate_limits_per_key_and_per_tenant_answer_429_with_retry_after() {
+    let tools = ToolServer::start().await;
+    let toml = config_toml(&tools, "10s", "5s")
+        .replace("rate_per_key = 1000000", "rate_per_key = 0.001")
+        .replace("burst_per_key = 1000000", "burst_per_key = 5")
+        .replace("rate_per_tenant = 1000000", "rate_per_tenant = 0.001")
+        .replace("burst_per_tenant = 1000000", "burst_per_tenant = 8");
+    let config = Arc::new(Config::from_toml(&toml).unwrap());
+    let server = Server::start(config, &temp_db("rates"), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let api = Api::new(server.addr);
+    let get = |key: &'static str| {
+        let api = api.clone();
+        async move {
+            api.send(reqwest::Method::GET, "/v1/actions", Some(key), None, &[])
+                .await
+        }
+    };
+    // agent-1: its burst of 5, then 429 with Retry-After.
+    for _ in 0..5 {
+        assert_eq!(get(keys::AGENT).await.0, 200);
+    }
+    let (status, v, headers) = get(keys::AGENT).await;
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (429, Some("rate_limited"))
+    );
+    let retry_after: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=1000).contains(&retry_after), "{retry_after}");
+    // agent-2 has its own bucket, but the tenant's (8) runs out after 3 more.
+    for _ in 0..3 {
+        assert_eq!(get(keys::AGENT_2).await.0, 200);
+    }
+    let (status, v, headers) = get(keys::AGENT_2).await;
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (429, Some("rate_limited"))
+    );
+    assert!(headers.contains_key("retry-after"));
+    assert_eq!(
+        get(keys::ADMIN).await.0,
+        429,
+        "the whole tenant is at its limit"
+    );
+    // Another tenant is untouched.
+    for _ in 0..5 {
+        assert_eq!(get(keys::OTHER_TENANT_AGENT).await.0, 200);
+    }
+    // Unauthenticated requests spend nothing from anyone's bucket: they are refused first.
+    assert_eq!(get("not-a-key").await.0, 401);
+}
+
+/// Which id a matrix call names.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Which {
+    Own,
+    Other,
+    Missing,
+}
+
+const MISSING_ACTION: &str = "act_00000000000000000000000000";
+
+/// One matrix call: a fresh own action for every call that names one (calls change state).
+async fn matrix_call(
+    api: &Api,
+    method: &str,
+    route: &str,
+    key: Option<&str>,
+    which: Which,
+    other_action: &str,
+) -> (u16, Value) {
+    let mut digest = String::new();
+    let id = match (route.contains("{id}"), route.contains("{scope}"), which) {
+        (true, _, Which::Own) if route.starts_with("/v1/actions") => {
+            let (_, v) = api
+                .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))
+                .await;
+            digest = v["approval"]["context_digest"].as_str().unwrap().to_owned();
+            v["id"].as_str().unwrap().to_owned()
+        }
+        (true, _, Which::Other) if route.starts_with("/v1/actions") => other_action.to_owned(),
+        (true, _, _) if route.starts_with("/v1/actions") => MISSING_ACTION.to_owned(),
+        (true, _, _) => "ntf_missing".to_owned(),
+        (_, true, Which::Own) => {
+            let scope = format!("agent-{}", ulid::Ulid::new());
+            let (s, _) = api
+                .post("/v1/stops", keys::ADMIN, json!({"agent_id": scope}))
+                .await;
+            assert_eq!(s, 201);
+            scope
+        }
+        (_, true, _) => "nobody-stopped".to_owned(),
+        _ => String::new(),
+    };
+    let path = route.replace("{id}", &id).replace("{scope}", &id);
+    let body = match (method, route) {
+        ("POST", "/v1/actions") => Some(json!({"tool": "mail.send", "args": {}})),
+        ("POST", r) if r.ends_with("/approve") => Some(json!({"context_digest": digest})),
+        ("POST", r) if r.ends_with("/deny") => Some(json!({"reason": "matrix"})),
+        ("POST", "/v1/stops") => Some(json!({"agent_id": "matrix-agent"})),
+        ("POST", _) => Some(json!({})),
+        _ => None,
+    };
+    let (status, v, _) = api
+        .send(
+            method.parse().unwrap(),
+            &path,
+            key,
+            body.map(|b| b.to_string().into_bytes()),
+            &[],
+        )
+        .await;
+    (status, v)
+}
+
+/// Caught by nothing on main (no such test existed): every route of `api::ROUTES` × every role
+/// (and no key) × own, other tenant's and missing id, over real HTTP. Another tenant's id
+/// answers exactly — status and body — as a missing one. A route added to ROUTES without a row
+/// here fails the test.
+#[tokio::test]
+async fn sc_sec_01_tenant_role_route_matrix() {
+    let w = world().await;
+    let (s, other) = w
+        .api
+        .submit(
+            keys::OTHER_TENANT_AGENT,
+            json!({"tool": "mail.send", "args": {}}),
+        )
+        .await;
+    assert_eq!(s, 202, "{other}");
+    let other = other["id"].as_str().unwrap().to_owned();
+    let roles: [Option<&str>; 5] = [
+        Some(keys::AGENT),
+        Some(keys::AGENT_2),
+        Some(keys::APPROVER),
+        Some(keys::ADMIN),
+        None,
+    ];
+    // Expected status per role (agent-1 = the submitter, agent-2, approver, admin, no key),
+    // for the own id and for a missing one; `0` = any non-404, non-5xx answer.
+    let expected = |method: &str, route: &str| -> Option<([u16; 5], [u16; 5])> {
+        Some(match (method, route) {
+            ("POST", "/v1/actions") => ([202, 202, 403, 403, 401], [202, 202, 403, 403, 401]),
+            ("GET", "/v1/actions") => ([200, 200, 200, 200, 401], [200, 200, 200, 200, 401]),
+            ("GET", "/v1/actions/{id}") | ("GET", "/v1/actions/{id}/events") => {
+                ([200, 200, 200, 200, 401], [404, 404, 404, 404, 401])
+            }
+            ("GET", "/v1/actions/{id}/deed") => ([0, 0, 0, 0, 401], [404, 404, 404, 404, 401]),
+            ("POST", "/v1/actions/{id}/approve") | ("POST", "/v1/actions/{id}/deny") => {
+                ([403, 403, 200, 403, 401], [403, 403, 404, 403, 401])
+            }
+            ("POST", "/v1/actions/{id}/cancel") => {
+                ([200, 403, 200, 200, 401], [404, 404, 404, 404, 401])
+            }
+            ("POST", "/v1/stops") => ([403, 403, 403, 201, 401], [403, 403, 403, 201, 401]),
+            ("DELETE", "/v1/stops/{scope}") => {
+                ([403, 403, 403, 204, 401], [403, 403, 403, 404, 401])
+            }
+            ("GET", "/v1/notifications/dead") => {
+                ([403, 403, 403, 200, 401], [403, 403, 403, 200, 401])
+            }
+            // No dead letter exists to own here: role gating and the missing id only.
+            ("POST", "/v1/notifications/{id}/redeliver") => {
+                ([403, 403, 403, 404, 401], [403, 403, 403, 404, 401])
+            }
+            // The approver page is public static files (approver_page.rs holds them).
+            ("GET", r) if r.starts_with("/ui/") => return None,
+            _ => panic!("{method} {route} has no row in the SC-SEC-01 matrix: add one"),
+        })
+    };
+    let mut calls = 0;
+    for (method, route, _) in countersign::api::ROUTES {
+        let Some((own, missing)) = expected(method, route) else {
+            continue;
+        };
+        for (r, key) in roles.iter().enumerate() {
+            let (status, v) = matrix_call(&w.api, method, route, *key, Which::Own, &other).await;
+            let want = own[r];
+            if want == 0 {
+                assert!(
+                    status != 404 && status < 500,
+                    "{method} {route} {key:?}: {status} {v}"
+                );
+            } else {
+                assert_eq!(status, want, "{method} {route} as {key:?}, own: {v}");
+            }
+            let (m_status, m_body) =
+                matrix_call(&w.api, method, route, *key, Which::Missing, &other).await;
+            assert_eq!(
+                m_status, missing[r],
+                "{method} {route} as {key:?}, missing: {m_body}"
+            );
+            let (o_status, o_body) =
+                matrix_call(&w.api, method, route, *key, Which::Other, &other).await;
+            if route.contains("{id}") && route.starts_with("/v1/actions") {
+                assert_eq!(
+                    (o_status, &o_body),
+                    (m_status, &m_body),
+                    "{method} {route} as {key:?}: another tenant's id answers as a missing one"
+                );
+            }
+            calls += 3;
+        }
+    }
+    assert!(calls >= 3 * 5 * 11, "{calls} calls");
+    // The other tenant's action was never touched.
+    let (_, v) = w
+        .api
+        .get(&format!("/v1/actions/{other}"), keys::OTHER_TENANT_APPROVER)
+        .await;
+    assert_eq!(
+        (v["state"].as_str(), v["version"].as_u64()),
+        (Some("pending_approval"), Some(1))
+    );
+}

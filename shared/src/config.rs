@@ -43,6 +43,10 @@ struct RawLimits {
     min_window: Option<String>,
     sweep_interval: Option<String>,
     run_deadline: Option<String>,
+    rate_per_key: Option<f64>,
+    burst_per_key: Option<u32>,
+    rate_per_tenant: Option<f64>,
+    burst_per_tenant: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -107,7 +111,7 @@ struct RawTool {
 
 // ---------- the validated configuration ----------
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     Agent,
@@ -222,6 +226,38 @@ pub struct Limits {
     pub sweep_interval: SignedDuration,
     /// Latest start of an approved call that has no window.
     pub run_deadline: SignedDuration,
+    /// Requests one API key may make (SC-SEC-04).
+    pub per_key: Rate,
+    /// Requests all keys of one tenant may make together, so no tenant takes another's share.
+    pub per_tenant: Rate,
+}
+
+/// A token bucket: `per_second` refill, up to `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    pub per_second: f64,
+    pub burst: u32,
+}
+
+fn rate(
+    at: &str,
+    per_second: Option<f64>,
+    burst: Option<u32>,
+    default: Rate,
+) -> Result<Rate, ConfigError> {
+    let per_second = per_second.unwrap_or(default.per_second);
+    // Below one per day or above a million per second is a typo, not a limit.
+    if !(1.0 / 86_400.0..=1e6).contains(&per_second) {
+        return Err(bad(
+            format!("limits.rate_{at}"),
+            "must be between 1/86400 and 1000000 requests per second",
+        ));
+    }
+    let burst = burst.unwrap_or(default.burst);
+    if burst == 0 {
+        return Err(bad(format!("limits.burst_{at}"), "must be at least 1"));
+    }
+    Ok(Rate { per_second, burst })
 }
 
 #[derive(Debug, Clone)]
@@ -263,6 +299,25 @@ impl Config {
                 "limits.run_deadline",
                 raw.limits.run_deadline.as_deref(),
                 "15m",
+            )?,
+            // Generous for people and well-behaved agents; a runaway loop meets the bucket.
+            per_key: rate(
+                "per_key",
+                raw.limits.rate_per_key,
+                raw.limits.burst_per_key,
+                Rate {
+                    per_second: 50.0,
+                    burst: 100,
+                },
+            )?,
+            per_tenant: rate(
+                "per_tenant",
+                raw.limits.rate_per_tenant,
+                raw.limits.burst_per_tenant,
+                Rate {
+                    per_second: 200.0,
+                    burst: 400,
+                },
             )?,
         };
         if raw.tenants.is_empty() {
@@ -586,6 +641,21 @@ mod tests {
         assert!(err(&tool("31s")).contains("tenants.acme.tools.\"t\".timeout"));
         assert!(err(&tool("1ns")).contains(".timeout"));
         assert!(load(&tool("30s")).is_ok());
+        for limit in [
+            "rate_per_key = 0.0",
+            "rate_per_tenant = 1e9",
+            "burst_per_key = 0",
+        ] {
+            let e = Config::from_toml(&format!(
+                "[limits]\n{limit}\n[tenants.acme]\ntime_zone = \"UTC\""
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains(&format!("limits.{}", limit.split(' ').next().unwrap())),
+                "{e}"
+            );
+        }
         assert!(Config::from_toml(
             "[limits]\nmin_window = \"73h\"\n[tenants.acme]\ntime_zone = \"UTC\""
         )

@@ -33,6 +33,8 @@ pub enum Error {
     IdempotencyConflict,
     #[error("{0}")]
     PayloadTooLarge(String),
+    #[error("too many requests: retry after {retry_after_secs} s")]
+    RateLimited { retry_after_secs: u64 },
     /// A dependency (store, wake) failed; retryable by the caller.
     #[error("temporarily unavailable: {0}")]
     Unavailable(String),

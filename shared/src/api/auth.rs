@@ -1,5 +1,6 @@
 //! Bearer-key authentication: the key's SHA-256 names a principal in the config.
 
+use super::rate::RateLimits;
 use crate::{config::Principal, Engine, Error};
 use axum::{extract::FromRequestParts, http::request::Parts};
 use std::sync::Arc;
@@ -22,11 +23,15 @@ impl FromRequestParts<Arc<Engine>> for Caller {
             .map(str::trim)
             .filter(|k| !k.is_empty())
             .ok_or(Error::Unauthenticated)?;
-        engine
+        let who = engine
             .config()
             .principal(key)
             .cloned()
-            .map(Caller)
-            .ok_or(Error::Unauthenticated)
+            .ok_or(Error::Unauthenticated)?;
+        // Every authenticated request spends from its key's and its tenant's bucket.
+        if let Some(limits) = parts.extensions.get::<Arc<RateLimits>>() {
+            limits.admit(&who)?;
+        }
+        Ok(Caller(who))
     }
 }

@@ -22,6 +22,7 @@ impl Error {
             Error::ActionNotSealed { .. } => (StatusCode::CONFLICT, "action_not_sealed"),
             Error::IdempotencyConflict => (StatusCode::CONFLICT, "idempotency_conflict"),
             Error::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            Error::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Error::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
@@ -56,6 +57,12 @@ impl IntoResponse for Error {
         if status.is_server_error() {
             tracing::error!(code, error = %self, "request failed");
         }
-        (status, Json(self.body())).into_response()
+        let mut response = (status, Json(self.body())).into_response();
+        if let Error::RateLimited { retry_after_secs } = self {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, retry_after_secs.into());
+        }
+        response
     }
 }

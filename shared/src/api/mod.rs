@@ -3,6 +3,7 @@
 mod auth;
 pub mod error;
 pub mod json;
+pub mod rate;
 mod routes;
 pub mod ui;
 

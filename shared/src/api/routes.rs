@@ -20,6 +20,8 @@ use serde_json::{json, Value};
 use std::{collections::HashMap, sync::Arc};
 
 pub fn router(engine: Arc<Engine>) -> Router {
+    // Built once per router: per process locally, per container on Lambda (SC-SEC-04).
+    let rate_limits = Arc::new(super::rate::RateLimits::new(&engine.config().limits));
     Router::new()
         .route("/v1/actions", post(submit).get(list))
         .route("/v1/actions/{id}", get(get_action))
@@ -41,6 +43,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .method_not_allowed_fallback(|| async {
             Error::validation("method", "this route does not accept that method")
         })
+        .layer(axum::Extension(rate_limits))
         .with_state(engine)
 }
 

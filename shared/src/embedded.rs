@@ -4,14 +4,18 @@
 
 use crate::{
     config::Config,
+    domain::resume::Wake,
     notify::{self, Notifier},
     store::{sqlite::SqliteStore, Store},
     tools::{Executors, ToolRunner},
-    wake::in_process::{deliver, InProcessWaker},
+    wake::in_process::InProcessWaker,
     Clock, Engine, SystemClock,
 };
 use std::{net::SocketAddr, path::Path, sync::Arc};
-use tokio::{sync::watch, task::JoinHandle};
+use tokio::{
+    sync::{mpsc, watch},
+    task::JoinHandle,
+};
 
 /// Wraps the opened store (e.g. in a fault-injecting decorator).
 pub type WrapStore = Box<dyn FnOnce(Arc<dyn Store>) -> Arc<dyn Store> + Send>;
@@ -128,6 +132,18 @@ impl Server {
 
 /// How often the embedded worker looks for notifications to deliver (an indexed read).
 const NOTIFY_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Hand each delivered wake to the engine, concurrently, until the channel closes.
+async fn deliver(engine: Arc<Engine>, mut rx: mpsc::UnboundedReceiver<Wake>) {
+    while let Some(wake) = rx.recv().await {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            if let Err(e) = engine.resume(&wake).await {
+                tracing::error!(tenant = %wake.tenant, action_id = %wake.action_id, error = %e, "wake failed; the sweep will retry");
+            }
+        });
+    }
+}
 
 async fn sweep_loop(engine: Arc<Engine>, every: std::time::Duration) {
     let mut tick = tokio::time::interval(every);

@@ -118,8 +118,9 @@ impl Engine {
             }
             (Verdict::Wait(until), Some(action)) => {
                 let deadline = action.ticket.as_ref().map_or(until, |t| t.deadline());
+                // The wake that came early has fired: re-arm strictly later (SC-EDGE-09).
                 self.waker
-                    .arm(wake, until, deadline)
+                    .rearm(wake, until, deadline)
                     .await
                     .map_err(|e| Error::Unavailable(e.to_string()))?;
                 Ok(ResumeOutcome::Waiting { until })

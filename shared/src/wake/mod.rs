@@ -17,6 +17,17 @@ pub trait Waker: Send + Sync + 'static {
     /// Deliver `wake` at (or soon after) `at`. Arming the same correlation id again is
     /// idempotent. `deadline` bounds how long a delivery is still worth retrying.
     async fn arm(&self, wake: &Wake, at: Timestamp, deadline: Timestamp) -> Result<(), WakeError>;
+    /// Arm again after `wake` arrived early (SC-EDGE-09): the signal that delivered it has fired,
+    /// so one of the same name is not "already armed", and the new one must lie in the future
+    /// even when this process's clock disagrees with the signal's.
+    async fn rearm(
+        &self,
+        wake: &Wake,
+        at: Timestamp,
+        deadline: Timestamp,
+    ) -> Result<(), WakeError> {
+        self.arm(wake, at, deadline).await
+    }
     /// Best effort: a wake that still arrives is rejected by the resume checks.
     async fn disarm(&self, wake: &Wake) -> Result<(), WakeError>;
 }

@@ -7,14 +7,19 @@
 //!   second precision), so the instant is rounded *up*: the resume never sees a wake before
 //!   `due_at` from a schedule, and if one comes early anyway (clock skew, a manual delivery) the
 //!   resume re-checks `not_before` and re-arms (SC-RES-05).
-//! - Re-arming after a wake: the schedule that delivered it may still exist until Scheduler
-//!   deletes it after completion (`ActionAfterCompletion=DELETE`). On a conflict, a schedule
-//!   whose instant is still comfortably ahead is pending (idempotent retry); one whose instant
-//!   has come has fired or is firing, so it is deleted and created anew.
+//! - Arming again (a retried arm): on a conflict, a schedule whose instant is still comfortably
+//!   ahead is pending (idempotent retry); one whose instant has come has fired or is firing, so
+//!   it is deleted and created anew.
+//! - Re-arming after an early wake ([`Waker::rearm`], SC-EDGE-09): the schedule that delivered
+//!   it may still exist until Scheduler deletes it after completion
+//!   (`ActionAfterCompletion=DELETE`), and it has fired by Scheduler's clock whatever ours says
+//!   (an early wake is the sign that ours lags). So it is always replaced, by one strictly after
+//!   its instant: comparing its instant with our clock would take it for a pending one and lose
+//!   the wake.
 //! - Scheduler rejects `at()` in the past: the instant is at least a little ahead of now.
 
 use super::{WakeError, Waker};
-use crate::domain::resume::Wake;
+use crate::{domain::resume::Wake, Clock, SystemClock};
 use async_trait::async_trait;
 use aws_sdk_scheduler::{
     error::DisplayErrorContext,
@@ -26,6 +31,7 @@ use aws_sdk_scheduler::{
     Client,
 };
 use jiff::{SignedDuration, Timestamp};
+use std::sync::Arc;
 
 /// How far ahead of now a new schedule's instant must be; also how far ahead an existing one
 /// must be to count as still pending.
@@ -49,6 +55,7 @@ pub struct SchedulerTarget {
 pub struct SchedulerWaker {
     client: Client,
     target: SchedulerTarget,
+    clock: Arc<dyn Clock>,
 }
 
 /// `cs-<correlation id>`: ≤ 64 characters of `[0-9a-zA-Z-_.]`, unique per committed ticket.
@@ -103,7 +110,22 @@ fn wake_error(what: &str, e: impl std::error::Error + 'static) -> WakeError {
 
 impl SchedulerWaker {
     pub fn new(client: Client, target: SchedulerTarget) -> Self {
-        SchedulerWaker { client, target }
+        SchedulerWaker {
+            client,
+            target,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// This function's clock (tests skew it against Scheduler's).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The earliest instant a new schedule may have: a little ahead of now, whole seconds.
+    fn soonest(&self) -> Timestamp {
+        round_up_to_second(self.clock.now().checked_add(LEAD).expect("in range"))
     }
 
     /// Create the schedule; `Ok(false)` if one of that name exists already.
@@ -194,7 +216,7 @@ impl SchedulerWaker {
 #[async_trait]
 impl Waker for SchedulerWaker {
     async fn arm(&self, wake: &Wake, at: Timestamp, deadline: Timestamp) -> Result<(), WakeError> {
-        let soonest = round_up_to_second(Timestamp::now().checked_add(LEAD).expect("in range"));
+        let soonest = self.soonest();
         let fire_at = round_up_to_second(at).max(soonest);
         if self.create(wake, fire_at, deadline).await? {
             return Ok(());
@@ -212,6 +234,21 @@ impl Waker for SchedulerWaker {
                 self.create(wake, fire_at, deadline).await.map(|_| ())
             }
         }
+    }
+
+    async fn rearm(
+        &self,
+        wake: &Wake,
+        at: Timestamp,
+        deadline: Timestamp,
+    ) -> Result<(), WakeError> {
+        let mut fire_at = round_up_to_second(at).max(self.soonest());
+        if let Some(fired) = self.existing_instant(wake).await? {
+            self.disarm(wake).await?;
+            fire_at = fire_at.max(fired.checked_add(LEAD).expect("in range"));
+        }
+        // A concurrent re-arm (a duplicate delivery) may have created it in between: one is armed.
+        self.create(wake, fire_at, deadline).await.map(|_| ())
     }
 
     async fn disarm(&self, wake: &Wake) -> Result<(), WakeError> {

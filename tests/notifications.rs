@@ -527,3 +527,37 @@ async fn sc_sec_08_a_notification_endpoint_resolving_inward_is_refused() {
     );
     server.shutdown().await.unwrap();
 }
+
+/// SC-EDGE-08 meets SC-NOT-02: a notice whose action record became unreadable fails its tries
+/// like a dead receiver and is parked where admins see it — no hot loop, no crash.
+#[tokio::test]
+async fn sc_not_02_a_notice_of_an_unreadable_action_is_parked() {
+    let tools = ToolServer::start().await;
+    let receiver = Receiver::start(Mode::Down).await;
+    let db = temp_db("notify-unreadable");
+    let (server, api) = start(config(&tools, &receiver.url(), "100ms", 2), &db).await;
+    let (_, action) = api.submit(keys::AGENT, pending(json!({"n": 1}))).await;
+    let id = action["id"].as_str().unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.busy_timeout(Duration::from_secs(5)).unwrap();
+    let changed = conn
+        .execute("UPDATE actions SET body = x'7b7d' WHERE id = ?1", [id])
+        .unwrap();
+    assert_eq!(changed, 1);
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let dead = loop {
+        let (_, dead) = api.get("/v1/notifications/dead", keys::ADMIN).await;
+        if !dead["data"].as_array().unwrap().is_empty() {
+            break dead;
+        }
+        assert!(std::time::Instant::now() < until, "the notice is parked");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let letter = &dead["data"][0];
+    assert_eq!(
+        (letter["action_id"].as_str(), letter["last_error"].as_str()),
+        (Some(id), Some("action unreadable")),
+        "{dead}"
+    );
+    server.shutdown().await.unwrap();
+}

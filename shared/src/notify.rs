@@ -132,8 +132,20 @@ impl Notifier {
         if endpoints.is_empty() {
             return Ok((Vec::new(), None));
         }
-        let action = self.store.load(&entry.tenant, &entry.action_id).await?;
-        let events = self.store.events(&entry.tenant, &entry.action_id).await?;
+        let read = async {
+            let action = self.store.load(&entry.tenant, &entry.action_id).await?;
+            let events = self.store.events(&entry.tenant, &entry.action_id).await?;
+            Ok((action, events))
+        };
+        let (action, events) = match read.await {
+            Ok(read) => read,
+            // An unreadable record (SC-EDGE-08) fails this try like a dead receiver: retried
+            // with backoff, then parked where admins see it — never a hot loop.
+            Err(StoreError::Malformed(_)) => {
+                return Ok((Vec::new(), Some("action unreadable".into())))
+            }
+            Err(e) => return Err(e),
+        };
         let (Some(action), Some(event)) = (action, events.iter().find(|e| e.seq == entry.seq))
         else {
             // The record is gone (retention): nothing is left to tell.

@@ -22,6 +22,8 @@ pub struct Delivery {
     pub body: Value,
     /// The status the receiver answered (503 while down).
     pub status: u16,
+    /// When it arrived.
+    pub at: std::time::Instant,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +150,7 @@ async fn receive(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
             .is_some_and(|sig| verify(NOTIFY_SECRET.as_bytes(), &sig, &body)),
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
         status,
+        at: std::time::Instant::now(),
     };
     if mode == Mode::Hang {
         // Held: status 0 until released, then answered 200.

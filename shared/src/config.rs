@@ -47,6 +47,7 @@ struct RawLimits {
     burst_per_key: Option<u32>,
     rate_per_tenant: Option<f64>,
     burst_per_tenant: Option<u32>,
+    request_budget: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -230,6 +231,10 @@ pub struct Limits {
     pub per_key: Rate,
     /// Requests all keys of one tenant may make together, so no tenant takes another's share.
     pub per_tenant: Rate,
+    /// How long an HTTP request may wait on a tool run (SC-EDGE-07): a due ticket runs inside
+    /// the request only if its tool's whole claim budget fits; otherwise its wake runs it.
+    /// The default leaves room under API Gateway's 29 s integration timeout.
+    pub request_budget: SignedDuration,
 }
 
 /// A token bucket: `per_second` refill, up to `burst` at once.
@@ -318,6 +323,11 @@ impl Config {
                     per_second: 200.0,
                     burst: 400,
                 },
+            )?,
+            request_budget: duration(
+                "limits.request_budget",
+                raw.limits.request_budget.as_deref(),
+                "25s",
             )?,
         };
         if raw.tenants.is_empty() {

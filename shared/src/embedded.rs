@@ -108,15 +108,17 @@ impl Server {
         })
     }
 
-    /// Stop serving (in-flight requests finish), then stop timers and the sweep. Committed
-    /// tickets stay in the store and are rediscovered by the next start.
+    /// Graceful shutdown (SC-EDGE-05): stop serving (requests under way finish, their inline
+    /// runs included), claim nothing new, let the runs under way (wakes, sweep) finish their
+    /// attempts and commit their results, then stop the timers and the sweep. Committed tickets
+    /// stay in the store and are rediscovered by the next start.
     pub async fn shutdown(self) -> std::io::Result<()> {
         let _ = self.stop.send(true);
-        let served = self.serving.await.unwrap_or(Ok(()));
+        let (served, ()) = tokio::join!(self.serving, self.engine.drain());
         for task in self.background {
             task.abort();
         }
-        served
+        served.unwrap_or(Ok(()))
     }
 
     /// Serve until `signal` resolves, then shut down.

@@ -60,10 +60,13 @@ fn hash(key: &str) -> String {
 pub struct Received {
     pub action_id: String,
     pub idempotency_key: Option<String>,
+    /// The `Countersign-Attempt` header (0 if absent).
     pub attempt: u64,
     pub signature_ok: bool,
     pub at: Timestamp,
     pub body: Value,
+    /// The body's bytes as sent (SC-EDGE-06 compares them across attempts).
+    pub raw: Vec<u8>,
 }
 
 /// How the tool server answers.
@@ -173,10 +176,15 @@ async fn receive(
             .get("idempotency-key")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned),
-        attempt: parsed["attempt"].as_u64().unwrap_or(0),
+        attempt: headers
+            .get("countersign-attempt")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
         signature_ok,
         at: Timestamp::now(),
         body: parsed,
+        raw: body.to_vec(),
     });
     let gate = state.gate.lock().unwrap().clone();
     if let Some(gate) = gate {

@@ -172,7 +172,7 @@ impl Chain<'_> {
             if link(&previous, &e.entry()) != e.hash {
                 return Err(ChainError::Hash { seq: e.seq });
             }
-            let countersigned = e.from == Some(State::PendingApproval) && e.to == State::Approved;
+            let countersigned = countersigns(e.from, e.to);
             if countersigned && e.context_digest.as_deref() != self.context_digest {
                 return Err(ChainError::Approval { seq: e.seq });
             }
@@ -196,6 +196,14 @@ impl Chain<'_> {
         }
         Ok(())
     }
+}
+
+
+/// Whether a transition is the countersignature: `pending_approval` → `approved`, or straight
+/// to `executing` when the approving request runs the due ticket itself (SC-EDGE-07). Its event
+/// names the approved context digest (SC-SEC-06).
+pub fn countersigns(from: Option<State>, to: State) -> bool {
+    from == Some(State::PendingApproval) && matches!(to, State::Approved | State::Executing)
 }
 
 #[cfg(test)]

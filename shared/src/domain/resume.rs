@@ -1,9 +1,15 @@
-//! The resume checks (SPEC §4 Resume): one function, a fixed order, fail closed.
+//! The resume checks (SPEC §4 Resume): pure functions, a fixed order, fail closed.
 //! Each check runs before any tool does; the wake payload only finds the ticket.
+//!
+//! Three moments, three checks:
+//! - [`check`]: a wake (or the sweep) found a waiting ticket — reject, seal, wait or claim.
+//! - [`check_recovery`]: the sweep found an `executing` action — leave it, re-run or seal.
+//! - [`check_attempt`]: a claim is held, an attempt is next (SC-EDGE-01/02) — start it or not.
 
 use super::{
     action::{Action, State},
     seal::SealReason,
+    ticket::Ticket,
 };
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -27,28 +33,40 @@ pub enum Rejection {
     CorrelationMismatch,
 }
 
-/// What the resume must do next.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the resume must do next, with the record it acts on.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     Reject(Rejection),
     /// Seal without running, in the reason's state.
-    Seal(SealReason),
+    Seal(Action, SealReason),
     /// SC-RES-05: too early; re-arm for this instant.
-    Wait(Timestamp),
+    Wait(Action, Timestamp),
     /// SC-RES-07: claim and run.
-    Claim,
+    Claim(Action),
 }
 
-/// Facts gathered by the engine for the checks.
+impl Verdict {
+    /// A short name for logs (the record stays out of them).
+    pub fn name(&self) -> String {
+        match self {
+            Verdict::Reject(r) => format!("reject {r:?}"),
+            Verdict::Seal(_, reason) => format!("seal {reason}"),
+            Verdict::Wait(_, until) => format!("wait until {until}"),
+            Verdict::Claim(_) => "claim".into(),
+        }
+    }
+}
+
+/// Facts gathered by the engine for the checks; the record moves into the verdict.
 pub struct Facts<'a> {
-    pub action: Option<&'a Action>,
+    pub action: Option<Action>,
     pub stopped: bool,
     /// Fingerprint of the tool's catalog entry now; `None` if it left the catalog.
     pub current_fingerprint: Option<&'a str>,
     pub now: Timestamp,
 }
 
-pub fn check(wake: &Wake, facts: &Facts<'_>) -> Verdict {
+pub fn check(wake: &Wake, facts: Facts<'_>) -> Verdict {
     // SC-RES-01
     let Some(action) = facts.action else {
         return Verdict::Reject(Rejection::NoWaitingTicket);
@@ -63,21 +81,22 @@ pub fn check(wake: &Wake, facts: &Facts<'_>) -> Verdict {
     }
     // SC-RES-03
     if facts.stopped {
-        return Verdict::Seal(SealReason::Stopped);
+        return Verdict::Seal(action, SealReason::Stopped);
     }
     // SC-RES-04
     if facts.current_fingerprint != Some(ticket.catalog_fingerprint()) {
-        return Verdict::Seal(SealReason::CatalogChanged);
+        return Verdict::Seal(action, SealReason::CatalogChanged);
     }
     // SC-RES-05
     if facts.now < ticket.due_at() {
-        return Verdict::Wait(ticket.due_at());
+        let due = ticket.due_at();
+        return Verdict::Wait(action, due);
     }
     // SC-RES-06
     if facts.now > ticket.deadline() {
-        return Verdict::Seal(SealReason::ScheduleMissed);
+        return Verdict::Seal(action, SealReason::ScheduleMissed);
     }
-    Verdict::Claim
+    Verdict::Claim(action)
 }
 
 /// What the sweep does with an `executing` action whose worker may have died (SC-REC-02).
@@ -121,5 +140,287 @@ pub fn check_recovery(f: &RecoveryFacts<'_>) -> RecoveryVerdict {
         RecoveryVerdict::Rerun
     } else {
         RecoveryVerdict::SealUnknown
+    }
+}
+
+/// Whether the next attempt of a held claim may start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptVerdict {
+    Start,
+    /// Not before this instant (only a clock that stepped back since the claim gets here).
+    Early(Timestamp),
+    /// Never: the stop or the closed window ends the run here.
+    Halt(SealReason),
+}
+
+/// Checked immediately before every attempt — the first, a retry after its backoff, a
+/// recovery re-run — with a stop read made after the claim committed and a fresh `now`:
+/// a stop first (SC-EDGE-02), then the window's start and end (SC-EDGE-01).
+pub fn check_attempt(ticket: &Ticket, stopped: bool, now: Timestamp) -> AttemptVerdict {
+    if stopped {
+        return AttemptVerdict::Halt(SealReason::Stopped);
+    }
+    if now < ticket.due_at() {
+        return AttemptVerdict::Early(ticket.due_at());
+    }
+    if now > ticket.deadline() {
+        return AttemptVerdict::Halt(SealReason::ScheduleMissed);
+    }
+    AttemptVerdict::Start
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{
+        action::{Actor, Decision, Lease},
+        transition::TicketTerms,
+    };
+    use jiff::SignedDuration;
+
+    const FP: &str = "fp-1";
+
+    fn t(secs: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + secs).unwrap()
+    }
+
+    /// An approved action due at t(100), deadline t(200).
+    fn approved() -> Action {
+        let mut a = Action {
+            id: "act_01JZ0000000000000000000000".into(),
+            tenant: "acme".into(),
+            agent_id: "agent-1".into(),
+            tool: "mail.send".into(),
+            args: serde_json::json!({"to": "x"}),
+            args_digest: String::new(),
+            action_kind: None,
+            run: None,
+            schedule: None,
+            decision: Decision::Schedule,
+            state: State::Approved,
+            approval: None,
+            outcome: None,
+            actor: Actor::system(),
+            version: 1,
+            created_at: t(0),
+            updated_at: t(0),
+            sealed_at: None,
+            ticket: None,
+            lease: None,
+            chain_head: Action::genesis_hash(),
+        };
+        let terms = TicketTerms {
+            catalog_fingerprint: FP,
+            due_at: t(100),
+            deadline: t(200),
+        };
+        a.ticket = Some(terms.build(&a));
+        a
+    }
+
+    fn wake_of(a: &Action) -> Wake {
+        Wake {
+            tenant: a.tenant.clone(),
+            action_id: a.id.clone(),
+            correlation_id: a.ticket.as_ref().unwrap().correlation_id().into(),
+        }
+    }
+
+    #[derive(Debug, PartialEq)]
+    enum Expect {
+        Reject(Rejection),
+        Seal(SealReason),
+        Wait(Timestamp),
+        Claim,
+    }
+
+    fn expect(v: Verdict) -> Expect {
+        match v {
+            Verdict::Reject(r) => Expect::Reject(r),
+            Verdict::Seal(_, r) => Expect::Seal(r),
+            Verdict::Wait(_, at) => Expect::Wait(at),
+            Verdict::Claim(_) => Expect::Claim,
+        }
+    }
+
+    /// Each row breaks one more rule than the checks after it see: the first failing check in
+    /// SPEC order decides, and only a clean record is claimed.
+    #[test]
+    fn resume_checks_fail_closed_in_order() {
+        let a = approved();
+        let wake = wake_of(&a);
+        let mut sealed = a.clone();
+        sealed.state = State::Cancelled;
+        sealed.ticket = None;
+        sealed.sealed_at = Some(t(5));
+        let other_wake = Wake {
+            correlation_id: "cor_older".into(),
+            ..wake.clone()
+        };
+        let other_tenant = Wake {
+            tenant: "globex".into(),
+            ..wake.clone()
+        };
+        // (wake, action, stopped, fingerprint, now, expected)
+        type Row<'a> = (&'a Wake, Option<Action>, bool, Option<&'a str>, i64, Expect);
+        let table: Vec<Row> = vec![
+            (
+                &wake,
+                None,
+                true,
+                None,
+                300,
+                Expect::Reject(Rejection::NoWaitingTicket),
+            ),
+            (
+                &wake,
+                Some(sealed),
+                true,
+                None,
+                300,
+                Expect::Reject(Rejection::NoWaitingTicket),
+            ),
+            (
+                &other_tenant,
+                Some(a.clone()),
+                true,
+                None,
+                300,
+                Expect::Reject(Rejection::NoWaitingTicket),
+            ),
+            (
+                &other_wake,
+                Some(a.clone()),
+                true,
+                None,
+                300,
+                Expect::Reject(Rejection::CorrelationMismatch),
+            ),
+            (
+                &wake,
+                Some(a.clone()),
+                true,
+                None,
+                300,
+                Expect::Seal(SealReason::Stopped),
+            ),
+            (
+                &wake,
+                Some(a.clone()),
+                false,
+                None,
+                300,
+                Expect::Seal(SealReason::CatalogChanged),
+            ),
+            (
+                &wake,
+                Some(a.clone()),
+                false,
+                Some("fp-2"),
+                50,
+                Expect::Seal(SealReason::CatalogChanged),
+            ),
+            (
+                &wake,
+                Some(a.clone()),
+                false,
+                Some(FP),
+                50,
+                Expect::Wait(t(100)),
+            ),
+            (
+                &wake,
+                Some(a.clone()),
+                false,
+                Some(FP),
+                201,
+                Expect::Seal(SealReason::ScheduleMissed),
+            ),
+            (&wake, Some(a.clone()), false, Some(FP), 100, Expect::Claim),
+            (&wake, Some(a.clone()), false, Some(FP), 200, Expect::Claim),
+        ];
+        for (i, (wake, action, stopped, fingerprint, now, expected)) in
+            table.into_iter().enumerate()
+        {
+            let facts = Facts {
+                action,
+                stopped,
+                current_fingerprint: fingerprint,
+                now: t(now),
+            };
+            assert_eq!(expect(check(wake, facts)), expected, "row {i}");
+        }
+    }
+
+    #[test]
+    fn a_verdict_carries_the_record_it_judged() {
+        let a = approved();
+        let facts = Facts {
+            action: Some(a.clone()),
+            stopped: false,
+            current_fingerprint: Some(FP),
+            now: t(150),
+        };
+        assert_eq!(check(&wake_of(&a), facts), Verdict::Claim(a));
+    }
+
+    #[test]
+    fn recovery_reruns_only_a_clean_retry_tool_inside_its_window() {
+        let mut a = approved();
+        a.state = State::Executing;
+        a.lease = Some(Lease {
+            owner: "wrk".into(),
+            epoch: 1,
+            until: t(150),
+        });
+        let mut approved_only = a.clone();
+        approved_only.state = State::Approved;
+        approved_only.lease = None;
+        // (action, retry policy, stopped, fingerprint, now, expected)
+        use RecoveryVerdict::*;
+        let table = [
+            (&approved_only, true, false, Some(FP), 160, Leave),
+            (&a, true, false, Some(FP), 149, Leave),
+            (&a, true, false, Some(FP), 160, Rerun),
+            (&a, true, false, Some(FP), 200, Rerun),
+            (&a, false, false, Some(FP), 160, SealUnknown),
+            (&a, true, true, Some(FP), 160, SealUnknown),
+            (&a, true, false, Some("fp-2"), 160, SealUnknown),
+            (&a, true, false, None, 160, SealUnknown),
+            (&a, true, false, Some(FP), 201, SealUnknown),
+        ];
+        for (i, (action, retry_policy, stopped, fp, now, expected)) in table.into_iter().enumerate()
+        {
+            let facts = RecoveryFacts {
+                action,
+                retry_policy,
+                stopped,
+                current_fingerprint: fp,
+                now: t(now),
+            };
+            assert_eq!(check_recovery(&facts), expected, "row {i}");
+        }
+    }
+
+    #[test]
+    fn an_attempt_starts_only_unstopped_inside_its_window() {
+        let a = approved();
+        let ticket = a.ticket.as_ref().unwrap();
+        let late = t(200) + SignedDuration::from_nanos(1);
+        let table = [
+            (true, t(150), AttemptVerdict::Halt(SealReason::Stopped)),
+            (true, t(50), AttemptVerdict::Halt(SealReason::Stopped)),
+            (false, t(50), AttemptVerdict::Early(t(100))),
+            (
+                false,
+                late,
+                AttemptVerdict::Halt(SealReason::ScheduleMissed),
+            ),
+            (false, t(100), AttemptVerdict::Start),
+            (false, t(200), AttemptVerdict::Start),
+        ];
+        for (i, (stopped, now, expected)) in table.into_iter().enumerate() {
+            assert_eq!(check_attempt(ticket, stopped, now), expected, "row {i}");
+        }
     }
 }

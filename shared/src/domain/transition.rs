@@ -76,7 +76,7 @@ impl Transition {
             next.lease = None;
         }
         // The countersignature names what was countersigned (SC-SEC-06).
-        let context_digest = (current.state == State::PendingApproval && to == State::Approved)
+        let context_digest = super::audit::countersigns(Some(current.state), to)
             .then(|| next.approval.as_ref().map(|a| a.context_digest.clone()))
             .flatten();
         let event = Entry {
@@ -120,10 +120,36 @@ impl Transition {
         ticket: TicketTerms<'_>,
         now: Timestamp,
     ) -> Self {
+        Self::countersign(current, approver, ticket, None, now)
+    }
+
+    /// Countersign a ticket that runs at once in the approving request: `pending_approval →
+    /// executing` under `lease` in the same write, so no sweep can claim it in between.
+    pub fn approve_claimed(
+        current: &Action,
+        approver: &str,
+        ticket: TicketTerms<'_>,
+        lease: Lease,
+        now: Timestamp,
+    ) -> Self {
+        Self::countersign(current, approver, ticket, Some(lease), now)
+    }
+
+    fn countersign(
+        current: &Action,
+        approver: &str,
+        ticket: TicketTerms<'_>,
+        lease: Option<Lease>,
+        now: Timestamp,
+    ) -> Self {
         let ticket = ticket.build(current);
+        let to = match lease {
+            Some(_) => State::Executing,
+            None => State::Approved,
+        };
         Self::advance(
             current,
-            State::Approved,
+            to,
             Actor::user(approver),
             Some("approved"),
             now,
@@ -133,6 +159,7 @@ impl Transition {
                     approval.decided_at = Some(now);
                 }
                 a.ticket = Some(ticket);
+                a.lease = lease;
             },
         )
     }

@@ -65,17 +65,27 @@ impl Engine {
                 state: sealed.state,
             });
         };
-        // SC-APP-03
+        // SC-APP-03; due now and fitting the request: committed already claimed (SC-EDGE-07).
+        let due_at = action.schedule.map_or(now, |w| w.not_before.max(now));
         let terms = TicketTerms {
             catalog_fingerprint: &tool.fingerprint(),
-            due_at: action.schedule.map_or(now, |w| w.not_before.max(now)),
+            due_at,
             deadline: self.deadline_of(&action, now),
         };
-        let t = Transition::approve(&action, &who.id, terms, now);
+        let inline = self.inline_claim(tool, due_at, now);
+        let t = match &inline {
+            Some((_, lease)) => {
+                Transition::approve_claimed(&action, &who.id, terms, lease.clone(), now)
+            }
+            None => Transition::approve(&action, &who.id, terms, now),
+        };
         match self.commit_or_reload(&t).await? {
             Committed::Won(approved) => {
                 tracing::info!(tenant = %approved.tenant, action_id = %approved.id, approver = %who.id, "approved; ticket committed");
-                Ok(self.dispatch(approved).await)
+                Ok(match inline {
+                    Some(_running) => self.run_inline(approved).await,
+                    None => self.hand_to_wake(approved).await,
+                })
             }
             Committed::Lost(current) if current.state.is_sealed() => Err(Error::ActionSealed {
                 state: current.state,

@@ -112,10 +112,20 @@ impl Engine {
             // Set by the first transition (the chain's genesis binds this action).
             chain_head: String::new(),
         };
-        let (first, reason) = self.decide(tenant, draft, now).await?;
+        let (mut first, reason) = self.decide(tenant, draft, now).await?;
+        // SC-EDGE-07: a due ticket whose tool fits the request is committed already claimed.
+        let inline = first
+            .ticket
+            .as_ref()
+            .zip(tenant.tool(&first.tool))
+            .and_then(|(ticket, tool)| self.inline_claim(tool, ticket.due_at(), now));
+        if let Some((_, lease)) = &inline {
+            first.state = State::Executing;
+            first.lease = Some(lease.clone());
+        }
         // A ticket committed by policy is the system's decision (SC-INT-09); the rest is the agent's.
         let actor = match first.state {
-            State::Approved => Actor::system(),
+            State::Approved | State::Executing => Actor::system(),
             _ => Actor::agent(&who.id),
         };
         let t = Transition::create(first, actor, Some(&reason), now);
@@ -145,8 +155,9 @@ impl Engine {
         tracing::info!(tenant = %action.tenant, action_id = %action.id, tool = %action.tool,
             decision = ?action.decision, state = %action.state, "action submitted");
 
-        let action = match action.state {
-            State::Approved => self.dispatch(action).await,
+        let action = match (action.state, inline) {
+            (State::Executing, Some(_running)) => self.run_inline(action).await,
+            (State::Approved, _) => self.hand_to_wake(action).await,
             _ => action,
         };
         answer(action, false)

@@ -7,13 +7,17 @@ mod approval;
 mod cancel;
 mod intake;
 mod notifications;
+mod perform;
 mod quarantine;
 mod query;
 mod resume;
+mod runs;
+mod sweep;
 
 pub use intake::{SubmitRequest, Submitted};
 pub use query::{ListFilter, SCAN_FACTOR};
-pub use resume::{ResumeOutcome, SweepReport};
+pub use resume::ResumeOutcome;
+pub use sweep::SweepReport;
 
 use crate::{
     config::{Config, Principal, Role, Tenant},
@@ -33,6 +37,8 @@ pub struct Engine {
     clock: Arc<dyn Clock>,
     /// Lease owner name of this process (fencing is by version; this is for the audit).
     worker_id: String,
+    /// The runs under way, for a graceful shutdown (SC-EDGE-05).
+    runs: runs::Runs,
 }
 
 impl Engine {
@@ -51,7 +57,21 @@ impl Engine {
             tools,
             clock,
             worker_id,
+            runs: runs::Runs::new(),
         }
+    }
+
+    /// Graceful shutdown (SC-EDGE-05): from now on nothing new is claimed (a wake or sweep
+    /// answers `deferred`, a request commits its ticket unclaimed); returns when every run
+    /// under way has finished its attempts and committed its result.
+    pub async fn drain(&self) {
+        self.runs.drain().await;
+    }
+
+    /// The lease owner of one claim: this process plus a claim id, so a read-back after an
+    /// ambiguous write tells our claim from a contender's identical one (SC-EDGE-04).
+    fn claim_owner(&self) -> String {
+        format!("{}/{}", self.worker_id, ulid::Ulid::new())
     }
 
     pub fn config(&self) -> &Config {

@@ -1,5 +1,6 @@
-//! The webhook executor: `POST {action_id, tool, args, attempt}` with `Idempotency-Key` and an
-//! HMAC-SHA256 `Countersign-Signature`, a per-tool timeout and a 64 KiB result cap.
+//! The webhook executor: `POST {action_id, tool, args}` — the same bytes on every attempt
+//! (SC-EDGE-06) — with `Idempotency-Key`, `Countersign-Attempt` and an HMAC-SHA256
+//! `Countersign-Signature`, a per-tool timeout and a 64 KiB result cap.
 
 use super::{target, Call, ToolAnswer};
 use hmac::{Hmac, Mac};
@@ -66,11 +67,12 @@ impl Webhook {
                 json!({"kind": "misconfigured", "message": format!("{secret_env} is not set")}),
             );
         };
+        // The attempt number travels in a header: a receiver deduplicating by Idempotency-Key
+        // sees the same bytes on every attempt (SC-EDGE-06).
         let body = serde_json::to_vec(&json!({
             "action_id": call.action_id,
             "tool": call.tool.name,
             "args": call.args,
-            "attempt": call.attempt,
         }))
         .expect("a call serializes");
         let sent = http
@@ -78,6 +80,7 @@ impl Webhook {
             .timeout(std::time::Duration::from_millis(timeout_ms))
             .header("content-type", "application/json")
             .header("idempotency-key", call.action_id)
+            .header("countersign-attempt", call.attempt)
             .header(
                 "countersign-signature",
                 signature(secret.as_bytes(), jiff::Timestamp::now().as_second(), &body),

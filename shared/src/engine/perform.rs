@@ -1,0 +1,267 @@
+//! Performing a committed ticket (SPEC SC-RES-07): claim → run the attempts → commit the result
+//! under the lease. Read top to bottom, each step is one function below.
+//!
+//! Deadlines (SC-EDGE-01): the window is checked immediately before every attempt — after the
+//! claim committed, after every backoff — with a fresh clock read; a late attempt never starts.
+//!
+//! Stops (SC-EDGE-02), the design with the fewest writes: the claim carries no stop condition;
+//! instead the worker reads the stops of (tenant, agent) — a strongly consistent read on both
+//! stores — after its claim committed and immediately before every attempt. The linearization
+//! point is the stop record's write against that read: a stop answered before the read is seen
+//! and no attempt starts (a claim with no attempt yet is sealed `denied`, `stopped`); a stop
+//! written after the read came after that attempt started, which the rule permits. A
+//! `ConditionCheck` on the stop inside the claim would turn every claim into a transaction (twice
+//! the write capacity on DynamoDB) and still not cover retries and recovery re-runs, which start
+//! long after their claim; the read covers all three for one read per attempt and no write.
+//!
+//! Store faults (SC-EDGE-04): the claim and the result commit are retried on a transient store
+//! error while the lease holds, and an error that may have hidden an applied write (an
+//! ambiguous write, or a conflict reported for our own retried write) is resolved by reading the
+//! record back: our transition is there (its version, its chain head and our lease) ⇒ we won.
+
+use super::{Committed, Engine};
+use crate::{
+    config::ToolEntry,
+    domain::{
+        resume::{check_attempt, AttemptVerdict},
+        Action, Actor, SealReason, Transition,
+    },
+    store::StoreError,
+    tools::{Call, ToolAnswer},
+    Error,
+};
+use jiff::{SignedDuration, Timestamp};
+use serde_json::Value;
+
+/// Slack added to a lease beyond the attempts' worst case.
+pub(super) const LEASE_MARGIN: SignedDuration = SignedDuration::from_secs(30);
+/// How long a claim write is retried on transient store errors before the worker gives up
+/// (the ticket stays committed; the wake's retry or the sweep performs it).
+const CLAIM_RETRY_FOR: SignedDuration = SignedDuration::from_secs(5);
+/// Pauses between re-sends of a claim or result commit: 50 ms doubling to 2 s.
+const FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+const LONGEST_PAUSE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How a perform ended, with the record as it now stands.
+#[derive(Debug)]
+pub(super) enum Performed {
+    /// The tool ran and its result committed.
+    Ran(Action),
+    /// Sealed without a tool run (catalog gone, stop or closed window before the first attempt).
+    Sealed(Action, SealReason),
+    /// Another contender changed the record first.
+    Lost(Action),
+    /// Not claimed: the process is shutting down; the ticket stays committed.
+    Deferred(Action),
+}
+
+impl Performed {
+    pub(super) fn into_action(self) -> Action {
+        match self {
+            Performed::Ran(a)
+            | Performed::Sealed(a, _)
+            | Performed::Lost(a)
+            | Performed::Deferred(a) => a,
+        }
+    }
+}
+
+/// What the attempts of one claim came to.
+enum Attempts {
+    /// The last attempt's answer (a retryable one when no further attempt could start).
+    Answered(ToolAnswer),
+    /// No attempt started: the claim is sealed with this reason.
+    NotStarted(SealReason),
+}
+
+impl Engine {
+    /// Claim an `approved` (or expired `executing`) action, run it, commit the result.
+    pub(super) async fn perform(&self, action: Action) -> Result<Performed, Error> {
+        let Some(_running) = self.runs.enter() else {
+            return Ok(Performed::Deferred(action));
+        };
+        let Some(tool) = self.tool_of(&action) else {
+            return self.seal_unrun(&action, SealReason::CatalogChanged).await;
+        };
+        let claimed = match self.claim(&action, tool).await? {
+            Committed::Won(claimed) => claimed,
+            Committed::Lost(current) => return Ok(Performed::Lost(current)),
+        };
+        self.run_claimed(&claimed, tool).await
+    }
+
+    /// Run the attempts of a claim this worker holds and commit what came of them. An inline
+    /// run enters here with the action it committed already claimed (SC-EDGE-07).
+    pub(super) async fn run_claimed(
+        &self,
+        claimed: &Action,
+        tool: &ToolEntry,
+    ) -> Result<Performed, Error> {
+        match self.run_attempts(claimed, tool).await? {
+            Attempts::Answered(answer) => self.commit_result(claimed, answer).await,
+            Attempts::NotStarted(reason) => self.seal_unrun(claimed, reason).await,
+        }
+    }
+
+    /// The claim: `approved` (or expired `executing`) → `executing` under a new lease.
+    async fn claim(&self, action: &Action, tool: &ToolEntry) -> Result<Committed, Error> {
+        let now = self.clock.now();
+        let t = Transition::claim(action, &self.claim_owner(), self.lease_end(tool, now), now);
+        let give_up = now.saturating_add(CLAIM_RETRY_FOR).expect("in range");
+        let committed = self.commit_resolved(&t, give_up).await?;
+        if let Committed::Won(c) = &committed {
+            let epoch = c.lease.as_ref().map(|l| l.epoch);
+            tracing::info!(tenant = %c.tenant, action_id = %c.id, tool = %tool.name, epoch, "claimed");
+        }
+        Ok(committed)
+    }
+
+    /// Every attempt the claim allows, each only after [`check_attempt`] passed just before it.
+    async fn run_attempts(&self, claimed: &Action, tool: &ToolEntry) -> Result<Attempts, Error> {
+        let ticket = claimed
+            .ticket
+            .as_ref()
+            .expect("a claimed action holds its ticket");
+        let epoch = claimed.lease.as_ref().expect("a claim holds a lease").epoch;
+        let attempts = tool.attempts_per_claim();
+        let (_, args) = ticket.tool_call();
+        let mut last = None;
+        let mut attempt = 0;
+        while attempt < attempts {
+            let stopped = self.stopped(&claimed.tenant, &claimed.agent_id).await?;
+            match check_attempt(ticket, stopped, self.clock.now()) {
+                AttemptVerdict::Start => {}
+                AttemptVerdict::Early(until) => {
+                    let gap = until.duration_since(self.clock.now()).unsigned_abs();
+                    tokio::time::sleep(gap).await;
+                    continue;
+                }
+                AttemptVerdict::Halt(reason) => {
+                    tracing::warn!(tenant = %claimed.tenant, action_id = %claimed.id, attempt, %reason, "attempt not started");
+                    return Ok(match last {
+                        Some(answer) => Attempts::Answered(answer),
+                        None => Attempts::NotStarted(reason),
+                    });
+                }
+            }
+            attempt += 1;
+            let call = Call {
+                action_id: &claimed.id,
+                tool,
+                args,
+                // Counts every attempt of this action across claims: 1, 2, 3 in the first
+                // claim of a retry tool, 4, 5, 6 after a recovery re-claim.
+                attempt: (epoch - 1) * attempts + attempt,
+            };
+            match self.tools.run(&call).await {
+                ToolAnswer::Retryable(e) if attempt < attempts => {
+                    tracing::warn!(tenant = %claimed.tenant, action_id = %claimed.id, attempt, error = %e, "retryable tool failure");
+                    last = Some(ToolAnswer::Retryable(e));
+                    tokio::time::sleep(ToolEntry::backoff(attempt).unsigned_abs()).await;
+                }
+                answer => return Ok(Attempts::Answered(answer)),
+            }
+        }
+        Ok(Attempts::Answered(last.expect("at least one attempt ran")))
+    }
+
+    /// `executing → succeeded | failed`, conditional on still holding the claim.
+    async fn commit_result(
+        &self,
+        claimed: &Action,
+        answer: ToolAnswer,
+    ) -> Result<Performed, Error> {
+        let result: Result<Value, Value> = match answer {
+            ToolAnswer::Succeeded(v) => Ok(v),
+            ToolAnswer::Failed(e) | ToolAnswer::Retryable(e) => Err(e),
+        };
+        let t = Transition::finish(claimed, result, self.clock.now());
+        let lease_end = claimed.lease.as_ref().expect("a claim holds a lease").until;
+        match self.commit_resolved(&t, lease_end).await? {
+            Committed::Won(done) => {
+                tracing::info!(tenant = %done.tenant, action_id = %done.id, state = %done.state, "result committed");
+                Ok(Performed::Ran(done))
+            }
+            Committed::Lost(current) => {
+                tracing::warn!(tenant = %current.tenant, action_id = %current.id, state = %current.state, "lease superseded; result not committed");
+                Ok(Performed::Lost(current))
+            }
+        }
+    }
+
+    /// Seal an action that did not run (from `approved`, or a claim with no attempt started).
+    pub(super) async fn seal_unrun(
+        &self,
+        action: &Action,
+        reason: SealReason,
+    ) -> Result<Performed, Error> {
+        let sealed = self.seal(action, Actor::system(), reason.clone()).await?;
+        Ok(
+            if sealed.state == reason.state() && sealed.version == action.version + 1 {
+                Performed::Sealed(sealed, reason)
+            } else {
+                Performed::Lost(sealed)
+            },
+        )
+    }
+
+    /// Commit a transition, re-sending it on a transient store error until `give_up`, and
+    /// resolving every error that may hide an applied write by reading the record back.
+    async fn commit_resolved(
+        &self,
+        t: &Transition,
+        give_up: Timestamp,
+    ) -> Result<Committed, Error> {
+        let (tenant, id) = (&t.action.tenant, &t.action.id);
+        let mut pause = FIRST_PAUSE;
+        loop {
+            let error = match self.store.commit(t).await {
+                Ok(()) => return Ok(Committed::Won(t.action.clone())),
+                Err(e @ (StoreError::Conflict | StoreError::Unavailable(_))) => e,
+                Err(e) => return Err(e.into()),
+            };
+            match self.store.load(tenant, id).await {
+                Ok(Some(current)) if landed(t, &current) => {
+                    tracing::warn!(tenant = %tenant, action_id = %id, error = %error, "the write applied despite the error");
+                    return Ok(Committed::Won(current));
+                }
+                Ok(Some(current)) if moved_on(t, &current) => return Ok(Committed::Lost(current)),
+                Ok(None) => return Err(Error::Internal(format!("{id} vanished"))),
+                // Not applied, or the read failed too: the write may be re-sent.
+                _ => {}
+            }
+            if matches!(error, StoreError::Conflict) || self.clock.now() >= give_up {
+                return Err(error.into());
+            }
+            tracing::warn!(tenant = %tenant, action_id = %id, error = %error, "store write failed; re-sending");
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(LONGEST_PAUSE);
+        }
+    }
+
+    pub(super) fn tool_of(&self, action: &Action) -> Option<&ToolEntry> {
+        let ticket = action.ticket.as_ref()?;
+        self.config
+            .tenant(&action.tenant)
+            .and_then(|t| t.tool(ticket.pending_tool()))
+    }
+
+    /// The end of a lease taken at `now`: every attempt timing out, plus a margin.
+    pub(super) fn lease_end(&self, tool: &ToolEntry, now: Timestamp) -> Timestamp {
+        now.saturating_add(tool.claim_budget() + LEASE_MARGIN)
+            .expect("in range")
+    }
+}
+
+/// Our transition is what the record holds: same version, same audit head, same lease.
+fn landed(t: &Transition, current: &Action) -> bool {
+    current.version == t.action.version
+        && current.chain_head == t.action.chain_head
+        && current.lease == t.action.lease
+}
+
+/// The record is past the version our transition expected: someone else's write won.
+fn moved_on(t: &Transition, current: &Action) -> bool {
+    t.expected
+        .is_none_or(|(_, version)| current.version != version)
+}

@@ -1,0 +1,193 @@
+//! Recovery (SPEC §4 Recovery): the sweep rediscovers what a lost wake or a dead worker left
+//! behind, through the same checks as a wake; on start every waiting ticket is re-armed.
+
+use super::{quarantine::Loaded, wake_of, Committed, Engine};
+use crate::{
+    config::Recovery,
+    domain::{
+        resume::{check_recovery, RecoveryFacts, RecoveryVerdict, Verdict},
+        Action, Actor, SealReason, State, Transition,
+    },
+    Error,
+};
+use jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
+use serde_json::json;
+
+/// Due items one sweep pass looks at; the rest come in the next pass.
+const SWEEP_BATCH: usize = 500;
+/// Time kept free before a sweep's deadline for the result commit and the answer.
+const SWEEP_SLACK: SignedDuration = SignedDuration::from_secs(5);
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SweepReport {
+    pub due: usize,
+    pub resumed: usize,
+    pub recovered: usize,
+    pub expired: usize,
+    /// Left for the next pass: their tool run would not fit before the deadline.
+    pub deferred: usize,
+    /// Items whose handling failed (logged); the next pass retries them.
+    pub failed: usize,
+    /// Records that did not load: quarantined and out of the sweep (SC-EDGE-08).
+    pub quarantined: usize,
+}
+
+enum Swept {
+    Expired,
+    Resumed,
+    Recovered,
+    Deferred,
+    Quarantined,
+    Nothing,
+}
+
+impl Engine {
+    /// One pass over everything due (SC-REC-01/02, SC-APP-04).
+    pub async fn sweep(&self) -> Result<SweepReport, Error> {
+        self.sweep_until(None).await
+    }
+
+    /// As [`Engine::sweep`], but no tool run starts unless its whole claim budget fits before
+    /// `stop_by` (a Lambda's deadline): a function killed mid-run would leave an expired lease,
+    /// and a `fail` tool would end `outcome_unknown`. What does not fit waits for the next pass.
+    /// One item's failure is logged and counted; it does not stop the pass.
+    pub async fn sweep_until(&self, stop_by: Option<Timestamp>) -> Result<SweepReport, Error> {
+        let now = self.clock.now();
+        let mut report = SweepReport::default();
+        let due = self.store.sweep_due(now, SWEEP_BATCH).await?;
+        report.due = due.len();
+        for r in due {
+            match self.sweep_one(&r.tenant, &r.action_id, stop_by).await {
+                Ok(Swept::Expired) => report.expired += 1,
+                Ok(Swept::Resumed) => report.resumed += 1,
+                Ok(Swept::Recovered) => report.recovered += 1,
+                Ok(Swept::Deferred) => report.deferred += 1,
+                Ok(Swept::Quarantined) => report.quarantined += 1,
+                Ok(Swept::Nothing) => {}
+                Err(e) => {
+                    report.failed += 1;
+                    tracing::error!(tenant = %r.tenant, action_id = %r.action_id, error = %e, "sweep item failed; the next pass retries");
+                }
+            }
+        }
+        if report.due > 0 {
+            tracing::info!(?report, "sweep");
+        }
+        Ok(report)
+    }
+
+    async fn sweep_one(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        stop_by: Option<Timestamp>,
+    ) -> Result<Swept, Error> {
+        let action = match self.load_or_quarantine(tenant, action_id).await? {
+            Loaded::Found(action) => *action,
+            Loaded::Missing => return Ok(Swept::Nothing),
+            Loaded::Quarantined => return Ok(Swept::Quarantined),
+        };
+        match action.state {
+            State::PendingApproval => {
+                self.seal(&action, Actor::system(), SealReason::ApprovalExpired)
+                    .await?;
+                Ok(Swept::Expired)
+            }
+            // SC-REC-01: a due ticket whose wake was lost goes through the same checks.
+            State::Approved => {
+                let wake = wake_of(&action).expect("an approved action has a wake");
+                let verdict = self.judge(&wake).await?;
+                // Only a run is deferred; sealing verdicts apply at once.
+                if matches!(&verdict, Verdict::Claim(a) if !self.fits(a, stop_by)) {
+                    return Ok(Swept::Deferred);
+                }
+                self.apply(&wake, verdict).await?;
+                Ok(Swept::Resumed)
+            }
+            State::Executing => match self.recovery_verdict(&action).await? {
+                RecoveryVerdict::Leave => Ok(Swept::Nothing),
+                RecoveryVerdict::Rerun if !self.fits(&action, stop_by) => Ok(Swept::Deferred),
+                RecoveryVerdict::Rerun => {
+                    tracing::warn!(tenant = %action.tenant, action_id = %action.id, "expired lease: re-running a retry tool");
+                    self.perform(action).await?;
+                    Ok(Swept::Recovered)
+                }
+                RecoveryVerdict::SealUnknown => {
+                    tracing::warn!(tenant = %action.tenant, action_id = %action.id, "expired lease: outcome unknown");
+                    self.seal_unknown(&action).await?;
+                    Ok(Swept::Recovered)
+                }
+            },
+            _ => Ok(Swept::Nothing),
+        }
+    }
+
+    /// SC-REC-02: the recovery checks over fresh facts.
+    async fn recovery_verdict(&self, action: &Action) -> Result<RecoveryVerdict, Error> {
+        let retry_policy = self
+            .config
+            .tenant(&action.tenant)
+            .and_then(|t| t.tool(&action.tool))
+            .is_some_and(|t| t.recovery == Recovery::Retry);
+        let stopped = self.stopped(&action.tenant, &action.agent_id).await?;
+        let fingerprint = self.fingerprint_of(action);
+        Ok(check_recovery(&RecoveryFacts {
+            action,
+            retry_policy,
+            stopped,
+            current_fingerprint: fingerprint.as_deref(),
+            now: self.clock.now(),
+        }))
+    }
+
+    /// Whether a run of this action's tool, every attempt timing out, ends before `stop_by`.
+    fn fits(&self, action: &Action, stop_by: Option<Timestamp>) -> bool {
+        let Some(stop_by) = stop_by else { return true };
+        let budget = self
+            .tool_of(action)
+            .map_or(SignedDuration::ZERO, |t| t.claim_budget());
+        self.clock
+            .now()
+            .saturating_add(budget + SWEEP_SLACK)
+            .expect("in range")
+            <= stop_by
+    }
+
+    /// Seal an executing action whose result never committed: `failed`, `outcome_unknown`.
+    async fn seal_unknown(&self, action: &Action) -> Result<Action, Error> {
+        let mut t = Transition::seal(
+            action,
+            Actor::system(),
+            &SealReason::OutcomeUnknown,
+            self.clock.now(),
+        );
+        if let Some(o) = t.action.outcome.as_mut() {
+            o.error = Some(json!({
+                "kind": "outcome_unknown",
+                "message": "the worker's lease expired before a result committed; reconcile with the tool (its Idempotency-Key is the action id)",
+            }));
+        }
+        match self.commit_or_reload(&t).await? {
+            Committed::Won(a) | Committed::Lost(a) => Ok(a),
+        }
+    }
+
+    /// On start: re-arm every committed waiting ticket (a restart loses nothing).
+    pub async fn rediscover(&self) -> Result<usize, Error> {
+        let waiting = self.store.sweep_due(Timestamp::MAX, 100_000).await?;
+        let (mut armed, mut quarantined) = (0, 0);
+        for r in waiting {
+            match self.load_or_quarantine(&r.tenant, &r.action_id).await? {
+                Loaded::Found(action) if action.state == State::Approved => {
+                    self.arm(&action).await;
+                    armed += 1;
+                }
+                Loaded::Quarantined => quarantined += 1,
+                _ => {}
+            }
+        }
+        tracing::info!(armed, quarantined, "rediscovered waiting tickets");
+        Ok(armed)
+    }
+}

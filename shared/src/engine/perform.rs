@@ -155,7 +155,7 @@ impl Engine {
             };
             match self.tools.run(&call).await {
                 ToolAnswer::Retryable(e) if attempt < attempts => {
-                    tracing::warn!(tenant = %claimed.tenant, action_id = %claimed.id, attempt, error = %e, "retryable tool failure");
+                    tracing::warn!(tenant = %claimed.tenant, action_id = %claimed.id, attempt, error = %e, "retryable tool failure; retrying");
                     last = Some(ToolAnswer::Retryable(e));
                     tokio::time::sleep(ToolEntry::backoff(attempt).unsigned_abs()).await;
                 }

@@ -198,7 +198,6 @@ impl Chain<'_> {
     }
 }
 
-
 /// Whether a transition is the countersignature: `pending_approval` → `approved`, or straight
 /// to `executing` when the approving request runs the due ticket itself (SC-EDGE-07). Its event
 /// names the approved context digest (SC-SEC-06).

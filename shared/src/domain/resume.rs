@@ -207,7 +207,7 @@ mod tests {
             sealed_at: None,
             ticket: None,
             lease: None,
-            chain_head: Action::genesis_hash(),
+            chain_head: String::new(),
         };
         let terms = TicketTerms {
             catalog_fingerprint: FP,

@@ -41,13 +41,20 @@ enum Command {
         /// The deed file exactly as `GET /v1/actions/{id}/deed` answered it.
         deed: PathBuf,
     },
+    /// Print the OpenAPI document (as served at /openapi.json; committed as docs/openapi.json).
+    Openapi,
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let mut args = Args::parse();
-    if let Some(Command::VerifyDeed { key, deed }) = args.command.take() {
-        return verify_deed(&key, &deed);
+    match args.command.take() {
+        Some(Command::VerifyDeed { key, deed }) => return verify_deed(&key, &deed),
+        Some(Command::Openapi) => {
+            print!("{}", countersign::api::openapi::document());
+            return std::process::ExitCode::SUCCESS;
+        }
+        None => {}
     }
     init_logs(args.log_json);
     match run(args).await {

@@ -3,9 +3,11 @@
 mod auth;
 pub mod error;
 pub mod json;
+pub mod openapi;
 pub mod rate;
 mod routes;
 pub mod ui;
+pub mod view;
 
 pub use auth::Caller;
 pub use routes::router;
@@ -32,4 +34,6 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/v1/notifications/dead", "cancel"),
     ("POST", "/v1/notifications/{id}/redeliver", "cancel"),
     ("GET", "/v1/quarantine", "intake"),
+    // The OpenAPI document of the routes above.
+    ("GET", "/openapi.json", "intake"),
 ];

@@ -1,9 +1,14 @@
 //! Routes and request parsing. Handlers only translate HTTP ⇄ engine calls.
 
-use super::{Caller, MAX_BODY};
+use super::{
+    openapi::{DeadNotification, DeadNotifications, ErrorBody},
+    view::{ActionPage, ActionView, EventList, QuarantineList},
+    Caller, MAX_BODY,
+};
 use crate::{
-    domain::State,
+    domain::{deed::Signed, State},
     engine::{ListFilter, SubmitRequest},
+    store::Stop,
     Engine, Error,
 };
 use axum::{
@@ -16,8 +21,9 @@ use axum::{
 };
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::{collections::HashMap, sync::Arc};
+use utoipa::ToSchema;
 
 pub fn router(engine: Arc<Engine>) -> Router {
     // Built once per router: per process locally, per container on Lambda (SC-SEC-04).
@@ -38,6 +44,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/v1/notifications/dead", get(dead_notifications))
         .route("/v1/notifications/{id}/redeliver", post(redeliver))
         .route("/v1/quarantine", get(quarantined))
+        .route("/openapi.json", get(super::openapi::openapi_json))
         .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async {
@@ -100,10 +107,28 @@ fn missing_field(message: &str) -> Option<String> {
 }
 
 fn action_response(status: StatusCode, action: &crate::domain::Action) -> Response {
-    (status, Json(action.view())).into_response()
+    (status, Json(ActionView::from(action))).into_response()
 }
 
-async fn submit(
+/// Submit one exact tool call (SPEC §4 Intake). The policy decides: run now, answer a set
+/// result, commit it for a later window, ask a person, or refuse (recorded sealed `denied`).
+#[utoipa::path(
+    post,
+    path = "/v1/actions",
+    tag = "actions",
+    request_body = SubmitRequest,
+    params(
+        ("Idempotency-Key" = Option<String>, Header, description = "Same key and payload → the original action; same key, other payload → 409 idempotency_conflict. Scope: tenant + agent, kept ≥ 24 h."),
+    ),
+    responses(
+        (status = 200, description = "Ran now (allow), answered by policy (set_result), or an idempotent replay", body = ActionView),
+        (status = 201, description = "Committed by policy for its window (schedule)", body = ActionView),
+        (status = 202, description = "Waiting for a countersignature (require_approval)", body = ActionView),
+        (status = 403, description = "forbidden (not an agent key), denied, schedule_needs_approval, capability_bound or agent_stopped", body = ErrorBody),
+        (status = 409, description = "idempotency_conflict", body = ErrorBody),
+    )
+)]
+pub(super) async fn submit(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     headers: HeaderMap,
@@ -133,7 +158,18 @@ async fn submit(
     Ok(response)
 }
 
-async fn get_action(
+/// One action of the caller's tenant.
+#[utoipa::path(
+    get,
+    path = "/v1/actions/{id}",
+    tag = "actions",
+    params(("id" = String, Path, description = "`act_` + ULID")),
+    responses(
+        (status = 200, description = "The action", body = ActionView),
+        (status = 404, description = "not_found: no such action in this tenant", body = ErrorBody),
+    )
+)]
+pub(super) async fn get_action(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(id): Segment,
@@ -144,7 +180,20 @@ async fn get_action(
     ))
 }
 
-async fn list(
+/// The tenant's actions, newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/actions",
+    tag = "actions",
+    params(
+        ("state" = Option<State>, Query, description = "Only actions in this state"),
+        ("agent_id" = Option<String>, Query, description = "Only this agent's actions"),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Page size (default 50)"),
+        ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
+    ),
+    responses((status = 200, description = "A page of actions", body = ActionPage))
+)]
+pub(super) async fn list(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Query(params): Query<HashMap<String, String>>,
@@ -175,21 +224,48 @@ async fn list(
         }
     }
     let (actions, next_cursor) = engine.list(&who, filter).await?;
-    let data: Vec<Value> = actions.iter().map(|a| a.view()).collect();
-    Ok(Json(json!({"data": data, "next_cursor": next_cursor})).into_response())
+    let page = ActionPage {
+        data: actions.iter().map(ActionView::from).collect(),
+        next_cursor,
+    };
+    Ok(Json(page).into_response())
 }
 
-async fn events(
+/// The action's audit chain, verified against its record first (SC-SEC-06).
+#[utoipa::path(
+    get,
+    path = "/v1/actions/{id}/events",
+    tag = "actions",
+    params(("id" = String, Path, description = "`act_` + ULID")),
+    responses(
+        (status = 200, description = "Every transition, oldest first", body = EventList),
+        (status = 404, description = "not_found", body = ErrorBody),
+    )
+)]
+pub(super) async fn events(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(id): Segment,
 ) -> Result<Response, Error> {
-    let events = engine.events(&who, &id).await?;
-    Ok(Json(json!({"data": events})).into_response())
+    let data = engine.events(&who, &id).await?;
+    Ok(Json(EventList { data }).into_response())
 }
 
-/// The deed file exactly as signed: any re-encoding would break its verification.
-async fn deed(
+/// A sealed action's deed (SC-SEC-07), signed with the tenant's Ed25519 key. Served exactly as
+/// signed (canonical JSON): verify the bytes as received, any re-encoding fails verification.
+#[utoipa::path(
+    get,
+    path = "/v1/actions/{id}/deed",
+    tag = "actions",
+    params(("id" = String, Path, description = "`act_` + ULID")),
+    responses(
+        (status = 200, description = "The signed deed", body = Signed),
+        (status = 403, description = "forbidden: the tenant has no deed key", body = ErrorBody),
+        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 409, description = "action_not_sealed or action_executing: no deed yet", body = ErrorBody),
+    )
+)]
+pub(super) async fn deed(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(id): Segment,
@@ -202,13 +278,28 @@ async fn deed(
         .into_response())
 }
 
-#[derive(Deserialize)]
+/// The countersignature: the digest of the context the approver was shown.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ApproveBody {
+pub(super) struct ApproveBody {
     context_digest: String,
 }
 
-async fn approve(
+/// Countersign: commit the ticket for exactly this context (SPEC §4 Approval).
+#[utoipa::path(
+    post,
+    path = "/v1/actions/{id}/approve",
+    tag = "approval",
+    params(("id" = String, Path, description = "`act_` + ULID")),
+    request_body = ApproveBody,
+    responses(
+        (status = 200, description = "Approved (and run, if its window is open)", body = ActionView),
+        (status = 403, description = "forbidden: not an approver key, or the action's own agent", body = ErrorBody),
+        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 409, description = "context_changed or action_sealed", body = ErrorBody),
+    )
+)]
+pub(super) async fn approve(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(id): Segment,
@@ -221,13 +312,28 @@ async fn approve(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct DenyBody {
+pub(super) struct DenyBody {
+    /// Why, in the approver's words (1–1000 characters).
     reason: String,
 }
 
-async fn deny(
+/// Deny: seal `denied` with the approver's reason.
+#[utoipa::path(
+    post,
+    path = "/v1/actions/{id}/deny",
+    tag = "approval",
+    params(("id" = String, Path, description = "`act_` + ULID")),
+    request_body = DenyBody,
+    responses(
+        (status = 200, description = "Denied", body = ActionView),
+        (status = 403, description = "forbidden: not an approver key", body = ErrorBody),
+        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 409, description = "action_executing or action_sealed", body = ErrorBody),
+    )
+)]
+pub(super) async fn deny(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(id): Segment,
@@ -240,7 +346,20 @@ async fn deny(
     ))
 }
 
-async fn cancel(
+/// Cancel a pending or approved action: by its agent, an approver or an admin.
+#[utoipa::path(
+    post,
+    path = "/v1/actions/{id}/cancel",
+    tag = "cancel",
+    params(("id" = String, Path, description = "`act_` + ULID")),
+    responses(
+        (status = 200, description = "Cancelled", body = ActionView),
+        (status = 403, description = "forbidden: another agent's action", body = ErrorBody),
+        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 409, description = "action_executing or action_sealed", body = ErrorBody),
+    )
+)]
+pub(super) async fn cancel(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(id): Segment,
@@ -251,14 +370,26 @@ async fn cancel(
     ))
 }
 
-#[derive(Deserialize, Default)]
+/// Whom to stop: one agent, or (no body, or no `agent_id`) the whole tenant.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct StopBody {
+pub(super) struct StopBody {
     #[serde(default)]
     agent_id: Option<String>,
 }
 
-async fn stop(
+/// Stop an agent or the whole tenant: no tool attempt of its scope starts afterwards.
+#[utoipa::path(
+    post,
+    path = "/v1/stops",
+    tag = "cancel",
+    request_body(content = Option<StopBody>, description = "Empty: stop the whole tenant"),
+    responses(
+        (status = 201, description = "The committed stop", body = Stop),
+        (status = 403, description = "forbidden: not an admin key", body = ErrorBody),
+    )
+)]
+pub(super) async fn stop(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     body: Body,
@@ -276,7 +407,19 @@ async fn stop(
     Ok((StatusCode::CREATED, Json(json!(stop))).into_response())
 }
 
-async fn lift_stop(
+/// Lift a stop (`*` for the tenant's); actions sealed while it stood stay sealed.
+#[utoipa::path(
+    delete,
+    path = "/v1/stops/{scope}",
+    tag = "cancel",
+    params(("scope" = String, Path, description = "An agent id, or `*`")),
+    responses(
+        (status = 204, description = "Lifted"),
+        (status = 403, description = "forbidden: not an admin key", body = ErrorBody),
+        (status = 404, description = "not_found: no such stop", body = ErrorBody),
+    )
+)]
+pub(super) async fn lift_stop(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(scope): Segment,
@@ -285,7 +428,18 @@ async fn lift_stop(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-async fn dead_notifications(
+/// Admins: notifications whose tries are used up (SC-NOT-02), newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/notifications/dead",
+    tag = "notifications",
+    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Page size")),
+    responses(
+        (status = 200, description = "Dead letters", body = DeadNotifications),
+        (status = 403, description = "forbidden: not an admin key", body = ErrorBody),
+    )
+)]
+pub(super) async fn dead_notifications(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Query(params): Query<HashMap<String, String>>,
@@ -309,11 +463,23 @@ async fn dead_notifications(
         }
     }
     let dead = engine.dead_notifications(&who, limit).await?;
-    let data: Vec<Value> = dead.iter().map(|e| e.view()).collect();
+    let data: Vec<serde_json::Value> = dead.iter().map(|e| e.view()).collect();
     Ok(Json(json!({ "data": data })).into_response())
 }
 
-async fn redeliver(
+/// Admins: try a dead notification again.
+#[utoipa::path(
+    post,
+    path = "/v1/notifications/{id}/redeliver",
+    tag = "notifications",
+    params(("id" = String, Path, description = "`ntf_…`, the notification's stable id")),
+    responses(
+        (status = 202, description = "Queued again", body = DeadNotification),
+        (status = 403, description = "forbidden: not an admin key", body = ErrorBody),
+        (status = 404, description = "not_found", body = ErrorBody),
+    )
+)]
+pub(super) async fn redeliver(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(id): Segment,
@@ -322,10 +488,19 @@ async fn redeliver(
     Ok((StatusCode::ACCEPTED, Json(entry.view())).into_response())
 }
 /// Admins: the tenant's actions whose stored record does not load (SC-EDGE-08).
-async fn quarantined(
+#[utoipa::path(
+    get,
+    path = "/v1/quarantine",
+    tag = "actions",
+    responses(
+        (status = 200, description = "Quarantined records", body = QuarantineList),
+        (status = 403, description = "forbidden: not an admin key", body = ErrorBody),
+    )
+)]
+pub(super) async fn quarantined(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
 ) -> Result<Response, Error> {
     let data = engine.quarantined(&who).await?;
-    Ok(Json(json!({ "data": data })).into_response())
+    Ok(Json(QuarantineList { data }).into_response())
 }

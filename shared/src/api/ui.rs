@@ -23,10 +23,30 @@ pub(super) async fn to_index() -> Redirect {
     Redirect::permanent("ui/")
 }
 
+/// The approver page (no key needed to load it; it asks for one).
+#[utoipa::path(
+    get,
+    path = "/ui/",
+    tag = "page",
+    security(()),
+    responses((status = 200, description = "The page", content_type = "text/html"))
+)]
 pub(super) async fn index() -> Response {
     file("text/html; charset=utf-8", INDEX)
 }
 
+/// The page's script and style.
+#[utoipa::path(
+    get,
+    path = "/ui/{asset}",
+    tag = "page",
+    security(()),
+    params(("asset" = String, Path, description = "`app.js` or `app.css`")),
+    responses(
+        (status = 200, description = "The file", content((String = "text/javascript"), (String = "text/css"))),
+        (status = 404, description = "not_found", body = crate::api::openapi::ErrorBody),
+    )
+)]
 pub(super) async fn asset(Segment(name): Segment) -> Result<Response, Error> {
     match name.as_str() {
         "app.js" => Ok(file("text/javascript; charset=utf-8", SCRIPT)),

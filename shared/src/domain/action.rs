@@ -4,8 +4,9 @@ use super::{ticket::Ticket, window::Window};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::ToSchema;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
     PendingApproval,
@@ -61,7 +62,7 @@ impl std::fmt::Display for State {
 
 /// The policy gate's outcome (the runtime contract's Allow, Block, SetResult,
 /// RequireConfirmation, Schedule).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Allow,
@@ -72,7 +73,7 @@ pub enum Decision {
 }
 
 /// Caller-side identifiers an agent may attach, echoed back untouched.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunRef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,7 +84,7 @@ pub struct RunRef {
     pub call_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ActorKind {
     Agent,
@@ -91,7 +92,7 @@ pub enum ActorKind {
     System,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Actor {
     #[serde(rename = "type")]
     pub kind: ActorKind,
@@ -121,7 +122,7 @@ impl Actor {
 }
 
 /// The countersignature: the context shown to the approver, its digest, and the decision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Approval {
     pub context: Value,
     pub context_digest: String,
@@ -134,7 +135,7 @@ pub struct Approval {
 }
 
 /// How a sealed action ended: a tool result, a tool error, and/or a reason code.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Outcome {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
@@ -267,31 +268,31 @@ impl Action {
     }
 
     /// `next_action` of the API: what this action waits for.
-    pub fn next_action(&self) -> Value {
+    pub fn next_action(&self) -> NextAction {
         match (self.state, &self.approval, &self.ticket) {
-            (State::PendingApproval, Some(approval), _) => {
-                serde_json::json!({"type": "approval", "context_digest": approval.context_digest})
-            }
-            (State::Approved | State::Executing, _, Some(ticket)) => serde_json::json!({
-                "type": "scheduled",
-                "not_before": ticket.due_at(),
-                "not_after": ticket.deadline(),
-            }),
-            _ => serde_json::json!({"type": "none"}),
+            (State::PendingApproval, Some(approval), _) => NextAction::Approval {
+                context_digest: approval.context_digest.clone(),
+            },
+            (State::Approved | State::Executing, _, Some(ticket)) => NextAction::Scheduled {
+                not_before: ticket.due_at(),
+                not_after: ticket.deadline(),
+            },
+            _ => NextAction::None,
         }
     }
+}
 
-    /// The public view: every field of SPEC §2, without the ticket, lease and chain internals.
-    pub fn view(&self) -> Value {
-        let mut value = serde_json::to_value(self).expect("an action serializes");
-        let map = value.as_object_mut().expect("an action is an object");
-        for internal in ["ticket", "lease", "chain_head"] {
-            map.remove(internal);
-        }
-        map.insert("next_action".into(), self.next_action());
-        for optional in ["approval", "outcome", "sealed_at", "run"] {
-            map.entry(optional).or_insert(Value::Null);
-        }
-        value
-    }
+/// What an action waits for (SPEC §2 `next_action`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum NextAction {
+    /// A person's countersignature of this digest.
+    Approval { context_digest: String },
+    /// Its window: the committed ticket runs from `not_before` until `not_after`.
+    Scheduled {
+        not_before: Timestamp,
+        not_after: Timestamp,
+    },
+    /// Nothing: the action is sealed.
+    None,
 }

@@ -27,7 +27,7 @@ pub const ALG: &str = "Ed25519";
 
 /// What a deed proves: the call, its countersignature, its schedule, how it ended, and its
 /// whole audit chain with the head the record held.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Deed {
     pub format: String,
@@ -50,7 +50,7 @@ pub struct Deed {
 }
 
 /// The exact call the agent submitted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Call {
     pub agent_id: String,
@@ -62,7 +62,7 @@ pub struct Call {
 }
 
 /// The approval as countersigned: the digest of the context the approver saw, and who.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Countersignature {
     pub context_digest: String,
@@ -70,16 +70,18 @@ pub struct Countersignature {
     pub decided_at: Option<Timestamp>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+/// The deed file: the deed and its signature over the deed's canonical bytes.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct Signed {
+pub struct Signed {
+    #[schema(value_type = Deed)]
     deed: Value,
     signature: SignatureBlock,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct SignatureBlock {
+pub struct SignatureBlock {
     alg: String,
     kid: String,
     value: String,

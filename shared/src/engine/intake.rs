@@ -27,10 +27,14 @@ pub const MAX_ID: usize = 256;
 pub const IDEMPOTENCY_TTL: SignedDuration = SignedDuration::from_hours(24);
 
 /// The body of `POST /v1/actions`. Unknown fields are rejected.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitRequest {
+    /// The tool to call: a name from the tenant's catalog.
+    #[schema(min_length = 1)]
     pub tool: String,
+    /// The call's arguments, exactly as the tool receives them (≤ 64 KiB serialized).
+    #[schema(value_type = Object)]
     pub args: serde_json::Map<String, Value>,
     #[serde(default)]
     pub action_kind: Option<String>,
@@ -40,7 +44,8 @@ pub struct SubmitRequest {
     pub schedule: Option<RequestedWindow>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// RFC 3339 times with an offset; at least the minimum width apart, ending within 72 h.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestedWindow {
     pub not_before: Option<String>,

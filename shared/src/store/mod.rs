@@ -43,7 +43,7 @@ pub struct IdempotencyRecord {
 }
 
 /// A committed stop. `agent_id: None` stops the whole tenant (`*`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Stop {
     pub tenant: String,
     pub agent_id: Option<String>,
@@ -90,7 +90,7 @@ pub struct Unreadable {
 
 /// An unreadable action taken out of service: kept in the store for inspection, out of lists
 /// and the sweep, listed for the tenant's admins.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Quarantined {
     pub action_id: String,
     pub reason: String,

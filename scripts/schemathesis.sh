@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Generated API attacks (issue 8): schemathesis (pinned) against the local server, started on a
+# free port with scripts/schemathesis/server.toml, once per role (agent, approver, admin). Fails
+# on any 5xx and on any answer the OpenAPI document does not describe. Prints the case counts.
+#   bash scripts/schemathesis.sh [MAX_EXAMPLES_PER_OPERATION]   (default 20)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+examples=${1:-20}
+version=4.32.5
+venv=${SCHEMATHESIS_VENV:-$HOME/.cache/countersign/schemathesis-$version}
+if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$version"; then
+  python3 -m venv "$venv" 2>/dev/null || { apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv "$venv"; }
+  "$venv/bin/pip" install -q "schemathesis==$version"
+fi
+
+cargo build -q -p countersign-local
+bin=${CARGO_TARGET_DIR:-target}/debug/countersign-local
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+work=$(mktemp -d)
+# A test-only deed key (never use it elsewhere).
+export COUNTERSIGN_SCHEMATHESIS_DEED_KEY="-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIHdVTkkkSYE9SXsyuMmrMYa7uDkQb2+LQOvPmNQ36wsn
+-----END PRIVATE KEY-----"
+"$bin" --listen "127.0.0.1:$port" --db "$work/countersign.db" \
+  --config scripts/schemathesis/server.toml 2>"$work/server.log" &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
+for _ in $(seq 150); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.2; done
+curl -sf "http://127.0.0.1:$port/healthz" >/dev/null || { cat "$work/server.log"; exit 1; }
+
+api="http://127.0.0.1:$port"
+# Real actions (pending, sealed, another tenant's), so generated calls meet existing records
+# too: their ids and the stop scopes are offered half of the time.
+submit() {
+  curl -s -X POST "$api/v1/actions" -H "Authorization: Bearer $1" \
+    -H 'content-type: application/json' -d "{\"tool\":\"$2\",\"args\":{\"n\":1}}" |
+    python3 -c 'import json, sys; d = json.load(sys.stdin); print(d.get("id") or d["error"]["action_id"])'
+}
+ids=()
+for tool in mail.send mail.send search.web sandbox.echo nothing.here; do
+  ids+=("\"$(submit sch-agent $tool)\"")
+done
+ids+=("\"$(submit sch-globex mail.send)\"")
+cat >"$work/schemathesis.toml" <<TOML
+[dictionaries.ids]
+values = [$(IFS=,; echo "${ids[*]}")]
+
+[dictionaries.scopes]
+values = ["*", "agent-1", "agent-2"]
+
+[parameters]
+"path.id" = { dictionary = "ids", probability = 0.5 }
+"path.scope" = { dictionary = "scopes", probability = 0.5 }
+TOML
+
+checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection
+failed=0
+for role in agent approver admin; do
+  echo "== schemathesis as $role ($examples examples per operation)"
+  report="$work/$role.json"
+  if ! "$venv/bin/schemathesis" --config-file "$work/schemathesis.toml" run "$api/openapi.json" \
+      -H "Authorization: Bearer sch-$role" \
+      --checks "$checks" --max-examples "$examples" --seed 8 --workers 2 \
+      --request-timeout 10 --no-color --suppress-health-check all \
+      --report json --report-json-path "$report" >"$work/$role.log" 2>&1; then
+    failed=1
+    tail -60 "$work/$role.log"
+  else
+    tail -12 "$work/$role.log"
+  fi
+done
+errors=$(grep -c "request failed" "$work/server.log" || true)
+cases=$(python3 - "$work" <<'PY'
+import json, sys
+total = failed = 0
+for role in ("agent", "approver", "admin"):
+    try:
+        report = json.load(open(f"{sys.argv[1]}/{role}.json"))
+    except OSError:
+        continue
+    counts = report.get("test_cases", {})
+    total += counts.get("generated", 0)
+    failed += counts.get("with_failures", 0) + counts.get("errored", 0)
+print(total, failed)
+PY
+)
+read -r total failures <<<"$cases"
+echo "server answers 5xx logged: $errors (server log: $work/server.log)"
+[ "$errors" = 0 ] || failed=1
+echo "schemathesis: $((total - failures)) passed, $failures failed"
+exit $failed

@@ -1,0 +1,252 @@
+//! The OpenAPI 3.1 document, generated from the handlers' annotations and the answer types
+//! (`utoipa`). Served at `/openapi.json`; committed as `docs/openapi.json` (a test holds the
+//! two equal; regenerate with `cargo run -q -p countersign-local -- openapi > docs/openapi.json`).
+
+use super::{routes, view};
+use crate::{
+    domain::{
+        action::Approval,
+        deed::{Call, Countersignature, Deed, SignatureBlock, Signed},
+        Actor, ActorKind, Decision, Event, NextAction, Outcome, RunRef, State, Window,
+    },
+    engine::{RequestedWindow, SubmitRequest},
+    store::Stop,
+};
+use utoipa::{
+    openapi::{
+        path::Operation,
+        response::{Response, ResponseBuilder},
+        security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
+        Content, HeaderBuilder, Ref, RefOr,
+    },
+    Modify, OpenApi, ToSchema,
+};
+
+/// `{"error": {…}}`: every refusal (SPEC §3), from `Error::body`.
+#[derive(ToSchema)]
+#[allow(dead_code)] // describes the JSON that `Error::body` writes
+pub struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ErrorDetail {
+    /// A stable code: validation_failed, unauthenticated, forbidden, not_found, denied,
+    /// schedule_needs_approval, capability_bound, agent_stopped, context_changed,
+    /// action_executing, action_sealed, action_not_sealed, idempotency_conflict,
+    /// payload_too_large, rate_limited, unavailable.
+    code: String,
+    message: String,
+    /// validation_failed: the field, header or query parameter at fault.
+    param: Option<String>,
+    /// action_sealed, action_not_sealed: the action's state.
+    state: Option<State>,
+    /// Intake refusals: the action, recorded sealed `denied`.
+    action_id: Option<String>,
+    /// context_changed: the digest that is current.
+    context_digest: Option<String>,
+}
+
+/// A notification whose tries are used up (`OutboxEntry::view`).
+#[derive(ToSchema)]
+#[allow(dead_code)] // describes the JSON that `OutboxEntry::view` writes
+pub struct DeadNotification {
+    /// `ntf_…`: stable across tries.
+    id: String,
+    /// approval_requested or action_sealed.
+    #[schema(rename = "type")]
+    kind: String,
+    action_id: String,
+    attempts: u32,
+    #[schema(value_type = String, format = DateTime)]
+    next_at: String,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    dead_at: Option<String>,
+    last_error: Option<String>,
+}
+
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct DeadNotifications {
+    data: Vec<DeadNotification>,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "countersign",
+        description = "A gateway for AI agents' tool calls that must be approved now and run later. \
+            Every /v1 route takes `Authorization: Bearer <key>`; the key's tenant scopes every \
+            read and write, and another tenant's ids answer exactly as missing ones.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0")
+    ),
+    paths(
+        routes::submit,
+        routes::list,
+        routes::get_action,
+        routes::events,
+        routes::deed,
+        routes::approve,
+        routes::deny,
+        routes::cancel,
+        routes::stop,
+        routes::lift_stop,
+        routes::dead_notifications,
+        routes::redeliver,
+        routes::quarantined,
+        super::ui::index,
+        super::ui::asset,
+        openapi_json,
+    ),
+    components(schemas(
+        view::ActionView,
+        view::ActionPage,
+        view::EventList,
+        view::QuarantineList,
+        crate::store::Quarantined,
+        DeadNotification,
+        DeadNotifications,
+        ErrorBody,
+        ErrorDetail,
+        SubmitRequest,
+        RequestedWindow,
+        routes::ApproveBody,
+        routes::DenyBody,
+        routes::StopBody,
+        Stop,
+        Approval,
+        Actor,
+        ActorKind,
+        Decision,
+        Event,
+        NextAction,
+        Outcome,
+        RunRef,
+        State,
+        Window,
+        Signed,
+        SignatureBlock,
+        Deed,
+        Call,
+        Countersignature,
+    )),
+    modifiers(&Refusals),
+    tags(
+        (name = "actions", description = "Submit, read and prove actions"),
+        (name = "approval", description = "Countersign or deny"),
+        (name = "cancel", description = "Cancel actions; stop and resume agents"),
+        (name = "notifications", description = "Dead letters of the notifications outbox"),
+        (name = "page", description = "The approver page and this document"),
+    )
+)]
+pub struct ApiDoc;
+
+/// The document as served and committed.
+pub fn document() -> String {
+    let mut json = ApiDoc::openapi()
+        .to_pretty_json()
+        .expect("the document serializes");
+    json.push('\n');
+    json
+}
+
+/// The OpenAPI 3.1 document of this API.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "page",
+    security(()),
+    responses((status = 200, description = "This document", content_type = "application/json"))
+)]
+pub(super) async fn openapi_json() -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        document(),
+    )
+        .into_response()
+}
+
+/// The answers every authenticated route may give besides its own: bad input, no key, too
+/// large, rate limited, store unavailable. Added here once instead of on every handler.
+struct Refusals;
+
+fn refusal(description: &str) -> RefOr<Response> {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+        )
+        .build()
+        .into()
+}
+
+impl Modify for Refusals {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("An API key of the tenant (agent, approver or admin)"))
+                    .build(),
+            ),
+        );
+        doc.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new(
+            "bearer",
+            Vec::<String>::new(),
+        )]);
+        for (path, item) in doc.paths.paths.iter_mut() {
+            if !path.starts_with("/v1/") {
+                continue;
+            }
+            let operations = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.put,
+                &mut item.patch,
+            ];
+            for op in operations.into_iter().flatten() {
+                add_refusals(op);
+            }
+        }
+    }
+}
+
+fn add_refusals(op: &mut Operation) {
+    let responses = &mut op.responses.responses;
+    for (status, description) in [
+        (
+            "400",
+            "validation_failed: `param` names the field, header or parameter",
+        ),
+        ("401", "unauthenticated: no key, or an unknown one"),
+        ("413", "payload_too_large: the body exceeds 256 KiB"),
+        ("503", "unavailable: the store did not answer; retry"),
+    ] {
+        responses
+            .entry(status.into())
+            .or_insert_with(|| refusal(description));
+    }
+    let mut limited = ResponseBuilder::new()
+        .description("rate_limited: this key is over its rate; wait `Retry-After` seconds")
+        .content(
+            "application/json",
+            Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+        )
+        .build();
+    limited.headers.insert(
+        "Retry-After".into(),
+        HeaderBuilder::new()
+            .schema(
+                utoipa::openapi::ObjectBuilder::new().schema_type(utoipa::openapi::Type::Integer),
+            )
+            .description(Some("Seconds until the key may call again"))
+            .build(),
+    );
+    responses.entry("429".into()).or_insert(limited.into());
+}

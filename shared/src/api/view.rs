@@ -1,0 +1,86 @@
+//! What the API answers, as types: the same types serialize the answers and describe them in
+//! the OpenAPI document, so the two cannot drift apart.
+
+use crate::domain::{
+    action::Approval, Action, Actor, Decision, Event, NextAction, Outcome, RunRef, State, Window,
+};
+use crate::store::Quarantined;
+use jiff::Timestamp;
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// An action (SPEC §2): the record without its ticket, lease and chain internals.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActionView {
+    /// `act_` + a ULID.
+    pub id: String,
+    pub tenant: String,
+    pub agent_id: String,
+    pub tool: String,
+    #[schema(value_type = Object)]
+    pub args: Value,
+    /// `sha256:<hex>` of the canonical args.
+    pub args_digest: String,
+    pub action_kind: Option<String>,
+    pub run: Option<RunRef>,
+    pub schedule: Option<Window>,
+    pub decision: Decision,
+    pub state: State,
+    pub next_action: NextAction,
+    pub approval: Option<Approval>,
+    pub outcome: Option<Outcome>,
+    /// Who made the last transition.
+    pub actor: Actor,
+    /// One per transition; equals the number of audit events.
+    pub version: u64,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub sealed_at: Option<Timestamp>,
+}
+
+impl From<&Action> for ActionView {
+    fn from(a: &Action) -> Self {
+        ActionView {
+            id: a.id.clone(),
+            tenant: a.tenant.clone(),
+            agent_id: a.agent_id.clone(),
+            tool: a.tool.clone(),
+            args: a.args.clone(),
+            args_digest: a.args_digest.clone(),
+            action_kind: a.action_kind.clone(),
+            run: a.run.clone(),
+            schedule: a.schedule,
+            decision: a.decision,
+            state: a.state,
+            next_action: a.next_action(),
+            approval: a.approval.clone(),
+            outcome: a.outcome.clone(),
+            actor: a.actor.clone(),
+            version: a.version,
+            created_at: a.created_at,
+            updated_at: a.updated_at,
+            sealed_at: a.sealed_at,
+        }
+    }
+}
+
+/// A page of actions, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActionPage {
+    pub data: Vec<ActionView>,
+    /// Pass as `cursor` for the next page; null on the last one.
+    pub next_cursor: Option<String>,
+}
+
+/// An action's audit chain, oldest first; verified against the record before it is served.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventList {
+    pub data: Vec<Event>,
+}
+
+/// Admins: the tenant's quarantined records (SC-EDGE-08).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QuarantineList {
+    pub data: Vec<Quarantined>,
+}

@@ -9,6 +9,7 @@
 //! - [`engine`] — the use cases (intake, approval, cancel, stop, resume, sweep) over the ports.
 //! - [`notify`] — the notification worker: delivers the outbox that transitions write.
 //! - [`api`] — the HTTP API (axum), shared by the local server and the Lambda functions.
+//! - [`invariants`] — the store-wide invariant check behind `countersign-local verify`.
 //! - [`config`] — the one TOML document: tenants, keys, policy, action kinds, tool catalog.
 
 pub mod api;
@@ -22,6 +23,7 @@ pub mod engine;
 pub mod error;
 #[cfg(feature = "faults")]
 pub mod faults;
+pub mod invariants;
 pub mod notify;
 pub mod store;
 pub mod tools;

@@ -1,5 +1,7 @@
 //! countersign in one process: the HTTP API, an SQLite store and the in-process waker.
 
+mod verify;
+
 use clap::{Parser, Subcommand};
 use countersign::{config::Config, domain::deed, embedded::Server};
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
@@ -33,6 +35,19 @@ struct Args {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Check a whole store's invariants (every action of every configured tenant loads in one
+    /// valid state, its audit chain verifies and ends in its state, nothing `executing` on a
+    /// lapsed lease); prints counts and every violation, exits 1 when there is any. Reads the
+    /// SQLite file `--db`, or with `--table` a DynamoDB table (build with `--features aws`;
+    /// region and credentials from the environment). Serves nothing; run it on a stopped server.
+    Verify {
+        /// A DynamoDB table instead of the SQLite file.
+        #[arg(long)]
+        table: Option<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Verify a deed file offline with the tenant's public key (SC-SEC-07); serves nothing.
     VerifyDeed {
         /// The tenant's Ed25519 public key, PEM (`openssl pkey -in private.pem -pubout`).
@@ -54,6 +69,7 @@ async fn main() -> std::process::ExitCode {
             print!("{}", countersign::api::openapi::document());
             return std::process::ExitCode::SUCCESS;
         }
+        Some(Command::Verify { table, json }) => return verify::run(&args, table, json).await,
         None => {}
     }
     init_logs(args.log_json);

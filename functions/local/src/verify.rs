@@ -1,0 +1,87 @@
+//! `countersign-local verify`: the store-wide invariant check, printed.
+
+use countersign::{config::Config, invariants, store::Store, Clock, SystemClock};
+use std::process::ExitCode;
+
+pub async fn run(args: &super::Args, table: Option<String>, json: bool) -> ExitCode {
+    match check(args, table).await {
+        Ok(report) => {
+            print(&report, json);
+            if report.ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("countersign-local verify: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn check(
+    args: &super::Args,
+    table: Option<String>,
+) -> Result<invariants::Report, Box<dyn std::error::Error + Send + Sync>> {
+    let config = Config::from_file(&args.config)?;
+    let tenants: Vec<String> = config.tenants.keys().cloned().collect();
+    let store = open(args, table).await?;
+    Ok(invariants::check(&*store, &tenants, SystemClock.now()).await?)
+}
+
+async fn open(
+    args: &super::Args,
+    table: Option<String>,
+) -> Result<Box<dyn Store>, Box<dyn std::error::Error + Send + Sync>> {
+    match table {
+        None => {
+            if !args.db.exists() {
+                return Err(format!("no database at {}", args.db.display()).into());
+            }
+            Ok(Box::new(countersign::store::sqlite::SqliteStore::open(
+                &args.db,
+            )?))
+        }
+        #[cfg(feature = "aws")]
+        Some(table) => {
+            let sdk = countersign::aws::sdk_config().await;
+            Ok(Box::new(countersign::store::dynamodb::DynamoStore::new(
+                aws_sdk_dynamodb::Client::new(&sdk),
+                table,
+            )))
+        }
+        #[cfg(not(feature = "aws"))]
+        Some(_) => Err("--table needs a build with `--features aws`".into()),
+    }
+}
+
+fn print(report: &invariants::Report, json: bool) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).expect("a report serializes")
+        );
+        return;
+    }
+    let states: Vec<String> = report
+        .states
+        .iter()
+        .map(|(s, n)| format!("{s} {n}"))
+        .collect();
+    println!(
+        "tenants {}, actions {} ({}), events {}, quarantined {}, violations {}",
+        report.tenants,
+        report.actions,
+        states.join(", "),
+        report.events,
+        report.quarantined,
+        report.violations.len()
+    );
+    for v in &report.violations {
+        println!(
+            "violation: {}/{} {:?}: {}",
+            v.tenant, v.action_id, v.rule, v.detail
+        );
+    }
+}

@@ -148,7 +148,7 @@ fn issue4_functions_that_run_tools_outlast_the_longest_tool_run() {
         name: "longest".into(),
         executor: countersign::config::Executor::Webhook {
             url: "https://tool.example".into(),
-            secret_env: "UNUSED".into(),
+            secret: countersign::config::Secret::Env("UNUSED".into()),
             timeout_ms: SUPPORTED_TOOL_TIMEOUT_S * 1000,
             allow_private: false,
         },
@@ -365,6 +365,8 @@ fn issue4_each_function_is_allowed_exactly_the_aws_calls_its_code_makes() {
     let group_schedules = sub(
         "arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}:schedule/${WakeScheduleGroup}/cs-*",
     );
+    let secret_parameters =
+        sub("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/countersign/*");
     // Wake schedules are named cs-<correlation id>: the policies' cs-* covers them.
     let name = countersign::wake::scheduler::schedule_name(&countersign::domain::resume::Wake {
         tenant: "t".into(),
@@ -411,6 +413,8 @@ fn issue4_each_function_is_allowed_exactly_the_aws_calls_its_code_makes() {
                                     .is_some_and(|i| indexes.contains(i))
                         }
                         "scheduler" => *r == group_schedules,
+                        // Webhook secrets (secret_ssm): the /countersign/ parameters only.
+                        "ssm" => *r == secret_parameters,
                         "iam" => {
                             *r == get_att("SchedulerRole", "Arn")
                                 && condition

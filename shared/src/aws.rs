@@ -13,10 +13,11 @@
 //! The AWS SDK reads its own settings (region, credentials, `AWS_ENDPOINT_URL`) as usual.
 
 use crate::{
-    config::Config,
+    config::{Config, Secret},
     domain::resume::Wake,
     engine::{ResumeOutcome, SweepReport},
     store::dynamodb::DynamoStore,
+    tools::secrets::Secrets,
     tools::{Executors, ToolRunner},
     wake::scheduler::{SchedulerTarget, SchedulerWaker},
     Clock, Engine, Error, SystemClock,
@@ -32,6 +33,9 @@ pub enum BootError {
     Missing(&'static str),
     #[error("environment variable {0}: {1}")]
     Invalid(&'static str, String),
+    /// A webhook secret the config names is missing (the message names the entry).
+    #[error("{0}")]
+    Secret(String),
 }
 
 /// Every environment variable [`Settings::from_env`] reads, required or optional. The infra
@@ -138,8 +142,22 @@ pub fn engine_with(
     ))
 }
 
-/// What every function does at cold start.
+/// What the functions that run tools (intake, approve, resume) do at cold start: the engine,
+/// with every webhook secret checked and the SSM ones fetched once (SC-SEC-02).
 pub async fn engine_from_env() -> Result<Arc<Engine>, BootError> {
+    let settings = Settings::from_env()?;
+    let sdk = sdk_config().await;
+    let secrets = load_secrets(&settings.config, &sdk).await?;
+    Ok(engine_with(
+        &settings,
+        &sdk,
+        Arc::new(Executors::with_secrets(secrets)),
+        Arc::new(SystemClock),
+    ))
+}
+
+/// What `cancel` does at cold start: it runs no tool, so it reads no webhook secret.
+pub async fn engine_without_tools_from_env() -> Result<Arc<Engine>, BootError> {
     let settings = Settings::from_env()?;
     let sdk = sdk_config().await;
     Ok(engine_with(
@@ -148,6 +166,38 @@ pub async fn engine_from_env() -> Result<Arc<Engine>, BootError> {
         Arc::new(Executors::new()),
         Arc::new(SystemClock),
     ))
+}
+
+/// Fetch every `secret_ssm` of the catalog (GetParameter, decrypted) and check every secret.
+/// The parameter's value is never logged; an error names the entry and the parameter.
+pub async fn load_secrets(config: &Config, sdk: &SdkConfig) -> Result<Secrets, BootError> {
+    let ssm = aws_sdk_ssm::Client::new(sdk);
+    let mut secrets = Secrets::default();
+    for (at, secret) in config.webhook_secrets() {
+        let Secret::Ssm(name) = secret else { continue };
+        let out = ssm
+            .get_parameter()
+            .name(name)
+            .with_decryption(true)
+            .send()
+            .await
+            .map_err(|e| {
+                BootError::Secret(format!(
+                    "{at}.secret_ssm: cannot read parameter {name}: {}",
+                    aws_sdk_ssm::error::DisplayErrorContext(&e)
+                ))
+            })?;
+        let value = out
+            .parameter()
+            .and_then(|p| p.value())
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| {
+                BootError::Secret(format!("{at}.secret_ssm: parameter {name} is empty"))
+            })?;
+        secrets.insert_fetched(name, value.to_owned());
+    }
+    crate::tools::secrets::check(config, &secrets, true).map_err(|e| BootError::Secret(e.0))?;
+    Ok(secrets)
 }
 
 /// JSON logs to stdout (CloudWatch), filtered by `RUST_LOG` (default `info`).

@@ -105,6 +105,7 @@ struct RawTool {
     executor: String,
     url: Option<String>,
     secret_env: Option<String>,
+    secret_ssm: Option<String>,
     timeout: Option<String>,
     #[serde(default)]
     recovery: Recovery,
@@ -140,13 +141,26 @@ pub enum Recovery {
     Fail,
 }
 
+/// Where a webhook's HMAC secret is read, by the process that runs tools, when it boots
+/// (`tools::secrets`): an environment variable, or an SSM Parameter Store SecureString that only
+/// the AWS functions running tools fetch (so the others never hold it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub enum Secret {
+    #[serde(rename = "secret_env")]
+    Env(String),
+    #[serde(rename = "secret_ssm")]
+    Ssm(String),
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "executor")]
 pub enum Executor {
     #[serde(rename = "webhook")]
     Webhook {
         url: String,
-        secret_env: String,
+        /// Where the HMAC secret is; never the secret itself.
+        #[serde(flatten)]
+        secret: Secret,
         timeout_ms: u64,
         /// The tenant lists this host in `allow_private_hosts` (SC-SEC-08). Left out of the
         /// entry when false, so fingerprints of ordinary tools do not change.
@@ -356,6 +370,19 @@ impl Config {
     pub fn tenant(&self, name: &str) -> Option<&Tenant> {
         self.tenants.get(name)
     }
+
+    /// Every webhook secret the catalog names, with the entry that names it (for boot errors).
+    pub fn webhook_secrets(&self) -> Vec<(String, &Secret)> {
+        let mut out = Vec::new();
+        for (tenant, t) in &self.tenants {
+            for (tool, entry) in &t.tools {
+                if let Executor::Webhook { secret, .. } = &entry.executor {
+                    out.push((format!("tenants.{tenant}.tools.{tool:?}"), secret));
+                }
+            }
+        }
+        out
+    }
 }
 
 impl Tenant {
@@ -532,15 +559,23 @@ fn tool_entry(
         "webhook" => {
             let url = raw.url.ok_or_else(|| bad(at, "a webhook needs url"))?;
             let allow_private = targets.check(at, &url)?;
-            let secret_env = raw
-                .secret_env
-                .ok_or_else(|| bad(at, "a webhook needs secret_env"))?;
-            if std::env::var(&secret_env).map_or(true, |v| v.is_empty()) {
-                return Err(bad(
-                    format!("{at}.secret_env"),
-                    format!("environment variable {secret_env} is not set"),
-                ));
-            }
+            // Only named here: the value is read where the process boots (tools::secrets).
+            let secret = match (raw.secret_env, raw.secret_ssm) {
+                (Some(name), None) if !name.is_empty() => Secret::Env(name),
+                (None, Some(name)) if name.starts_with('/') => Secret::Ssm(name),
+                (None, Some(_)) => {
+                    return Err(bad(
+                        format!("{at}.secret_ssm"),
+                        "must be a parameter name like \"/countersign/acme/mail\"",
+                    ))
+                }
+                _ => {
+                    return Err(bad(
+                        at,
+                        "a webhook needs exactly one of secret_env, secret_ssm",
+                    ))
+                }
+            };
             let timeout = duration(&format!("{at}.timeout"), raw.timeout.as_deref(), "10s")?;
             if !(MIN_TOOL_TIMEOUT..=MAX_TOOL_TIMEOUT).contains(&timeout) {
                 return Err(bad(
@@ -552,14 +587,21 @@ fn tool_entry(
             }
             Executor::Webhook {
                 url,
-                secret_env,
+                secret,
                 timeout_ms: timeout.as_millis() as u64,
                 allow_private,
             }
         }
         "builtin.echo" => {
-            if raw.url.is_some() || raw.secret_env.is_some() || raw.timeout.is_some() {
-                return Err(bad(at, "builtin.echo takes no url, secret_env or timeout"));
+            if raw.url.is_some()
+                || raw.secret_env.is_some()
+                || raw.secret_ssm.is_some()
+                || raw.timeout.is_some()
+            {
+                return Err(bad(
+                    at,
+                    "builtin.echo takes no url, secret_env, secret_ssm or timeout",
+                ));
             }
             Executor::Echo
         }
@@ -641,8 +683,10 @@ mod tests {
             "[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"ftp://x\"\nsecret_env = \"X\""
         )
         .contains(".url"));
-        assert!(err("[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"https://x\"\nsecret_env = \"COUNTERSIGN_SURELY_UNSET\"")
-            .contains("COUNTERSIGN_SURELY_UNSET is not set"));
+        assert!(err("[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"https://x\"\nsecret_env = \"A\"\nsecret_ssm = \"/b\"")
+            .contains("exactly one of secret_env, secret_ssm"));
+        assert!(err("[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"https://x\"\nsecret_ssm = \"b\"")
+            .contains("tenants.acme.tools.\"t\".secret_ssm"));
         assert!(err("colour = 1").contains("colour"));
         std::env::set_var("COUNTERSIGN_CONFIG_TEST_SECRET", "s");
         let tool = |timeout: &str| {

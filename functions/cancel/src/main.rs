@@ -6,6 +6,7 @@
 async fn main() -> Result<(), lambda_http::Error> {
     countersign::aws::init_logs();
     // Once per cold start: clients and configuration are reused by warm invocations.
-    let engine = countersign::aws::engine_from_env().await?;
+    // It runs no tool, so it never reads a webhook secret.
+    let engine = countersign::aws::engine_without_tools_from_env().await?;
     countersign::aws::serve_http(engine).await
 }

@@ -1,6 +1,7 @@
 //! The tool port: run one committed call, classify the answer.
 
 pub mod echo;
+pub mod secrets;
 pub mod target;
 pub mod webhook;
 
@@ -37,12 +38,20 @@ pub trait ToolRunner: Send + Sync + 'static {
 /// The executors named in the catalog.
 pub struct Executors {
     webhook: webhook::Webhook,
+    secrets: secrets::Secrets,
 }
 
 impl Executors {
+    /// Webhook secrets from the environment only (the local server, tests).
     pub fn new() -> Self {
+        Self::with_secrets(secrets::Secrets::default())
+    }
+
+    /// With the secrets fetched at boot (`aws::load_secrets`).
+    pub fn with_secrets(secrets: secrets::Secrets) -> Self {
         Executors {
             webhook: webhook::Webhook::new(),
+            secrets,
         }
     }
 }
@@ -60,12 +69,13 @@ impl ToolRunner for Executors {
             Executor::Echo => echo::run(call),
             Executor::Webhook {
                 url,
-                secret_env,
+                secret,
                 timeout_ms,
                 allow_private,
             } => {
+                let secret = self.secrets.value(secret);
                 self.webhook
-                    .run(call, url, secret_env, *timeout_ms, *allow_private)
+                    .run(call, url, secret, *timeout_ms, *allow_private)
                     .await
             }
         }

@@ -46,7 +46,7 @@ impl Webhook {
         &self,
         call: &Call<'_>,
         url: &str,
-        secret_env: &str,
+        secret: Option<String>,
         timeout_ms: u64,
         allow_private: bool,
     ) -> ToolAnswer {
@@ -62,10 +62,9 @@ impl Webhook {
         } else {
             &self.public
         };
-        let Ok(secret) = std::env::var(secret_env) else {
-            return ToolAnswer::Failed(
-                json!({"kind": "misconfigured", "message": format!("{secret_env} is not set")}),
-            );
+        // Checked at boot; a secret that vanished since is a misconfiguration, named by kind only.
+        let Some(secret) = secret else {
+            return ToolAnswer::Failed(json!({"kind": "misconfigured"}));
         };
         // The attempt number travels in a header: a receiver deduplicating by Idempotency-Key
         // sees the same bytes on every attempt (SC-EDGE-06).

@@ -89,3 +89,52 @@ fn issue10_nothing_refers_to_the_team_folder_outside_the_repository() {
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+fn contract() -> String {
+    std::fs::read_to_string(repo().join("docs/contract.md")).unwrap()
+}
+
+#[test]
+fn issue10_the_contract_lists_every_route_the_api_serves() {
+    let contract = contract();
+    let missing: Vec<String> = countersign::api::ROUTES
+        .iter()
+        .map(|(method, path, _)| {
+            // The contract names the stop scope for what it is.
+            let path = path.replace("{scope}", "{agent_id or *}");
+            format!("`{method} {path}")
+        })
+        .filter(|route| !contract.contains(route.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "docs/contract.md §3 lacks {missing:?}");
+}
+
+#[test]
+fn issue10_the_contract_lists_every_error_code_the_api_answers() {
+    // The codes as the one error mapping spells them (`api/error.rs`) and the intake refusals.
+    let mut codes = Vec::new();
+    for file in ["shared/src/api/error.rs", "shared/src/error.rs"] {
+        let source = std::fs::read_to_string(repo().join(file)).unwrap();
+        for line in source.lines() {
+            let is_code =
+                line.contains("StatusCode::") || line.trim_start().starts_with("Refusal::");
+            if let (true, Some(start)) = (is_code, line.rfind(", \"").or(line.find("=> \""))) {
+                let rest = &line[start..];
+                let code: String = rest.split('"').nth(1).unwrap_or_default().to_owned();
+                if !code.is_empty() && code.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+                    codes.push(code);
+                }
+            }
+        }
+    }
+    assert!(codes.len() >= 15, "found the codes: {codes:?}");
+    let contract = contract();
+    let missing: Vec<&String> = codes
+        .iter()
+        .filter(|c| !contract.contains(&format!("| `{c}` |")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/contract.md's error table lacks {missing:?}"
+    );
+}

@@ -318,6 +318,28 @@ def test_issue10_a_notification_page_url_opens_that_action(t):
     expect(t.page.get_by_role("alert").first).to_contain_text("no longer waiting")
 
 
+def test_issue10_keyboard_only_sign_in_and_approve(t):
+    """Accessibility: no mouse needed from the key to the countersignature."""
+    action = t.server.submit(AGENT, {"to": "k@example.com", "subject": "by keyboard"})
+    t.page.goto(t.server.base + "/ui/")
+    expect(t.page.get_by_label("Approver key")).to_be_focused()
+    t.page.keyboard.type(APPROVER)
+    t.page.keyboard.press("Enter")
+    expect(t.page.get_by_role("button", name="Refresh")).to_be_focused()
+    review_button = card(t.page, action["id"]).get_by_role("button", name=re.compile("Review"))
+    for _ in range(60):
+        t.page.keyboard.press("Tab")
+        if review_button.evaluate("b => b === document.activeElement"):
+            break
+    expect(review_button).to_be_focused()
+    t.page.keyboard.press("Enter")
+    approve = t.page.get_by_role("dialog").get_by_role("button", name="Approve")
+    expect(approve).to_be_focused()  # once the page has computed the digest
+    t.page.keyboard.press("Enter")
+    expect(t.page.get_by_role("alert").first).to_contain_text("Approved mail.send")
+    assert t.server.action(action["id"])["state"] in ("approved", "executing", "succeeded")
+
+
 def test_sign_in_refuses_an_unknown_key_and_keeps_keys_out_of_urls(t):
     requests = []
     t.page.on("request", lambda r: requests.append(r))

@@ -61,7 +61,10 @@ decision = "require_approval"
 [tenants.{name}.tools."mail.send"]
 executor = "builtin.echo"
 """
+    # Rate limits far above what the tests send (they measure the page, not the limiter).
     return ("[limits]\nmin_window = \"30s\"\nsweep_interval = \"1s\"\n"
+            "rate_per_key = 100000\nburst_per_key = 100000\n"
+            "rate_per_tenant = 100000\nburst_per_tenant = 100000\n"
             + tenant("acme", "24h", AGENT, APPROVER)
             + tenant("brief", "6s", BRIEF_AGENT, BRIEF_APPROVER))
 

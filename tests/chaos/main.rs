@@ -1,0 +1,652 @@
+//! The bounded chaos run (`scripts/chaos.sh [SECONDS]`): agents submit, approvers approve or
+//! deny, cancels and a stop race the workers, tools misbehave (slow, 5xx, refused, a 10 MB
+//! body, invalid JSON), the store fails writes now and then (the `faults` seam), and the local
+//! server is killed with SIGKILL (or stopped with SIGTERM) and restarted mid-run. Afterwards the
+//! store's invariants are checked and the tool server's record of every attempt is held to the
+//! rules: none before `not_before`, none after the deadline, none after an answered stop, none
+//! twice except for `retry` tools. Prints a summary; exits 1 on any violation.
+//!
+//! `chaos run --seconds N --dir D` drives; `chaos serve --db F --config C` is the server process
+//! it starts (the embedded server with a fault-injecting store).
+
+use axum::{body::Bytes, extract::Path, http::HeaderMap, routing::post, Router};
+use countersign::{
+    config::Config,
+    domain::State,
+    embedded::{Parts, Server},
+    faults::{Chaos, FaultyStore},
+    invariants,
+    store::{sqlite::SqliteStore, ListQuery, Store},
+    Clock, SystemClock,
+};
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::{
+    collections::{BTreeMap, HashMap},
+    io::{BufRead, BufReader},
+    path::{Path as FsPath, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{Arc, Mutex, OnceLock, RwLock},
+    time::Duration,
+};
+
+const SECRET_ENV: &str = "CHAOS_TOOL_SECRET";
+const AGENT: &str = "chaos-agent";
+const STOPPED_AGENT: &str = "chaos-agent-stopped";
+const APPROVER: &str = "chaos-approver";
+const ADMIN: &str = "chaos-admin";
+/// Tool kinds the tool server plays; `refused` points at a port nothing listens on.
+const KINDS: [&str; 6] = ["ok", "slow", "5xx", "refused", "big", "badjson"];
+/// Transit allowance between the worker's check and the tool server's arrival stamp.
+const TRANSIT: SignedDuration = SignedDuration::from_millis(500);
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    match args.get(1).map(String::as_str) {
+        Some("serve") => serve(flag("--db").unwrap(), flag("--config").unwrap()).await,
+        Some("run") => {
+            let seconds = flag("--seconds").map_or(20, |s| s.parse().expect("--seconds N"));
+            let dir = PathBuf::from(flag("--dir").unwrap_or_else(|| "target/chaos".into()));
+            run(seconds, &dir).await
+        }
+        _ => {
+            eprintln!("usage: chaos run [--seconds N] [--dir D] | chaos serve --db F --config C");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn hash(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+fn config(tools: &str) -> String {
+    let mut toml = format!(
+        r#"
+[limits]
+min_window = "10s"
+sweep_interval = "1s"
+run_deadline = "30s"
+rate_per_key = 1000000
+burst_per_key = 1000000
+rate_per_tenant = 1000000
+burst_per_tenant = 1000000
+
+[tenants.acme]
+time_zone = "UTC"
+approval_ttl = "1h"
+allow_http_hosts = ["127.0.0.1"]
+allow_private_hosts = ["127.0.0.1"]
+keys = [
+  {{ id = "{AGENT}", role = "agent", sha256 = "{}" }},
+  {{ id = "{STOPPED_AGENT}", role = "agent", sha256 = "{}" }},
+  {{ id = "{APPROVER}", role = "approver", sha256 = "{}" }},
+  {{ id = "{ADMIN}", role = "admin", sha256 = "{}" }},
+]
+policy = [
+  {{ tool = "mail.*", decision = "require_approval" }},
+  {{ tool = "report.*", decision = "schedule" }},
+  {{ tool = "search.*", decision = "allow" }},
+]
+"#,
+        hash(AGENT),
+        hash(STOPPED_AGENT),
+        hash(APPROVER),
+        hash(ADMIN)
+    );
+    for (family, recovery) in [("search", "fail"), ("mail", "fail"), ("report", "retry")] {
+        for kind in KINDS {
+            let url = match kind {
+                "refused" => "http://127.0.0.1:9/refused".to_owned(),
+                _ => format!("{tools}/{kind}"),
+            };
+            toml.push_str(&format!(
+                "\n[tenants.acme.tools.\"{family}.{kind}\"]\nexecutor = \"webhook\"\nurl = \"{url}\"\nsecret_env = \"{SECRET_ENV}\"\ntimeout = \"1s\"\nrecovery = \"{recovery}\"\n"
+            ));
+        }
+    }
+    toml
+}
+
+// ---------- the server process ----------
+
+async fn serve(db: String, config: String) -> std::process::ExitCode {
+    let config = Arc::new(Config::from_file(FsPath::new(&config)).expect("chaos config"));
+    let slot: Arc<OnceLock<Arc<FaultyStore>>> = Arc::default();
+    let keep = slot.clone();
+    let parts = Parts {
+        wrap_store: Box::new(move |s| {
+            let f = Arc::new(FaultyStore::new(s));
+            f.chaos(Some(Chaos {
+                fail: 0.03,
+                ambiguous: 0.03,
+                seed: Timestamp::now().as_nanosecond() as u64,
+            }));
+            keep.set(f.clone()).ok();
+            f
+        }),
+        ..Parts::default()
+    };
+    let server = Server::start_with(
+        config,
+        FsPath::new(&db),
+        "127.0.0.1:0".parse().unwrap(),
+        parts,
+    )
+    .await
+    .expect("the server starts");
+    println!("ADDR {}", server.addr);
+    let faults = slot.get().cloned().expect("wrapped");
+    tokio::spawn(async move {
+        loop {
+            let n = faults.injected();
+            println!("FAULTS {} {}", n.failed, n.ambiguous);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    let mut term =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
+    term.recv().await;
+    server.shutdown().await.ok();
+    println!("STOPPED");
+    std::process::ExitCode::SUCCESS
+}
+
+/// The server child: its address and the store faults it injected so far.
+struct Child_ {
+    child: Child,
+    /// Store writes failed / failed ambiguously (applied, then an error) so far.
+    faults: Arc<Mutex<(usize, usize)>>,
+}
+
+fn start_server(db: &FsPath, config: &FsPath, base: &RwLock<String>) -> Child_ {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["serve", "--db"])
+        .arg(db)
+        .arg("--config")
+        .arg(config)
+        .env(SECRET_ENV, "chaos-secret")
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the server");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("the server prints its address")
+            .unwrap();
+        if let Some(addr) = line.strip_prefix("ADDR ") {
+            break addr.to_owned();
+        }
+    };
+    *base.write().unwrap() = format!("http://{addr}");
+    let faults = Arc::new(Mutex::new((0, 0)));
+    let seen = faults.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if let Some(n) = line.strip_prefix("FAULTS ") {
+                let mut n = n.split(' ').map(|x| x.parse().unwrap_or(0));
+                *seen.lock().unwrap() = (n.next().unwrap_or(0), n.next().unwrap_or(0));
+            }
+        }
+    });
+    Child_ { child, faults }
+}
+
+// ---------- the tool server ----------
+
+#[derive(Clone, Debug)]
+struct Attempt {
+    action_id: String,
+    attempt: u64,
+    at: Timestamp,
+}
+
+type Attempts = Arc<Mutex<Vec<Attempt>>>;
+
+async fn tool_server(attempts: Attempts) -> String {
+    let app = Router::new().route(
+        "/{kind}",
+        post(
+            move |Path(kind): Path<String>, headers: HeaderMap, body: Bytes| {
+                let attempts = attempts.clone();
+                async move {
+                    let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    attempts.lock().unwrap().push(Attempt {
+                        action_id: parsed["action_id"].as_str().unwrap_or_default().to_owned(),
+                        attempt: headers
+                            .get("countersign-attempt")
+                            .and_then(|v| v.to_str().ok())
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or(0),
+                        at: Timestamp::now(),
+                    });
+                    answer(&kind).await
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+async fn answer(kind: &str) -> (axum::http::StatusCode, String) {
+    use axum::http::StatusCode;
+    match kind {
+        "slow" => {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            (StatusCode::OK, json!({"slow": true}).to_string())
+        }
+        "5xx" => (StatusCode::SERVICE_UNAVAILABLE, "{}".into()),
+        "big" => (
+            StatusCode::OK,
+            json!({"pad": "x".repeat(10 * 1024 * 1024)}).to_string(),
+        ),
+        "badjson" => (StatusCode::OK, "{not json".into()),
+        _ => (StatusCode::OK, json!({"ok": true}).to_string()),
+    }
+}
+
+// ---------- the drivers ----------
+
+/// A tiny deterministic generator (xorshift): reproducible choices without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[(self.next() % items.len() as u64) as usize]
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    submitted: usize,
+    approved: usize,
+    denied: usize,
+    cancel_won: usize,
+    cancel_lost: usize,
+    unavailable: usize,
+    refused_by_server: usize,
+    /// When the stop of STOPPED_AGENT was answered.
+    stop_answered: Option<Timestamp>,
+}
+
+struct Client {
+    http: reqwest::Client,
+    base: Arc<RwLock<String>>,
+}
+
+impl Client {
+    /// One request; `None` when the server is down (being restarted) or did not answer in time.
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        key: &str,
+        body: Option<Value>,
+    ) -> Option<(u16, Value)> {
+        let url = format!("{}{path}", self.base.read().unwrap());
+        let mut req = self
+            .http
+            .request(method, url)
+            .bearer_auth(key)
+            .timeout(Duration::from_secs(30));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let res = req.send().await.ok()?;
+        let status = res.status().as_u16();
+        let value = res.json().await.unwrap_or(Value::Null);
+        Some((status, value))
+    }
+}
+
+fn window(from_now: i64, length: i64) -> Value {
+    let at = |s: i64| {
+        Timestamp::now()
+            .checked_add(SignedDuration::from_secs(s))
+            .unwrap()
+            .round(jiff::Unit::Second)
+            .unwrap()
+            .to_string()
+    };
+    json!({"not_before": at(from_now), "not_after": at(from_now + length)})
+}
+
+async fn agent(
+    client: Arc<Client>,
+    tally: Arc<Mutex<Tally>>,
+    until: std::time::Instant,
+    seed: u64,
+) {
+    let mut rng = Rng(seed);
+    while std::time::Instant::now() < until {
+        let kind = *rng.pick(&KINDS);
+        let who = if rng.chance(15) { STOPPED_AGENT } else { AGENT };
+        let body = match rng.next() % 3 {
+            0 => json!({"tool": format!("search.{kind}"), "args": {"n": rng.next() % 1000}}),
+            1 => json!({"tool": format!("mail.{kind}"), "args": {"n": rng.next() % 1000},
+                        "schedule": window(1 + (rng.next() % 3) as i64, 10)}),
+            _ => json!({"tool": format!("report.{kind}"), "args": {"n": rng.next() % 1000},
+                        "schedule": window(1 + (rng.next() % 3) as i64, 10)}),
+        };
+        let answer = client
+            .call(reqwest::Method::POST, "/v1/actions", who, Some(body))
+            .await;
+        let Some((status, action)) = answer else {
+            tally.lock().unwrap().unavailable += 1;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        if !(200..300).contains(&status) {
+            let mut t = tally.lock().unwrap();
+            if status == 503 {
+                t.unavailable += 1;
+            } else {
+                t.refused_by_server += 1;
+            }
+            continue;
+        }
+        tally.lock().unwrap().submitted += 1;
+        let id = action["id"].as_str().unwrap_or_default().to_owned();
+        // An approver decides (most pending ones), and a cancel races the worker (some).
+        if action["state"] == "pending_approval" {
+            let digest = action["approval"]["context_digest"].clone();
+            let (path, body) = if rng.chance(80) {
+                (
+                    format!("/v1/actions/{id}/approve"),
+                    json!({"context_digest": digest}),
+                )
+            } else {
+                (
+                    format!("/v1/actions/{id}/deny"),
+                    json!({"reason": "chaos says no"}),
+                )
+            };
+            if let Some((200, _)) = client
+                .call(reqwest::Method::POST, &path, APPROVER, Some(body))
+                .await
+            {
+                let mut t = tally.lock().unwrap();
+                if path.ends_with("approve") {
+                    t.approved += 1;
+                } else {
+                    t.denied += 1;
+                }
+            }
+        }
+        if rng.chance(30) {
+            let client = client.clone();
+            let tally = tally.clone();
+            let delay = rng.next() % 4000;
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+                let path = format!("/v1/actions/{id}/cancel");
+                match client
+                    .call(reqwest::Method::POST, &path, ADMIN, Some(json!({})))
+                    .await
+                {
+                    Some((200, _)) => tally.lock().unwrap().cancel_won += 1,
+                    Some((409, _)) => tally.lock().unwrap().cancel_lost += 1,
+                    _ => {}
+                }
+            });
+        }
+    }
+}
+
+// ---------- the run ----------
+
+async fn run(seconds: u64, dir: &FsPath) -> std::process::ExitCode {
+    std::fs::create_dir_all(dir).unwrap();
+    // One database per run, named so `scripts/chaos.sh` can verify it with the CLI afterwards.
+    let db = dir.join("chaos.db");
+    for stale in ["chaos.db", "chaos.db-wal", "chaos.db-shm"] {
+        let _ = std::fs::remove_file(dir.join(stale));
+    }
+    let attempts: Attempts = Arc::default();
+    let tools = tool_server(attempts.clone()).await;
+    let config_path = dir.join("chaos.toml");
+    std::fs::write(&config_path, config(&tools)).unwrap();
+    std::env::set_var(SECRET_ENV, "chaos-secret");
+    let base = Arc::new(RwLock::new(String::new()));
+    let mut server = start_server(&db, &config_path, &base);
+    let client = Arc::new(Client {
+        http: reqwest::Client::new(),
+        base: base.clone(),
+    });
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let started = std::time::Instant::now();
+    let until = started + Duration::from_secs(seconds);
+    let drivers: Vec<_> = (0..4)
+        .map(|i| tokio::spawn(agent(client.clone(), tally.clone(), until, 0x9E37_79B9 + i)))
+        .collect();
+
+    // Restarts: every third of the run, alternately SIGKILL and SIGTERM (graceful drain).
+    let (mut kills, mut graceful, mut faults) = (0, 0, (0, 0));
+    let mut stopped = false;
+    for round in 1..=3u64 {
+        let at = started + Duration::from_secs(seconds * round / 4);
+        tokio::time::sleep_until(at.into()).await;
+        if !stopped && round == 2 {
+            let answer = client
+                .call(
+                    reqwest::Method::POST,
+                    "/v1/stops",
+                    ADMIN,
+                    Some(json!({"agent_id": STOPPED_AGENT})),
+                )
+                .await;
+            if let Some((201, _)) = answer {
+                tally.lock().unwrap().stop_answered = Some(Timestamp::now());
+                stopped = true;
+            }
+        }
+        let f = *server.faults.lock().unwrap();
+        faults = (faults.0 + f.0, faults.1 + f.1);
+        if round % 2 == 1 {
+            server.child.kill().ok(); // SIGKILL
+            kills += 1;
+        } else {
+            Command::new("kill")
+                .arg("-TERM")
+                .arg(server.child.id().to_string())
+                .status()
+                .ok();
+            graceful += 1;
+        }
+        server.child.wait().ok();
+        server = start_server(&db, &config_path, &base);
+    }
+    for d in drivers {
+        d.await.ok();
+    }
+    // Let cancels in flight land and runs under way finish, then stop gracefully.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let f = *server.faults.lock().unwrap();
+    faults = (faults.0 + f.0, faults.1 + f.1);
+    Command::new("kill")
+        .arg("-TERM")
+        .arg(server.child.id().to_string())
+        .status()
+        .ok();
+    server.child.wait().ok();
+
+    let store = SqliteStore::open(&db).unwrap();
+    let report = invariants::check(&store, &["acme".to_owned()], SystemClock.now())
+        .await
+        .unwrap();
+    let attempts = attempts.lock().unwrap().clone();
+    let stop_answered = tally.lock().unwrap().stop_answered;
+    let (broken, per_kind) = check_attempts(&store, &attempts, stop_answered).await;
+
+    let actions = actions_per_kind(&store).await;
+    let t = tally.lock().unwrap();
+    let states: Vec<String> = report
+        .states
+        .iter()
+        .map(|(s, n)| format!("{s} {n}"))
+        .collect();
+    println!("chaos: {seconds} s, db {}", db.display());
+    println!(
+        "chaos: actions {} ({}); submitted {}, approved {}, denied {}, cancels won {} lost {}, answers 503 {}",
+        report.actions,
+        states.join(", "),
+        t.submitted,
+        t.approved,
+        t.denied,
+        t.cancel_won,
+        t.cancel_lost,
+        t.unavailable
+    );
+    println!(
+        "chaos: tool attempts {}; restarts {} (SIGKILL {kills}, SIGTERM {graceful}); store faults injected {} failed + {} ambiguous; stop answered: {}",
+        attempts.len(),
+        kills + graceful,
+        faults.0,
+        faults.1,
+        stop_answered.is_some()
+    );
+    let kinds: Vec<String> = per_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    println!("chaos: tool attempts per kind: {}", kinds.join(", "));
+    let kinds: Vec<String> = actions.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    println!(
+        "chaos: actions per tool kind (faults played by the tool server): {}",
+        kinds.join(", ")
+    );
+    let violations = report.violations.len() + broken.len();
+    for v in &report.violations {
+        println!(
+            "violation (store): {}/{} {:?}: {}",
+            v.tenant, v.action_id, v.rule, v.detail
+        );
+    }
+    for b in &broken {
+        println!("violation (tools): {b}");
+    }
+    println!("chaos: invariant violations: {violations}");
+    if violations == 0 {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(1)
+    }
+}
+
+/// How many actions used each tool kind (`refused` ones never reach the tool server).
+async fn actions_per_kind(store: &SqliteStore) -> BTreeMap<String, usize> {
+    let mut per_kind = BTreeMap::new();
+    let mut before = None;
+    loop {
+        let page = store
+            .list(
+                "acme",
+                &ListQuery {
+                    limit: 100,
+                    before: before.take(),
+                },
+            )
+            .await
+            .unwrap();
+        for a in &page.actions {
+            let kind = a.tool.split('.').nth(1).unwrap_or_default().to_owned();
+            *per_kind.entry(kind).or_default() += 1;
+        }
+        match page.next {
+            Some(next) => before = Some(next),
+            None => return per_kind,
+        }
+    }
+}
+
+/// The tool server's record against the rules.
+async fn check_attempts(
+    store: &SqliteStore,
+    attempts: &[Attempt],
+    stop_answered: Option<Timestamp>,
+) -> (Vec<String>, BTreeMap<String, usize>) {
+    let mut broken = Vec::new();
+    let mut per_kind = BTreeMap::new();
+    let mut by_action: HashMap<&str, Vec<&Attempt>> = HashMap::new();
+    for a in attempts {
+        by_action.entry(&a.action_id).or_default().push(a);
+    }
+    for (id, tries) in by_action {
+        let Ok(Some(action)) = store.load("acme", id).await else {
+            broken.push(format!(
+                "{id}: an attempt for an action the store does not hold"
+            ));
+            continue;
+        };
+        let retry_tool = action.tool.starts_with("report.");
+        let kind = action.tool.split('.').nth(1).unwrap_or_default().to_owned();
+        *per_kind.entry(kind).or_default() += tries.len();
+        if let Some(w) = action.schedule {
+            for a in &tries {
+                if a.at < w.not_before {
+                    broken.push(format!(
+                        "{id}: attempt {} at {} before not_before {}",
+                        a.attempt, a.at, w.not_before
+                    ));
+                }
+                if a.at > w.not_after.checked_add(TRANSIT).unwrap() {
+                    broken.push(format!(
+                        "{id}: attempt {} at {} after the deadline {}",
+                        a.attempt, a.at, w.not_after
+                    ));
+                }
+            }
+        }
+        if let (Some(stop), true) = (stop_answered, action.agent_id == STOPPED_AGENT) {
+            for a in &tries {
+                if a.at > stop.checked_add(TRANSIT).unwrap() {
+                    broken.push(format!(
+                        "{id}: attempt {} at {} after the stop answered at {stop}",
+                        a.attempt, a.at
+                    ));
+                }
+            }
+        }
+        if !retry_tool && tries.len() > 1 {
+            broken.push(format!(
+                "{id}: {} attempts of a recovery=fail tool",
+                tries.len()
+            ));
+        }
+        let mut numbers: Vec<u64> = tries.iter().map(|a| a.attempt).collect();
+        numbers.sort();
+        numbers.dedup();
+        if numbers.len() != tries.len() {
+            broken.push(format!("{id}: an attempt number was sent twice"));
+        }
+        // Cancelled and denied actions never started an attempt (a cancel only wins before the
+        // claim; a stopped claim is sealed before its first attempt).
+        if matches!(action.state, State::Cancelled | State::Denied) {
+            broken.push(format!(
+                "{id}: {} attempts although sealed {}",
+                tries.len(),
+                action.state
+            ));
+        }
+    }
+    (broken, per_kind)
+}

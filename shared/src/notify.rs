@@ -24,10 +24,8 @@ pub struct Notifier {
     config: Arc<Config>,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
-    /// For endpoints that must be public: every resolved address is checked (SC-SEC-08).
-    public: reqwest::Client,
-    /// For endpoints whose host the tenant lists in `allow_private_hosts`.
-    private: reqwest::Client,
+    /// Public-only unless the tenant lists the host (SC-SEC-08), each request bounded by TIMEOUT.
+    clients: target::Clients,
     /// The approver page: notices link to `<page>#action=<id>`.
     page: String,
 }
@@ -52,24 +50,13 @@ impl Notifier {
         page: &str,
     ) -> Self {
         // Redirects are never followed: a 3xx is a failed try.
-        let client = || {
-            reqwest::Client::builder()
-                .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
-                .redirect(reqwest::redirect::Policy::none())
-                .timeout(TIMEOUT)
-        };
-        let public = client()
-            .dns_resolver(Arc::new(target::PublicOnly))
-            .build()
-            .expect("an HTTP client builds");
-        let private = client().build().expect("an HTTP client builds");
+        let clients = target::Clients::new(Some(TIMEOUT));
         let page = config.public_url.clone().unwrap_or_else(|| page.to_owned());
         Notifier {
             config,
             store,
             clock,
-            public,
-            private,
+            clients,
             page,
         }
     }
@@ -170,18 +157,10 @@ impl Notifier {
 
     /// One signed POST. The error names a kind and a status, never the URL (it may hold a token).
     async fn post(&self, endpoint: &Endpoint, notice: &Notice<'_>) -> Result<(), String> {
-        // An address written in the URL is never resolved: check it here (the config did too).
-        let inward = reqwest::Url::parse(&endpoint.url)
-            .ok()
-            .and_then(|u| target::host(&u).map(target::literal_is_private));
-        if !endpoint.allow_private && inward != Some(false) {
-            return Err("target_refused".into());
-        }
-        let http = if endpoint.allow_private {
-            &self.private
-        } else {
-            &self.public
-        };
+        let http = self
+            .clients
+            .for_url(&endpoint.url, endpoint.allow_private)
+            .ok_or("target_refused")?;
         let secret = std::env::var(&endpoint.secret_env)
             .map_err(|_| format!("secret {} is not set", endpoint.secret_env))?;
         let body = match endpoint.format {

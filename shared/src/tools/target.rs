@@ -81,6 +81,49 @@ impl Resolve for PublicOnly {
     }
 }
 
+/// The HTTP clients for calls to configured targets (webhooks, notification endpoints): one that
+/// connects only to public addresses, one for hosts the tenant allows private. Redirects are
+/// never followed (a 3xx is the target's answer).
+pub struct Clients {
+    public: reqwest::Client,
+    private: reqwest::Client,
+}
+
+impl Clients {
+    /// `timeout` bounds every request (None: each request sets its own).
+    pub fn new(timeout: Option<std::time::Duration>) -> Self {
+        let client = || {
+            let builder = reqwest::Client::builder()
+                .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
+                .redirect(reqwest::redirect::Policy::none());
+            match timeout {
+                Some(t) => builder.timeout(t),
+                None => builder,
+            }
+        };
+        Clients {
+            public: client()
+                .dns_resolver(std::sync::Arc::new(PublicOnly))
+                .build()
+                .expect("an HTTP client builds"),
+            private: client().build().expect("an HTTP client builds"),
+        }
+    }
+
+    /// The client to reach `url` with, or `None` when the URL itself names a non-public address
+    /// the tenant does not allow (such an address is never resolved, so check it here; the
+    /// config did too).
+    pub fn for_url(&self, url: &str, allow_private: bool) -> Option<&reqwest::Client> {
+        if allow_private {
+            return Some(&self.private);
+        }
+        let inward = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| host(&u).map(literal_is_private));
+        (inward == Some(false)).then_some(&self.public)
+    }
+}
+
 /// Was this request refused by [`PublicOnly`]?
 pub fn refused(e: &reqwest::Error) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);

@@ -11,10 +11,8 @@ use sha2::Sha256;
 pub const RESULT_CAP: usize = 64 * 1024;
 
 pub struct Webhook {
-    /// For hosts that must be public: every resolved address is checked (SC-SEC-08).
-    public: reqwest::Client,
-    /// For hosts the tenant lists in `allow_private_hosts`.
-    private: reqwest::Client,
+    /// Public-only unless the tenant lists the host (SC-SEC-08).
+    clients: target::Clients,
 }
 
 /// `t=<unix>,v1=<hex hmac-sha256(secret, "<t>.<body>")>`
@@ -28,17 +26,8 @@ pub fn signature(secret: &[u8], unix: i64, body: &[u8]) -> String {
 impl Webhook {
     pub fn new() -> Self {
         // Redirects are never followed: a 3xx is the tool's answer (4xx-like: failed).
-        let client = || {
-            reqwest::Client::builder()
-                .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
-                .redirect(reqwest::redirect::Policy::none())
-        };
         Webhook {
-            public: client()
-                .dns_resolver(std::sync::Arc::new(target::PublicOnly))
-                .build()
-                .expect("an HTTP client builds"),
-            private: client().build().expect("an HTTP client builds"),
+            clients: target::Clients::new(None),
         }
     }
 
@@ -50,17 +39,8 @@ impl Webhook {
         timeout_ms: u64,
         allow_private: bool,
     ) -> ToolAnswer {
-        // An address written in the URL is never resolved: check it here (the config did too).
-        let inward = reqwest::Url::parse(url)
-            .ok()
-            .and_then(|u| target::host(&u).map(target::literal_is_private));
-        if !allow_private && inward != Some(false) {
+        let Some(http) = self.clients.for_url(url, allow_private) else {
             return ToolAnswer::Failed(json!({"kind": "target_refused"}));
-        }
-        let http = if allow_private {
-            &self.private
-        } else {
-            &self.public
         };
         // Checked at boot; a secret that vanished since is a misconfiguration, named by kind only.
         let Some(secret) = secret else {

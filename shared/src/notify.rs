@@ -200,6 +200,22 @@ fn log(entry: &OutboxEntry, settled: &Settled) {
     }
 }
 
+/// The process that sends notifications checks at boot that every endpoint's secret is set
+/// (the configuration names the variable; parsing it reads no secret). Errors name the entry.
+pub fn check_secrets(config: &Config) -> Result<(), crate::config::ConfigError> {
+    for (tenant, t) in &config.tenants {
+        for (i, endpoint) in t.notify.iter().enumerate() {
+            if std::env::var(&endpoint.secret_env).map_or(true, |v| v.is_empty()) {
+                return Err(crate::config::ConfigError(format!(
+                    "tenants.{tenant}.notify[{i}].secret_env: environment variable {} is not set",
+                    endpoint.secret_env
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The embedded worker: a pass every `every`, forever.
 pub async fn run(notifier: Arc<Notifier>, every: Duration) {
     let mut tick = tokio::time::interval(every);
@@ -209,5 +225,28 @@ pub async fn run(notifier: Arc<Notifier>, every: Duration) {
         if let Err(e) = notifier.deliver_due().await {
             tracing::error!(error = %e, "notification pass failed; the next tick retries");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    #[test]
+    fn sc_sec_02_notification_secrets_are_checked_where_the_process_boots() {
+        let config = |env: &str| {
+            Config::from_toml(&format!(
+                "[tenants.acme]\ntime_zone = \"UTC\"\n[[tenants.acme.notify]]\nurl = \"https://hooks.example.com/a\"\nsecret_env = \"{env}\"\nevents = [\"action_sealed\"]\n"
+            ))
+            .expect("parsing reads no secret")
+        };
+        let unset = config("COUNTERSIGN_NOTIFY_SURELY_UNSET");
+        let err = super::check_secrets(&unset).unwrap_err().to_string();
+        assert!(
+            err.contains("tenants.acme.notify[0].secret_env: environment variable COUNTERSIGN_NOTIFY_SURELY_UNSET is not set"),
+            "{err}"
+        );
+        std::env::set_var("COUNTERSIGN_NOTIFY_BOOT_TEST", "s");
+        assert!(super::check_secrets(&config("COUNTERSIGN_NOTIFY_BOOT_TEST")).is_ok());
     }
 }

@@ -86,6 +86,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
     let config = Arc::new(Config::from_file(&args.config)?);
     // The process that runs tools checks its webhook secrets where it boots.
     countersign::tools::secrets::check(&config, &Default::default(), false)?;
+    // And it sends the notifications: their secrets too.
+    countersign::notify::check_secrets(&config)?;
     tracing::info!(config = %args.config.display(), db = %args.db.display(), "starting");
     let server = Server::start(config, &args.db, args.listen).await?;
     server.run_until(shutdown_signal()).await?;

@@ -86,10 +86,12 @@ pub(super) fn endpoints(
 
 fn endpoint(at: &str, raw: RawEndpoint, targets: &Targets) -> Result<Endpoint, ConfigError> {
     let allow_private = targets.check(at, &raw.url)?;
-    if std::env::var(&raw.secret_env).map_or(true, |v| v.is_empty()) {
+    // The secret itself is read where the notifications are sent (crate::notify::check_secrets
+    // at boot, then at each delivery), never while parsing.
+    if raw.secret_env.trim().is_empty() {
         return Err(bad(
             format!("{at}.secret_env"),
-            format!("environment variable {} is not set", raw.secret_env),
+            "must name an environment variable",
         ));
     }
     if raw.events.is_empty() {
@@ -199,7 +201,7 @@ mod tests {
     fn errors_name_the_bad_entry() {
         let cases = [
             (endpoint(&OK.replace("https://hooks.example.com/a", "ftp://x")), "tenants.acme.notify[0].url"),
-            (endpoint(&OK.replace("COUNTERSIGN_NOTIFY_CONFIG_TEST", "COUNTERSIGN_SURELY_UNSET")), "tenants.acme.notify[0].secret_env: environment variable COUNTERSIGN_SURELY_UNSET is not set"),
+            (endpoint(&OK.replace("COUNTERSIGN_NOTIFY_CONFIG_TEST", "")), "tenants.acme.notify[0].secret_env: must name an environment variable"),
             (endpoint(&OK.replace("\"approval_requested\"", "\"approved\"")), "tenants.acme.notify[0].events: \"approved\" is not one of"),
             (endpoint(&OK.replace("[\"approval_requested\"]", "[]")), "tenants.acme.notify[0].events"),
             (endpoint(&format!("{OK}format = \"teams\"")), "teams"),

@@ -1,8 +1,10 @@
-//! What one action costs in DynamoDB capacity (issue 4, infra/README.md "Cost"): the typical
-//! flow submit → approve → wake → claim → succeed through the real handlers against LocalStack,
-//! with the capacity every store request reports (the adapter logs `ReturnConsumedCapacity`)
-//! collected per phase, and the sizes of the items it leaves. Prints its table; run with
-//! `-- --nocapture` to read it. The figures in infra/README.md come from this test.
+//! What an action costs in DynamoDB capacity (issue 9, `docs/dynamodb.md` "Capacity"): three
+//! paths through the real handlers against LocalStack — the full lifecycle (submit → approve →
+//! wake → run → result), the cancel path (submit → cancel) and the `allow` path (submit, run
+//! inline) — with arguments of 300 bytes, and the capacity every store request reports
+//! (`ReturnConsumedCapacity=INDEXES`: index writes included) collected per step. Prints its
+//! tables (`-- --nocapture`), and holds each path to the figures `docs/dynamodb.md` states, so
+//! the document cannot drift from the code. Capacity is deterministic; this is not a timing test.
 
 #[path = "aws_support/mod.rs"]
 mod aws_support;
@@ -15,39 +17,49 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tracing::field::{Field, Visit};
 use tracing_subscriber::{layer::Context, prelude::*, Layer};
 
-/// (op, capacity units) of every store request since the last drain.
-type Spent = Arc<Mutex<Vec<(String, f64)>>>;
+/// One store request's report.
+#[derive(Debug, Clone, Default)]
+struct Spent {
+    op: String,
+    read: f64,
+    write: f64,
+    index: f64,
+}
 
-fn spent() -> &'static Spent {
-    static SPENT: OnceLock<Spent> = OnceLock::new();
-    SPENT.get_or_init(|| {
-        let spent = Spent::default();
+type Log = Arc<Mutex<Vec<Spent>>>;
+
+fn log() -> &'static Log {
+    static LOG: OnceLock<Log> = OnceLock::new();
+    LOG.get_or_init(|| {
+        let log = Log::default();
         tracing_subscriber::registry()
-            .with(Capacity(spent.clone()))
+            .with(Capacity(log.clone()))
             .init();
-        spent
+        log
     })
 }
 
 /// Collects the adapter's "dynamodb consumed capacity" events.
-struct Capacity(Spent);
+struct Capacity(Log);
 
 #[derive(Default)]
 struct Fields {
     message: String,
-    op: String,
-    units: Option<f64>,
+    spent: Spent,
 }
 
 impl Visit for Fields {
     fn record_f64(&mut self, field: &Field, value: f64) {
-        if field.name() == "capacity_units" {
-            self.units = Some(value);
+        match field.name() {
+            "read_units" => self.spent.read = value,
+            "write_units" => self.spent.write = value,
+            "index_units" => self.spent.index = value,
+            _ => {}
         }
     }
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "op" {
-            self.op = value.to_owned();
+            self.spent.op = value.to_owned();
         }
     }
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
@@ -62,70 +74,121 @@ impl<S: tracing::Subscriber> Layer<S> for Capacity {
         let mut fields = Fields::default();
         event.record(&mut fields);
         if fields.message == "dynamodb consumed capacity" {
-            if let Some(units) = fields.units {
-                self.0.lock().unwrap().push((fields.op, units));
-            }
+            self.0.lock().unwrap().push(fields.spent);
         }
     }
 }
 
-fn drain() -> Vec<(String, f64)> {
-    std::mem::take(&mut *spent().lock().unwrap())
+fn drain() -> Vec<Spent> {
+    std::mem::take(&mut *log().lock().unwrap())
 }
 
-/// Reads are GetItem/BatchGetItem/Query; everything else writes.
-fn is_read(op: &str) -> bool {
-    op.starts_with("GetItem") || op.starts_with("BatchGetItem") || op.starts_with("Query")
+/// A path's figures: (RRU, WRU, of which index writes), step by step.
+#[derive(Default)]
+struct Path {
+    name: &'static str,
+    read: f64,
+    write: f64,
+    index: f64,
 }
 
-fn report(phase: &str, ops: &[(String, f64)], totals: &mut (f64, f64)) {
-    let (reads, writes): (Vec<_>, Vec<_>) = ops.iter().partition(|(op, _)| is_read(op));
-    // `+ 0.0`: an empty sum is -0.0.
-    let r: f64 = reads.iter().map(|(_, u)| u).sum::<f64>() + 0.0;
-    let w: f64 = writes.iter().map(|(_, u)| u).sum::<f64>() + 0.0;
-    totals.0 += r;
-    totals.1 += w;
-    println!("{phase:<34} reads {r:>5.1} RCU   writes {w:>5.1} WCU   {ops:?}");
+impl Path {
+    fn new(name: &'static str) -> Self {
+        println!("\n{name}");
+        Path {
+            name,
+            ..Path::default()
+        }
+    }
+
+    fn step(&mut self, step: &str) {
+        let spent = drain();
+        let sum = |f: fn(&Spent) -> f64| spent.iter().map(f).sum::<f64>() + 0.0;
+        let (r, w, i) = (sum(|s| s.read), sum(|s| s.write), sum(|s| s.index));
+        self.read += r;
+        self.write += w;
+        self.index += i;
+        let ops: Vec<String> = spent
+            .iter()
+            .map(|s| format!("{} {}", s.op, s.read + s.write))
+            .collect();
+        println!("  {step:<26} {r:>4.1} RRU {w:>4.1} WRU ({i:.1} index)   {ops:?}");
+    }
+
+    fn total(&self) {
+        println!(
+            "  {:<26} {:>4.1} RRU {:>4.1} WRU ({:.1} index)",
+            "TOTAL", self.read, self.write, self.index
+        );
+    }
+
+    /// Held to the figures of docs/dynamodb.md ("Capacity per path").
+    fn within(&self, rru: f64, wru: f64) {
+        assert!(
+            self.read <= rru && self.write <= wru,
+            "{}: {} RRU / {} WRU, docs/dynamodb.md states {rru} / {wru}",
+            self.name,
+            self.read,
+            self.write
+        );
+    }
 }
 
-/// DynamoDB's item size: attribute names plus values (strings as UTF-8, numbers ≈ 1 byte per
-/// two digits + 1).
+/// Arguments of exactly 300 bytes (as JSON), the size the goal is stated for.
+fn args_300() -> Value {
+    let mut args = json!({"to": "ops@example.com", "subject": "quarterly report", "body": ""});
+    let pad = 300 - serde_json::to_string(&args).unwrap().len();
+    args["body"] = json!("n".repeat(pad));
+    assert_eq!(serde_json::to_string(&args).unwrap().len(), 300);
+    args
+}
+
+/// DynamoDB's item size: attribute names plus values (strings and bytes as their length,
+/// numbers ≈ 1 byte per two digits + 1, one byte of overhead per list or map element).
 fn item_size(
     item: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
 ) -> usize {
-    use aws_sdk_dynamodb::types::AttributeValue as A;
     item.iter()
-        .map(|(name, value)| {
-            name.len()
-                + match value {
-                    A::S(s) => s.len(),
-                    A::N(n) => n.len().div_ceil(2) + 1,
-                    A::Bool(_) | A::Null(_) => 1,
-                    other => format!("{other:?}").len(),
-                }
-        })
+        .map(|(name, value)| name.len() + value_size(value))
         .sum()
 }
 
+fn value_size(value: &aws_sdk_dynamodb::types::AttributeValue) -> usize {
+    use aws_sdk_dynamodb::types::AttributeValue as A;
+    match value {
+        A::S(s) => s.len(),
+        A::N(n) => n.len().div_ceil(2) + 1,
+        A::B(b) => b.as_ref().len(),
+        A::Bool(_) | A::Null(_) => 1,
+        A::L(l) => 3 + l.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
+        A::M(m) => {
+            3 + m
+                .iter()
+                .map(|(k, v)| 1 + k.len() + value_size(v))
+                .sum::<usize>()
+        }
+        other => format!("{other:?}").len(),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue4_cost_capacity_of_the_typical_flow_submit_approve_wake_succeed() {
+async fn issue9_cost_capacity_per_path_lifecycle_cancel_allow() {
     drain();
     let w = AwsWorld::new("cost").await;
     drain(); // table creation and warm-up are not the product's cost
-    let mut totals = (0.0, 0.0);
 
-    // 1. submit: a mail.send with a window, policy require_approval → 202 pending_approval.
+    // The lifecycle: a mail.send with a window (policy require_approval) → approve → the wake
+    // at not_before → claim → the tool → the result.
+    let mut lifecycle = Path::new("lifecycle: submit → approve → wake → run → result");
     let body = json!({
         "tool": "mail.send",
-        "args": {"to": "ops@example.com", "subject": "quarterly report", "body": "Numbers attached."},
+        "args": args_300(),
         "schedule": {"not_before": w.at(120), "not_after": w.at(900)}
     });
     let submitted = w.v2("POST", "/v1/actions", keys::AGENT, Some(body)).await;
     assert_eq!(submitted.status, 202, "{:?}", submitted.body);
     let id = submitted.body["id"].as_str().unwrap().to_owned();
-    report("submit (intake)", &drain(), &mut totals);
-
-    // 2. approve: the ticket commits, the wake is armed (a Scheduler call, no capacity).
+    lifecycle.step("submit (intake)");
     let digest = submitted.body["approval"]["context_digest"].clone();
     let approved = w
         .v2(
@@ -136,12 +199,9 @@ async fn issue4_cost_capacity_of_the_typical_flow_submit_approve_wake_succeed() 
         )
         .await;
     assert_eq!(approved.status, 200, "{:?}", approved.body);
-    report("approve (approve)", &drain(), &mut totals);
-
-    // 3. the wake at not_before: checks, claim, the tool, the result.
+    lifecycle.step("approve (approve)");
     let wake = w.wake_of(&id).await;
-    drain();
-    let input = serde_json::to_string(&wake).unwrap();
+    drain(); // reading the stored schedule is the test's, not the product's
     let not_before: jiff::Timestamp = approved.body["schedule"]["not_before"]
         .as_str()
         .unwrap()
@@ -152,32 +212,75 @@ async fn issue4_cost_capacity_of_the_typical_flow_submit_approve_wake_succeed() 
             .checked_add(SignedDuration::from_secs(5))
             .unwrap(),
     );
-    let outcome = w.deliver(&input).await.unwrap();
+    let outcome = w
+        .deliver(&serde_json::to_string(&wake).unwrap())
+        .await
+        .unwrap();
     assert_eq!(outcome["outcome"], "ran", "{outcome}");
-    report("wake → claim → succeed (resume)", &drain(), &mut totals);
-    println!(
-        "{:<34} reads {:>5.1} RCU   writes {:>5.1} WCU",
-        "TOTAL per action", totals.0, totals.1
-    );
+    lifecycle.step("wake → claim → result");
+    lifecycle.total();
+
+    // The cancel path: submitted, then cancelled by its agent.
+    let mut cancel = Path::new("cancel: submit → cancel");
+    let body = json!({"tool": "mail.send", "args": args_300()});
+    let submitted = w.v2("POST", "/v1/actions", keys::AGENT, Some(body)).await;
+    assert_eq!(submitted.status, 202, "{:?}", submitted.body);
+    let cancelled_id = submitted.body["id"].as_str().unwrap().to_owned();
+    cancel.step("submit (intake)");
+    let cancelled = w
+        .v2(
+            "POST",
+            &format!("/v1/actions/{cancelled_id}/cancel"),
+            keys::AGENT,
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(cancelled.body["state"], "cancelled", "{:?}", cancelled.body);
+    cancel.step("cancel (cancel)");
+    cancel.total();
+
+    // The allow path: policy allow, no window: runs inline in intake, created already claimed.
+    let mut allow = Path::new("allow: submit → run → result (inline)");
+    let body = json!({"tool": "search.web", "args": args_300()});
+    let ran = w.v2("POST", "/v1/actions", keys::AGENT, Some(body)).await;
+    assert_eq!(ran.body["state"], "succeeded", "{:?}", ran.body);
+    allow.step("submit → claim → result");
+    allow.total();
 
     // Reads a client may add, and the sweep's fixed cost per minute.
+    let mut reads = Path::new("reads");
     let got = w
         .v2("GET", &format!("/v1/actions/{id}"), keys::AGENT, None)
         .await;
     assert_eq!(got.body["state"], "succeeded");
-    report("GET /v1/actions/{id}", &drain(), &mut (0.0, 0.0));
-    w.v2(
-        "GET",
-        &format!("/v1/actions/{id}/events"),
-        keys::AGENT,
-        None,
-    )
-    .await;
-    report("GET /v1/actions/{id}/events", &drain(), &mut (0.0, 0.0));
+    reads.step("GET /v1/actions/{id}");
+    let events = w
+        .v2(
+            "GET",
+            &format!("/v1/actions/{id}/events"),
+            keys::AGENT,
+            None,
+        )
+        .await;
+    assert_eq!(
+        events.body["data"].as_array().map(Vec::len),
+        Some(4),
+        "{:?}",
+        events.body
+    );
+    reads.step("GET …/events");
+    let listed = w.v2("GET", "/v1/actions?limit=3", keys::AGENT, None).await;
+    assert_eq!(
+        listed.body["data"].as_array().map(Vec::len),
+        Some(3),
+        "{:?}",
+        listed.body
+    );
+    reads.step("GET /v1/actions?limit=3");
     w.engine.sweep().await.unwrap();
-    report("sweep, nothing due (per minute)", &drain(), &mut (0.0, 0.0));
+    reads.step("sweep, nothing due");
 
-    // The items the action left: their sizes are what the capacity is made of.
+    // The lifecycle action's two items: their sizes are what its capacity is made of.
     let ddb = aws_sdk_dynamodb::Client::new(&w.sdk);
     let items = ddb
         .scan()
@@ -189,23 +292,25 @@ async fn issue4_cost_capacity_of_the_typical_flow_submit_approve_wake_succeed() 
         .unwrap_or_default();
     let mut sizes: Vec<(String, usize)> = items
         .iter()
-        .map(|i| {
-            let sk = match i.get("sk") {
-                Some(aws_sdk_dynamodb::types::AttributeValue::S(s)) => s.clone(),
-                _ => "?".into(),
-            };
-            (sk, item_size(i))
+        .filter_map(|i| match i.get("sk") {
+            Some(aws_sdk_dynamodb::types::AttributeValue::S(sk)) if sk.contains(&id) => {
+                Some((sk.replace(&id, "<id>"), item_size(i)))
+            }
+            _ => None,
         })
         .collect();
     sizes.sort();
-    println!("item sizes (bytes): {sizes:?}");
-    let action_size = sizes
-        .iter()
-        .find(|(sk, _)| sk == "ACTION")
-        .map(|(_, s)| *s)
-        .unwrap();
-    let value: Value =
-        json!({"reads": totals.0, "writes": totals.1, "action_item_bytes": action_size});
-    println!("summary: {value}");
-    assert!(totals.1 > 0.0, "writes report their capacity");
+    println!("\nitem sizes of the sealed lifecycle action (bytes): {sizes:?}");
+
+    println!(
+        "\nsummary: {}",
+        json!({
+            "lifecycle": {"rru": lifecycle.read, "wru": lifecycle.write, "index_wru": lifecycle.index},
+            "cancel": {"rru": cancel.read, "wru": cancel.write, "index_wru": cancel.index},
+            "allow": {"rru": allow.read, "wru": allow.write, "index_wru": allow.index},
+        })
+    );
+    lifecycle.within(2.0, 8.0);
+    cancel.within(1.0, 5.0);
+    allow.within(0.0, 5.0);
 }

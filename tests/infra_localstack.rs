@@ -233,11 +233,18 @@ async fn check_stack(sdk: SdkConfig, stack: String, spec: Value) {
                 .projection()
                 .and_then(|p| p.projection_type())
                 .map(|p| p.as_str().to_owned());
-            let index = json!({
+            let mut index = json!({
                 "IndexName": name,
                 "KeySchema": key_schema(i.key_schema()),
                 "Projection": {"ProjectionType": projection},
             });
+            let non_key = i
+                .projection()
+                .map(|p| p.non_key_attributes())
+                .unwrap_or_default();
+            if !non_key.is_empty() {
+                index["Projection"]["NonKeyAttributes"] = json!(non_key);
+            }
             (name, index)
         })
         .collect();

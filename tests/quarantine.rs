@@ -236,29 +236,28 @@ async fn sc_edge_08_sqlite_sweep_quarantines_and_goes_on() {
     );
 }
 
-/// Overwrite an action item's `body` in the table (found by scan: the key layout is the
-/// adapter's business).
+/// Overwrite the body `c` of an action's call item in the table (found by scan: the key
+/// layout is the adapter's business; the call item holds the call, `a` being its args).
 async fn damage_dynamodb(w: &AwsWorld, action_id: &str, damage: impl Fn(&[u8]) -> Vec<u8>) {
     let client = aws_sdk_dynamodb::Client::new(&w.sdk);
     let scanned = client
         .scan()
         .table_name(&w.table)
-        .filter_expression("action_id = :id AND attribute_exists(#state)")
-        .expression_attribute_names("#state", "state")
-        .expression_attribute_values(":id", AttributeValue::S(action_id.into()))
+        .filter_expression("sk = :sk")
+        .expression_attribute_values(":sk", AttributeValue::S(format!("A#{action_id}")))
         .send()
         .await
         .unwrap();
     let [item] = scanned.items() else {
-        panic!("one action item for {action_id}: {scanned:?}")
+        panic!("one call item for {action_id}: {scanned:?}")
     };
-    let body = match item.get("body") {
+    let body = match item.get("c") {
         Some(AttributeValue::S(b)) => b.as_bytes().to_vec(),
-        other => panic!("body: {other:?}"),
+        other => panic!("c: {other:?}"),
     };
     let mut damaged = item.clone();
     damaged.insert(
-        "body".into(),
+        "c".into(),
         AttributeValue::S(String::from_utf8(damage(&body)).unwrap()),
     );
     client
@@ -268,6 +267,13 @@ async fn damage_dynamodb(w: &AwsWorld, action_id: &str, damage: impl Fn(&[u8]) -
         .send()
         .await
         .unwrap();
+}
+
+/// The DynamoDB call item's body with its args (`a`) nested past the parser's limit.
+fn too_deep_call(body: &[u8]) -> Vec<u8> {
+    let mut call: Value = serde_json::from_slice(body).unwrap();
+    call["a"] = nested(130);
+    serde_json::to_vec(&call).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -290,7 +296,7 @@ async fn sc_edge_08_dynamodb_lists_and_sweeps_despite_unreadable_items() {
         )
         .await;
     assert_eq!(sealed.body["state"], "succeeded");
-    damage_dynamodb(&w, &id(&deep.body), too_deep).await;
+    damage_dynamodb(&w, &id(&deep.body), too_deep_call).await;
     damage_dynamodb(&w, &id(&sealed.body), |_| b"{not json".to_vec()).await;
 
     let page = w
@@ -336,7 +342,7 @@ async fn sc_edge_08_dynamodb_sweep_quarantines_and_goes_on() {
         assert_eq!(r.status, 201, "{:?}", r.body);
         ids.push(id(&r.body));
     }
-    damage_dynamodb(&w, &ids[1], too_deep).await;
+    damage_dynamodb(&w, &ids[1], too_deep_call).await;
     w.clock.advance(SignedDuration::from_secs(61));
     let report = w.deliver(r#"{"sweep":{}}"#).await.unwrap();
     assert_eq!(

@@ -145,26 +145,23 @@ async fn invariants_hold_on_dynamodb_and_an_edited_event_is_named() {
 
     // Edit the first audit event of the run (found by scan: the key layout is the adapter's).
     let client = aws_sdk_dynamodb::Client::new(&w.sdk);
+    // The adapter keeps an action's events in its state item (`A#<id>#S`), list `e`, reason `r`.
     let scanned = client
         .scan()
         .table_name(&w.table)
-        .filter_expression("action_id = :id AND attribute_exists(seq)")
-        .expression_attribute_values(":id", AttributeValue::S(id(&ran.body)))
+        .filter_expression("sk = :sk")
+        .expression_attribute_values(":sk", AttributeValue::S(format!("A#{}#S", id(&ran.body))))
         .send()
         .await
         .unwrap();
-    let mut item = scanned
-        .items()
-        .iter()
-        .find(|i| matches!(i.get("seq"), Some(AttributeValue::N(n)) if n == "1"))
-        .expect("the first event item")
-        .clone();
-    let Some(AttributeValue::S(body)) = item.get("body") else {
-        panic!("event body")
+    let mut item = scanned.items().first().expect("the state item").clone();
+    let Some(AttributeValue::L(events)) = item.get_mut("e") else {
+        panic!("events")
     };
-    let mut event: Value = serde_json::from_str(body).unwrap();
-    event["reason"] = json!("forged");
-    item.insert("body".into(), AttributeValue::S(event.to_string()));
+    let Some(AttributeValue::M(first)) = events.first_mut() else {
+        panic!("the first event")
+    };
+    first.insert("r".into(), AttributeValue::S("forged".into()));
     client
         .put_item()
         .table_name(&w.table)

@@ -369,6 +369,9 @@ impl Store for FaultyStore {
     ) -> StoreResult<()> {
         self.inner.outbox_settle(was, next).await
     }
+    async fn defer_sweep(&self, action: &Action) -> StoreResult<()> {
+        self.inner.defer_sweep(action).await
+    }
 }
 
 /// A clock running `skew` ahead of (or, negative, behind) another clock.

@@ -121,6 +121,14 @@ pub async fn create_table(sdk: &SdkConfig, name: &str) {
                         .projection_type(ProjectionType::from(
                             g["Projection"]["ProjectionType"].as_str().unwrap(),
                         ))
+                        .set_non_key_attributes(g["Projection"]["NonKeyAttributes"].as_array().map(
+                            |names| {
+                                names
+                                    .iter()
+                                    .map(|n| n.as_str().unwrap().to_owned())
+                                    .collect()
+                            },
+                        ))
                         .build(),
                 )
                 .build()

@@ -106,7 +106,13 @@ impl Engine {
                 Ok(Swept::Resumed)
             }
             State::Executing => match self.recovery_verdict(&action).await? {
-                RecoveryVerdict::Leave => Ok(Swept::Nothing),
+                RecoveryVerdict::Leave => {
+                    // Listed before its lease ends (Store::defer_sweep): look again when it does.
+                    if let Err(e) = self.store.defer_sweep(&action).await {
+                        tracing::warn!(tenant = %action.tenant, action_id = %action.id, error = %e, "could not defer the sweep of a held lease");
+                    }
+                    Ok(Swept::Nothing)
+                }
                 RecoveryVerdict::Rerun if !self.fits(&action, stop_by) => Ok(Swept::Deferred),
                 RecoveryVerdict::Rerun => {
                     tracing::warn!(tenant = %action.tenant, action_id = %action.id, "expired lease: re-running a retry tool");

@@ -135,13 +135,21 @@ pub trait Store: Send + Sync + 'static {
     /// The stops that apply to this agent: its own and the tenant-wide one.
     async fn stops_for(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>>;
     /// Actions whose `sweep_at ≤ until`, earliest first (due tickets, expired leases, lapsed
-    /// approvals; with a far `until`, every waiting ticket, for rediscovery).
+    /// approvals; with a far `until`, every waiting ticket, for rediscovery). An executing
+    /// action may come before its lease ends (see [`Store::defer_sweep`]); nothing else early.
     async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>>;
     /// Take an unreadable action out of service (SC-EDGE-08): record why, and drop it from the
     /// sweep and from lists. The record itself stays for inspection. Idempotent.
     async fn quarantine(&self, bad: &Unreadable, at: Timestamp) -> StoreResult<()>;
     /// The tenant's quarantined actions, oldest first.
     async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>>;
+    /// The sweep looked at `action` (still at its state and version) before its `sweep_at`
+    /// had come: an adapter may list an executing action from its due time rather than its
+    /// lease's end, which saves an index write in every claim. Look at it again at
+    /// `sweep_at`. Not a transition (no event, no version change); a lost race changes nothing.
+    async fn defer_sweep(&self, _action: &Action) -> StoreResult<()> {
+        Ok(())
+    }
 
     // The notification outbox (SC-NOT-01/02). `create` and `commit` write an entry for every
     // event that notifies ([`OutboxEntry::for_event`]) in the same conditional write; these

@@ -1,13 +1,20 @@
 //! Item encoding: `From`/`TryFrom` between the records and DynamoDB item maps live here only.
+//!
+//! An action is two items (see `docs/dynamodb.md`): the **call item**, written once at submission
+//! (the call, its window and the approval context: everything no transition changes, with the
+//! large values), and the **state item**, the one every transition updates (state, version, the
+//! audit events, ticket terms, lease, outcome). Attribute names are short because every
+//! transition pays for every byte of the state item. Values a transition derives (the actor,
+//! `updated_at`, `sealed_at` and chain head equal the last event's) are stored only when they
+//! differ, and fields this adapter does not know yet are kept in `x` rather than dropped.
 
-use super::keys::{
-    action_pk, epoch_seconds, event_sk, idempotency_pk, idempotency_sk, instant, parse_action_pk,
-    stop_sk, stops_pk, sweep_pk, sweep_shard, tenant_pk, ACTION_SK,
-};
-use crate::domain::{Action, Event, Transition};
+use super::keys::{call_sk, epoch_seconds, nanos, state_sk, sweep_pk, sweep_shard, tenant_pk};
+use crate::domain::{Action, Actor, ActorKind, Decision, Event, RunRef, State, Window};
 use crate::store::{IdempotencyRecord, Quarantined, Stop, StoreError, StoreResult, Unreadable};
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::{primitives::Blob, types::AttributeValue};
 use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
 pub(super) type Item = HashMap<String, AttributeValue>;
@@ -20,82 +27,593 @@ pub(super) fn n(v: u64) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }
 
+fn malformed(what: impl std::fmt::Display) -> StoreError {
+    StoreError::Malformed(format!("stored item: {what}"))
+}
+
 pub(super) fn get_s<'a>(item: &'a Item, name: &str) -> StoreResult<&'a str> {
     match item.get(name) {
         Some(AttributeValue::S(v)) => Ok(v),
-        _ => Err(StoreError::Malformed(format!(
-            "item attribute {name} is missing or not a string"
-        ))),
+        _ => Err(malformed(format!("{name} is missing or not a string"))),
     }
 }
 
-/// The action item; `expires` is the TTL under a retention, once sealed.
-pub(super) fn action_item(a: &Action, expires: Option<Timestamp>) -> Item {
-    let body = String::from_utf8(a.to_stored()).expect("JSON is UTF-8");
-    let mut item = Item::from([
-        ("pk".into(), s(action_pk(&a.tenant, &a.id))),
-        ("sk".into(), s(ACTION_SK)),
-        ("tenant".into(), s(&a.tenant)),
-        ("action_id".into(), s(&a.id)),
-        ("agent_id".into(), s(&a.agent_id)),
-        ("state".into(), s(a.state.as_str())),
-        ("version".into(), n(a.version)),
-        ("body".into(), s(body)),
-        ("tenant_pk".into(), s(tenant_pk(&a.tenant))),
+fn get_n<T: std::str::FromStr>(item: &Item, name: &str) -> StoreResult<T> {
+    match item.get(name) {
+        Some(AttributeValue::N(v)) => v.parse().map_err(|_| malformed(format!("{name}: {v}"))),
+        _ => Err(malformed(format!("{name} is missing or not a number"))),
+    }
+}
+
+fn get_json(item: &Item, name: &str) -> StoreResult<Option<Value>> {
+    match item.get(name) {
+        None => Ok(None),
+        Some(AttributeValue::S(v)) => serde_json::from_str(v)
+            .map(Some)
+            .map_err(|e| malformed(format!("{name}: {e}"))),
+        Some(_) => Err(malformed(format!("{name} is not a string"))),
+    }
+}
+
+fn get_instant(item: &Item, name: &str) -> StoreResult<Timestamp> {
+    let ns: i128 = get_n(item, name)?;
+    Timestamp::from_nanosecond(ns).map_err(|e| malformed(format!("{name}: {e}")))
+}
+
+fn opt_instant(item: &Item, name: &str) -> StoreResult<Option<Timestamp>> {
+    item.contains_key(name)
+        .then(|| get_instant(item, name))
+        .transpose()
+}
+
+fn to_json(v: &impl Serialize) -> Value {
+    serde_json::to_value(v).expect("a record serializes")
+}
+
+fn json_text(v: &impl Serialize) -> AttributeValue {
+    s(serde_json::to_string(v).expect("a record serializes"))
+}
+
+// ---------- compact values ----------
+
+fn state_code(state: State) -> &'static str {
+    match state {
+        State::PendingApproval => "p",
+        State::Approved => "a",
+        State::Executing => "e",
+        State::Succeeded => "s",
+        State::Failed => "f",
+        State::Cancelled => "c",
+        State::Denied => "d",
+    }
+}
+
+pub(super) fn state_value(state: State) -> AttributeValue {
+    s(state_code(state))
+}
+
+fn state_of(code: &str) -> StoreResult<State> {
+    State::ALL
+        .into_iter()
+        .find(|st| state_code(*st) == code)
+        .ok_or_else(|| malformed(format!("state code {code}")))
+}
+
+/// `s`, `a:<id>`, `u:<id>` (an id may follow any kind).
+fn actor_code(actor: &Actor) -> String {
+    let kind = match actor.kind {
+        ActorKind::Agent => "a",
+        ActorKind::User => "u",
+        ActorKind::System => "s",
+    };
+    match &actor.id {
+        Some(id) => format!("{kind}:{id}"),
+        None => kind.to_owned(),
+    }
+}
+
+fn actor_of(code: &str) -> StoreResult<Actor> {
+    let (kind, id) = match code.split_once(':') {
+        Some((kind, id)) => (kind, Some(id.to_owned())),
+        None => (code, None),
+    };
+    let kind = match kind {
+        "a" => ActorKind::Agent,
+        "u" => ActorKind::User,
+        "s" => ActorKind::System,
+        _ => return Err(malformed(format!("actor {code}"))),
+    };
+    Ok(Actor { kind, id })
+}
+
+/// A sha256 in hex as its 32 bytes (half the size); anything else as text.
+fn hash_value(hex_text: &str) -> AttributeValue {
+    let is_lower_hex = hex_text.len() == 64
+        && hex_text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    match hex::decode(hex_text) {
+        Ok(bytes) if is_lower_hex => AttributeValue::B(Blob::new(bytes)),
+        _ => s(hex_text),
+    }
+}
+
+fn hash_of(v: &AttributeValue) -> StoreResult<String> {
+    match v {
+        AttributeValue::B(b) => Ok(hex::encode(b.as_ref())),
+        AttributeValue::S(t) => Ok(t.clone()),
+        _ => Err(malformed("hash is neither bytes nor text")),
+    }
+}
+
+/// `sha256:<hex>` digests as their 32 bytes.
+fn digest_value(digest: &str) -> AttributeValue {
+    match digest.strip_prefix("sha256:").map(hash_value) {
+        Some(AttributeValue::B(b)) => AttributeValue::B(b),
+        _ => s(digest),
+    }
+}
+
+fn digest_of(v: &AttributeValue) -> StoreResult<String> {
+    match v {
+        AttributeValue::B(b) => Ok(format!("sha256:{}", hex::encode(b.as_ref()))),
+        AttributeValue::S(t) => Ok(t.clone()),
+        _ => Err(malformed("digest is neither bytes nor text")),
+    }
+}
+
+/// The members of `value` (an object) other than `known`: kept, not dropped.
+fn leftovers(value: Value, known: &[&str]) -> Option<Map<String, Value>> {
+    let Value::Object(mut map) = value else {
+        return None;
+    };
+    for k in known {
+        map.remove(*k);
+    }
+    (!map.is_empty()).then_some(map)
+}
+
+// ---------- the call item: written once ----------
+
+/// What the approver was shown; the context's `args` are elided when they equal the call's.
+#[derive(Serialize, Deserialize)]
+struct Asked {
+    #[serde(rename = "x")]
+    context: Value,
+    #[serde(rename = "h")]
+    context_digest: String,
+    #[serde(rename = "e")]
+    expires_at: Timestamp,
+    #[serde(rename = "a", default, skip_serializing_if = "std::ops::Not::not")]
+    args_elided: bool,
+}
+
+/// The call item's body (`c`).
+#[derive(Serialize, Deserialize)]
+struct Call {
+    #[serde(rename = "g")]
+    agent_id: String,
+    #[serde(rename = "t")]
+    tool: String,
+    #[serde(rename = "a")]
+    args: Value,
+    #[serde(rename = "d")]
+    args_digest: String,
+    #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
+    action_kind: Option<String>,
+    #[serde(rename = "r", default, skip_serializing_if = "Option::is_none")]
+    run: Option<RunRef>,
+    #[serde(rename = "w", default, skip_serializing_if = "Option::is_none")]
+    schedule: Option<Window>,
+    #[serde(rename = "D")]
+    decision: Decision,
+    #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
+    asked: Option<Asked>,
+    #[serde(rename = "c")]
+    created_at: Timestamp,
+}
+
+/// The approval's members the call item holds; the rest (approver, decision time) change
+/// with the approval and live in the state item.
+const ASKED_FIELDS: [&str; 3] = ["context", "context_digest", "expires_at"];
+
+pub(super) fn call_item(a: &Action) -> Item {
+    let asked = a.approval.as_ref().map(|ap| {
+        let mut context = ap.context.clone();
+        let args_elided = context.get("args") == Some(&a.args);
+        if args_elided {
+            context.as_object_mut().map(|c| c.remove("args"));
+        }
+        Asked {
+            context,
+            context_digest: ap.context_digest.clone(),
+            expires_at: ap.expires_at,
+            args_elided,
+        }
+    });
+    let call = Call {
+        agent_id: a.agent_id.clone(),
+        tool: a.tool.clone(),
+        args: a.args.clone(),
+        args_digest: a.args_digest.clone(),
+        action_kind: a.action_kind.clone(),
+        run: a.run.clone(),
+        schedule: a.schedule,
+        decision: a.decision,
+        asked,
+        created_at: a.created_at,
+    };
+    Item::from([
+        ("pk".into(), s(tenant_pk(&a.tenant))),
+        ("sk".into(), s(call_sk(&a.id))),
+        ("c".into(), json_text(&call)),
+    ])
+}
+
+/// A digest of the call item's body, kept in the state item (`cd`): a commit whose record
+/// changed the call (no transition does) is noticed and the call item rewritten, so the store
+/// keeps what it was given.
+pub(super) fn call_digest(a: &Action) -> AttributeValue {
+    use sha2::{Digest, Sha256};
+    let AttributeValue::S(body) = &call_item(a)["c"] else {
+        unreachable!("the call body is text")
+    };
+    AttributeValue::B(Blob::new(Sha256::digest(body.as_bytes()).to_vec()))
+}
+
+// ---------- the state item: every transition ----------
+
+/// The sweep index entry of an action (sparse: none once sealed): the shard, the sort key
+/// `sa` and the instant `at` (a projected attribute) the sweep filters on.
+///
+/// `at` is `Action::sweep_at` — the approval's expiry, the ticket's due time — except while
+/// executing: then it stays at the due time instead of moving to the lease's end, so a claim
+/// writes no index entry. The sweep may thus meet an executing action whose lease still holds;
+/// it leaves it and defers it to the lease's end (`Store::defer_sweep`), which only happens when
+/// a sweep runs during a tool call. `sa` is a lower bound of every `at` the action will have —
+/// the window's `not_before`, else the ticket's due time — so transitions leave the key alone
+/// and move only `at`: one index write, not a delete and a put.
+pub(super) fn sweep_entry(a: &Action) -> Option<(String, Timestamp, Timestamp)> {
+    let exact = a.sweep_at()?;
+    let due = a.ticket.as_ref().map(|t| t.due_at());
+    let at = match (a.state, due) {
+        (State::Executing, Some(due)) => due.min(exact),
+        _ => exact,
+    };
+    let bound = [Some(at), a.schedule.map(|w| w.not_before), due]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(at);
+    Some((sweep_pk(sweep_shard(&a.id)), bound, at))
+}
+
+/// Top-level members of the action's record that this encoding places; any other is kept in
+/// the state item's `x`.
+const ACTION_FIELDS: [&str; 21] = [
+    "id",
+    "tenant",
+    "agent_id",
+    "tool",
+    "args",
+    "args_digest",
+    "action_kind",
+    "run",
+    "schedule",
+    "decision",
+    "state",
+    "approval",
+    "outcome",
+    "actor",
+    "version",
+    "created_at",
+    "updated_at",
+    "sealed_at",
+    "ticket",
+    "lease",
+    "chain_head",
+];
+
+const EVENT_FIELDS: [&str; 8] = [
+    "seq",
+    "at",
+    "actor",
+    "from",
+    "to",
+    "reason",
+    "context_digest",
+    "hash",
+];
+
+/// One audit event inside the state item's list `e`, stored at `position` (its seq, unless
+/// `q` says otherwise: the store keeps what it is given; verification judges it).
+pub(super) fn event_value(e: &Event, position: u64) -> AttributeValue {
+    let mut m = HashMap::from([
+        ("t".to_owned(), nanos(e.at)),
+        ("a".to_owned(), s(actor_code(&e.actor))),
+        ("o".to_owned(), state_value(e.to)),
+        ("h".to_owned(), hash_value(&e.hash)),
     ]);
-    if let Some(at) = a.sweep_at() {
-        item.insert("sweep_pk".into(), s(sweep_pk(sweep_shard(&a.id))));
-        item.insert("sweep_at".into(), s(instant(at)));
+    if let Some(from) = e.from {
+        m.insert("f".into(), state_value(from));
     }
-    if let Some(expires) = expires {
-        item.insert("expires_at".into(), epoch_seconds(expires));
+    if let Some(reason) = &e.reason {
+        m.insert("r".into(), s(reason));
     }
+    if let Some(digest) = &e.context_digest {
+        m.insert("d".into(), digest_value(digest));
+    }
+    if e.seq != position {
+        m.insert("q".into(), n(e.seq));
+    }
+    if let Some(rest) = leftovers(to_json(e), &EVENT_FIELDS) {
+        m.insert("x".into(), json_text(&rest));
+    }
+    AttributeValue::M(m)
+}
+
+fn event_of(position: u64, v: &AttributeValue) -> StoreResult<Event> {
+    let AttributeValue::M(m) = v else {
+        return Err(malformed("event is not a map"));
+    };
+    let mut obj = leftover_map(m.get("x"))?;
+    let seq = match m.get("q") {
+        Some(_) => get_n(m, "q")?,
+        None => position,
+    };
+    obj.insert("seq".into(), json!(seq));
+    obj.insert("at".into(), to_json(&get_instant(m, "t")?));
+    obj.insert("actor".into(), to_json(&actor_of(get_s(m, "a")?)?));
+    let from = m
+        .get("f")
+        .map(|_| get_s(m, "f").and_then(state_of))
+        .transpose()?;
+    obj.insert("from".into(), to_json(&from));
+    obj.insert("to".into(), to_json(&state_of(get_s(m, "o")?)?));
+    let reason = m.get("r").map(|_| get_s(m, "r")).transpose()?;
+    obj.insert("reason".into(), to_json(&reason));
+    if let Some(d) = m.get("d") {
+        obj.insert("context_digest".into(), json!(digest_of(d)?));
+    }
+    let hash = m.get("h").ok_or_else(|| malformed("event without hash"))?;
+    obj.insert("hash".into(), json!(hash_of(hash)?));
+    serde_json::from_value(Value::Object(obj)).map_err(|e| malformed(format!("event: {e}")))
+}
+
+fn leftover_map(v: Option<&AttributeValue>) -> StoreResult<Map<String, Value>> {
+    match v {
+        None => Ok(Map::new()),
+        Some(AttributeValue::S(text)) => match serde_json::from_str(text) {
+            Ok(Value::Object(m)) => Ok(m),
+            _ => Err(malformed("x is not a JSON object")),
+        },
+        Some(_) => Err(malformed("x is not a string")),
+    }
+}
+
+/// The state item's attributes after a transition to `a` whose audit event is `last`: what
+/// to set, and which optional attributes to remove. (Keys, `e` and `v` handled by the caller.)
+pub(super) struct StateAttributes {
+    pub set: Vec<(&'static str, AttributeValue)>,
+    pub remove: Vec<&'static str>,
+}
+
+pub(super) fn state_attributes(
+    a: &Action,
+    last: &Event,
+    expires: Option<Timestamp>,
+) -> StateAttributes {
+    let mut set = vec![
+        ("s", state_value(a.state)),
+        ("v", n(a.version)),
+        ("cd", call_digest(a)),
+    ];
+    let mut remove = Vec::new();
+    let mut optional = |name: &'static str, value: Option<AttributeValue>| match value {
+        Some(v) => set.push((name, v)),
+        None => remove.push(name),
+    };
+    optional("t", a.ticket.as_ref().map(|t| ticket_value(a, t)));
+    optional("l", a.lease.as_ref().map(json_text));
+    optional(
+        "ap",
+        a.approval
+            .as_ref()
+            .and_then(|ap| leftovers(to_json(ap), &ASKED_FIELDS))
+            .map(|m| json_text(&m)),
+    );
+    optional("o", a.outcome.as_ref().map(json_text));
+    // Derived from the last event unless they differ.
+    optional(
+        "ac",
+        (a.actor != last.actor).then(|| s(actor_code(&a.actor))),
+    );
+    optional("up", (a.updated_at != last.at).then(|| nanos(a.updated_at)));
+    let sealed_default = a.state.is_sealed().then_some(last.at);
+    optional(
+        "sl",
+        (a.sealed_at != sealed_default)
+            .then_some(a.sealed_at)
+            .flatten()
+            .map(nanos),
+    );
+    optional("hd", (a.chain_head != last.hash).then(|| s(&a.chain_head)));
+    optional(
+        "x",
+        leftovers(to_json(a), &ACTION_FIELDS).map(|m| json_text(&m)),
+    );
+    let entry = sweep_entry(a);
+    optional("sp", entry.as_ref().map(|(shard, _, _)| s(shard)));
+    optional("sa", entry.as_ref().map(|(_, bound, _)| nanos(*bound)));
+    optional("at", entry.as_ref().map(|(_, _, at)| nanos(*at)));
+    optional("ttl", expires.map(epoch_seconds));
+    StateAttributes { set, remove }
+}
+
+/// The state item of a new action (version 1, its first event).
+pub(super) fn state_item(a: &Action, first: &Event, expires: Option<Timestamp>) -> Item {
+    let mut item = Item::from([
+        ("pk".into(), s(tenant_pk(&a.tenant))),
+        ("sk".into(), s(state_sk(&a.id))),
+        ("e".into(), AttributeValue::L(vec![event_value(first, 1)])),
+    ]);
+    let attributes = state_attributes(a, first, expires);
+    item.extend(attributes.set.into_iter().map(|(k, v)| (k.to_owned(), v)));
     item
 }
 
-pub(super) fn event_item(t: &Transition, expires: Option<Timestamp>) -> Item {
-    let a = &t.action;
-    let body = serde_json::to_string(&t.event).expect("an event serializes");
-    let mut item = Item::from([
-        ("pk".into(), s(action_pk(&a.tenant, &a.id))),
-        ("sk".into(), s(event_sk(t.event.seq))),
-        ("tenant".into(), s(&a.tenant)),
-        ("action_id".into(), s(&a.id)),
-        ("seq".into(), n(t.event.seq)),
-        ("body".into(), s(body)),
+/// The ticket's own terms; the rest of the closed ticket (action, tenant, tool, args, call
+/// id) is the action's and is rebuilt from it on load — and checked there again.
+fn ticket_value(a: &Action, t: &crate::domain::Ticket) -> AttributeValue {
+    let mut m = HashMap::from([
+        ("c".to_owned(), s(t.correlation_id())),
+        ("f".to_owned(), digest_value(t.catalog_fingerprint())),
+        ("d".to_owned(), nanos(t.due_at())),
+        ("x".to_owned(), nanos(t.deadline())),
     ]);
-    if let Some(expires) = expires {
-        item.insert("expires_at".into(), epoch_seconds(expires));
+    if t.call_id() != a.id {
+        m.insert("i".into(), s(t.call_id()));
     }
-    item
+    let reason = to_json(&t.reason());
+    if reason != json!("scheduled_action") {
+        m.insert("r".into(), json_text(&reason));
+    }
+    AttributeValue::M(m)
 }
 
-/// Load an action item; the body is the record, checked by `Action::from_stored` (fails
-/// closed), and must agree with the item's keys.
-pub(super) fn action_of(item: &Item) -> StoreResult<Action> {
-    let action = Action::from_stored(get_s(item, "body")?.as_bytes())
-        .map_err(|e| StoreError::Malformed(e.to_string()))?;
-    if get_s(item, "pk")? != action_pk(&action.tenant, &action.id) {
-        return Err(StoreError::Malformed(
-            "action body does not match its key".into(),
-        ));
-    }
-    Ok(action)
+fn ticket_json(id: &str, tenant: &str, call: &Call, v: &AttributeValue) -> StoreResult<Value> {
+    let AttributeValue::M(m) = v else {
+        return Err(malformed("ticket is not a map"));
+    };
+    let reason = match m.get("r") {
+        Some(_) => get_json(m, "r")?.unwrap_or(Value::Null),
+        None => json!("scheduled_action"),
+    };
+    let call_id = match m.get("i") {
+        Some(_) => get_s(m, "i")?.to_owned(),
+        None => id.to_owned(),
+    };
+    Ok(json!({
+        "correlation_id": get_s(m, "c")?,
+        "action_id": id,
+        "tenant": tenant,
+        "catalog_fingerprint": digest_of(m.get("f").ok_or_else(|| malformed("ticket without fingerprint"))?)?,
+        "due_at": get_instant(m, "d")?,
+        "deadline": get_instant(m, "x")?,
+        "target": {"reason": reason, "call_id": call_id, "tool": call.tool, "args": call.args},
+    }))
 }
 
-/// An action item that does not load, named by its key (the body may be anything).
-pub(super) fn unreadable(tenant: &str, item: &Item, e: StoreError) -> Unreadable {
-    let action_id = get_s(item, "pk")
-        .ok()
-        .and_then(parse_action_pk)
-        .map(|(_, id)| id)
-        .or_else(|| get_s(item, "action_id").ok().map(str::to_owned))
-        .unwrap_or_default();
+/// The audit events of a state item, in order.
+pub(super) fn events_of(state: &Item) -> StoreResult<Vec<Event>> {
+    let Some(AttributeValue::L(list)) = state.get("e") else {
+        return Err(malformed("state item without events"));
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, v)| event_of(i as u64 + 1, v))
+        .collect()
+}
+
+/// The action from its two items. The record is checked by `Action::from_stored` (fails
+/// closed); whether its events chain to it is `audit::verify`'s to judge.
+pub(super) fn action_of(tenant: &str, id: &str, call: &Item, state: &Item) -> StoreResult<Action> {
+    let call: Call = serde_json::from_str(get_s(call, "c")?)
+        .map_err(|e| malformed(format!("call item: {e}")))?;
+    let events = events_of(state)?;
+    let last = events.last().ok_or_else(|| malformed("no events"))?;
+    let version: u64 = get_n(state, "v")?;
+    let st = state_of(get_s(state, "s")?)?;
+    let mut record = leftover_map(state.get("x"))?;
+    let approval = match &call.asked {
+        None => Value::Null,
+        Some(asked) => {
+            let mut context = asked.context.clone();
+            if asked.args_elided {
+                match context.as_object_mut() {
+                    Some(c) => c.insert("args".into(), call.args.clone()),
+                    None => return Err(malformed("context is not an object")),
+                };
+            }
+            let mut ap = get_json(state, "ap")?.unwrap_or_else(|| json!({}));
+            let ap_map = ap
+                .as_object_mut()
+                .ok_or_else(|| malformed("ap is not an object"))?;
+            ap_map.insert("context".into(), context);
+            ap_map.insert("context_digest".into(), json!(asked.context_digest));
+            ap_map.insert("expires_at".into(), to_json(&asked.expires_at));
+            ap
+        }
+    };
+    let actor = match state.get("ac") {
+        Some(_) => actor_of(get_s(state, "ac")?)?,
+        None => last.actor.clone(),
+    };
+    let sealed_at = match opt_instant(state, "sl")? {
+        Some(t) => Some(t),
+        None => st.is_sealed().then_some(last.at),
+    };
+    let chain_head = match state.get("hd") {
+        Some(_) => get_s(state, "hd")?.to_owned(),
+        None => last.hash.clone(),
+    };
+    let ticket = match state.get("t") {
+        Some(t) => ticket_json(id, tenant, &call, t)?,
+        None => Value::Null,
+    };
+    let fields = [
+        ("id", json!(id)),
+        ("tenant", json!(tenant)),
+        ("agent_id", json!(call.agent_id)),
+        ("tool", json!(call.tool)),
+        ("args", call.args.clone()),
+        ("args_digest", json!(call.args_digest)),
+        ("action_kind", to_json(&call.action_kind)),
+        ("run", to_json(&call.run)),
+        ("schedule", to_json(&call.schedule)),
+        ("decision", to_json(&call.decision)),
+        ("state", to_json(&st)),
+        ("approval", approval),
+        ("outcome", get_json(state, "o")?.unwrap_or(Value::Null)),
+        ("actor", to_json(&actor)),
+        ("version", json!(version)),
+        ("created_at", to_json(&call.created_at)),
+        (
+            "updated_at",
+            to_json(&opt_instant(state, "up")?.unwrap_or(last.at)),
+        ),
+        ("sealed_at", to_json(&sealed_at)),
+        ("ticket", ticket),
+        ("lease", get_json(state, "l")?.unwrap_or(Value::Null)),
+        ("chain_head", json!(chain_head)),
+    ];
+    record.extend(fields.into_iter().map(|(k, v)| (k.to_owned(), v)));
+    let bytes = serde_json::to_vec(&record).expect("JSON serializes");
+    Action::from_stored(&bytes).map_err(|e| StoreError::Malformed(e.to_string()))
+}
+
+// ---------- quarantine (SC-EDGE-08) ----------
+
+/// Set on a quarantined action's state item: lists leave it out.
+pub(super) const QUARANTINED: &str = "qz";
+
+/// An action that does not load, named by its key (its items may hold anything).
+pub(super) fn unreadable(tenant: &str, action_id: &str, e: StoreError) -> Unreadable {
     Unreadable {
         tenant: tenant.to_owned(),
-        action_id,
+        action_id: action_id.to_owned(),
         reason: e.to_string(),
     }
+}
+
+pub(super) fn quarantine_item(bad: &Unreadable, at: Timestamp) -> Item {
+    use super::keys::{quarantine_pk, quarantine_sk};
+    Item::from([
+        ("pk".into(), s(quarantine_pk(&bad.tenant))),
+        ("sk".into(), s(quarantine_sk(&bad.action_id))),
+        ("r".into(), s(&bad.reason)),
+        ("w".into(), nanos(at)),
+    ])
 }
 
 impl TryFrom<&Item> for Quarantined {
@@ -103,62 +621,53 @@ impl TryFrom<&Item> for Quarantined {
 
     fn try_from(item: &Item) -> StoreResult<Self> {
         Ok(Quarantined {
-            action_id: get_s(item, "sk")?.to_owned(),
-            reason: get_s(item, "reason")?.to_owned(),
-            quarantined_at: get_s(item, "quarantined_at")?
-                .parse()
-                .map_err(|e| StoreError::Malformed(format!("quarantined_at: {e}")))?,
+            action_id: super::keys::quarantined_id(get_s(item, "sk")?),
+            reason: get_s(item, "r")?.to_owned(),
+            quarantined_at: get_instant(item, "w")?,
         })
     }
 }
 
-pub(super) fn event_of(item: &Item) -> StoreResult<Event> {
-    serde_json::from_str(get_s(item, "body")?).map_err(|e| StoreError::Malformed(e.to_string()))
-}
+// ---------- idempotency records and stops ----------
 
 impl From<&IdempotencyRecord> for Item {
     fn from(r: &IdempotencyRecord) -> Item {
+        use super::keys::{idempotency_pk, idempotency_sk};
         Item::from([
             ("pk".into(), s(idempotency_pk(&r.tenant, &r.agent_id))),
             ("sk".into(), s(idempotency_sk(&r.key))),
-            ("tenant".into(), s(&r.tenant)),
-            ("agent_id".into(), s(&r.agent_id)),
-            ("idempotency_key".into(), s(&r.key)),
-            ("payload_digest".into(), s(&r.payload_digest)),
-            ("record_action_id".into(), s(&r.action_id)),
-            ("expires".into(), s(instant(r.expires_at))),
-            ("expires_at".into(), epoch_seconds(r.expires_at)),
+            ("d".into(), s(&r.payload_digest)),
+            ("a".into(), s(&r.action_id)),
+            ("x".into(), nanos(r.expires_at)),
+            ("ttl".into(), epoch_seconds(r.expires_at)),
         ])
     }
 }
 
-impl TryFrom<&Item> for IdempotencyRecord {
-    type Error = StoreError;
-
-    fn try_from(item: &Item) -> StoreResult<Self> {
-        Ok(IdempotencyRecord {
-            tenant: get_s(item, "tenant")?.to_owned(),
-            agent_id: get_s(item, "agent_id")?.to_owned(),
-            key: get_s(item, "idempotency_key")?.to_owned(),
-            payload_digest: get_s(item, "payload_digest")?.to_owned(),
-            action_id: get_s(item, "record_action_id")?.to_owned(),
-            expires_at: get_s(item, "expires")?
-                .parse()
-                .map_err(|e| StoreError::Malformed(format!("expires: {e}")))?,
-        })
-    }
+/// An idempotency record from its item; the scope (tenant, agent, key) is the caller's.
+pub(super) fn idempotency_of(
+    tenant: &str,
+    agent_id: &str,
+    key: &str,
+    item: &Item,
+) -> StoreResult<IdempotencyRecord> {
+    Ok(IdempotencyRecord {
+        tenant: tenant.to_owned(),
+        agent_id: agent_id.to_owned(),
+        key: key.to_owned(),
+        payload_digest: get_s(item, "d")?.to_owned(),
+        action_id: get_s(item, "a")?.to_owned(),
+        expires_at: get_instant(item, "x")?,
+    })
 }
 
 impl From<&Stop> for Item {
     fn from(stop: &Stop) -> Item {
+        use super::keys::{stop_sk, stops_pk};
         Item::from([
             ("pk".into(), s(stops_pk(&stop.tenant))),
             ("sk".into(), s(stop_sk(stop.scope()))),
-            ("tenant".into(), s(&stop.tenant)),
-            (
-                "body".into(),
-                s(serde_json::to_string(stop).expect("a stop serializes")),
-            ),
+            ("b".into(), json_text(stop)),
         ])
     }
 }
@@ -167,6 +676,194 @@ impl TryFrom<&Item> for Stop {
     type Error = StoreError;
 
     fn try_from(item: &Item) -> StoreResult<Self> {
-        serde_json::from_str(get_s(item, "body")?).map_err(|e| StoreError::Malformed(e.to_string()))
+        serde_json::from_str(get_s(item, "b")?).map_err(|e| malformed(format!("stop: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_values_round_trip() {
+        for actor in [
+            Actor::system(),
+            Actor::agent("billing-agent"),
+            Actor::user("ana:ops"),
+        ] {
+            assert_eq!(actor_of(&actor_code(&actor)).unwrap(), actor);
+        }
+        for st in State::ALL {
+            assert_eq!(state_of(state_code(st)).unwrap(), st);
+        }
+        let hash = "ab".repeat(32);
+        assert!(matches!(hash_value(&hash), AttributeValue::B(_)));
+        assert_eq!(hash_of(&hash_value(&hash)).unwrap(), hash);
+        assert_eq!(hash_of(&hash_value("AB")).unwrap(), "AB");
+        let upper = "AB".repeat(32);
+        assert_eq!(
+            hash_of(&hash_value(&upper)).unwrap(),
+            upper,
+            "not lower hex: kept as text"
+        );
+        let digest = format!("sha256:{hash}");
+        assert!(matches!(digest_value(&digest), AttributeValue::B(_)));
+        assert_eq!(digest_of(&digest_value(&digest)).unwrap(), digest);
+        assert_eq!(digest_of(&digest_value("sha512:x")).unwrap(), "sha512:x");
+    }
+
+    #[test]
+    fn unknown_members_are_kept() {
+        let rest = leftovers(json!({"seq": 1, "new_field": [1]}), &EVENT_FIELDS).unwrap();
+        assert_eq!(Value::Object(rest), json!({"new_field": [1]}));
+        assert!(leftovers(json!({"seq": 1}), &EVENT_FIELDS).is_none());
+    }
+
+    use crate::domain::{
+        action::Approval, transition::TicketTerms, Decision, SealReason, Transition,
+    };
+
+    fn t(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    /// A stand-in for the table: the state item after a create and after each commit, as
+    /// `UpdateItem` would leave it (SET, REMOVE, the event appended).
+    fn store(transitions: &[Transition]) -> Item {
+        let (first, rest) = transitions.split_first().unwrap();
+        let mut state = state_item(&first.action, &first.event, None);
+        for tr in rest {
+            let attributes = state_attributes(&tr.action, &tr.event, None);
+            for (name, value) in attributes.set {
+                state.insert(name.into(), value);
+            }
+            for name in attributes.remove {
+                state.remove(name);
+            }
+            match state.get_mut("e") {
+                Some(AttributeValue::L(events)) => {
+                    let position = events.len() as u64 + 1;
+                    events.push(event_value(&tr.event, position))
+                }
+                _ => panic!("no events"),
+            }
+        }
+        state
+    }
+
+    fn submitted(schedule: Option<Window>) -> Action {
+        let args = json!({"to": "ops@example.com", "n": 1.5});
+        Action {
+            id: "act_01JD3N0000000000000000000A".into(),
+            tenant: "ac#me".into(),
+            agent_id: "agent-1".into(),
+            tool: "mail.send".into(),
+            args: args.clone(),
+            args_digest: format!("sha256:{}", "0f".repeat(32)),
+            action_kind: Some("email".into()),
+            run: Some(RunRef {
+                run_id: Some("run-1".into()),
+                thread_id: None,
+                call_id: None,
+            }),
+            schedule,
+            decision: Decision::RequireApproval,
+            state: State::PendingApproval,
+            approval: Some(Approval {
+                context: json!({"tool": "mail.send", "args": args, "agent_id": "agent-1"}),
+                context_digest: format!("sha256:{}", "ab".repeat(32)),
+                expires_at: t("2026-10-21T18:00:00Z"),
+                approver: None,
+                decided_at: None,
+            }),
+            outcome: None,
+            actor: Actor::agent("agent-1"),
+            version: 0,
+            created_at: t("2026-10-21T12:00:00Z"),
+            updated_at: t("2026-10-21T12:00:00Z"),
+            sealed_at: None,
+            ticket: None,
+            lease: None,
+            chain_head: String::new(),
+        }
+    }
+
+    /// Every step of the lifecycle, the cancel path and a recovery loads back exactly as
+    /// committed, and the sweep entry moves only where the design says it does.
+    #[test]
+    fn actions_round_trip_through_their_two_items() {
+        let window = Window {
+            not_before: t("2026-10-21T16:00:00Z"),
+            not_after: t("2026-10-21T18:00:00Z"),
+        };
+        let create = |w| {
+            Transition::create(
+                submitted(w),
+                Actor::agent("agent-1"),
+                Some("approval_required"),
+                t("2026-10-21T12:00:01Z"),
+            )
+        };
+        let terms = TicketTerms {
+            catalog_fingerprint: &format!("sha256:{}", "cd".repeat(32)),
+            due_at: window.not_before,
+            deadline: window.not_after,
+        };
+        let c = create(Some(window));
+        let a = Transition::approve(&c.action, "approver-1", terms, t("2026-10-21T13:00:00Z"));
+        let cl = Transition::claim(
+            &a.action,
+            "wrk_1",
+            t("2026-10-21T16:02:00Z"),
+            t("2026-10-21T16:00:01Z"),
+        );
+        let re = Transition::claim(
+            &cl.action,
+            "wrk_2",
+            t("2026-10-21T16:05:00Z"),
+            t("2026-10-21T16:03:00Z"),
+        );
+        let done = Transition::finish(
+            &re.action,
+            Ok(json!({"sent": true})),
+            t("2026-10-21T16:03:01Z"),
+        );
+        let lifecycle = [c.clone(), a.clone(), cl.clone(), re, done];
+        let c2 = create(None);
+        let cancelled = Transition::seal(
+            &c2.action,
+            Actor::agent("agent-1"),
+            &SealReason::Cancelled,
+            t("2026-10-21T12:01:00Z"),
+        );
+        for path in [&lifecycle[..], &[c2, cancelled][..]] {
+            let call = call_item(&path[0].action);
+            for upto in 1..=path.len() {
+                let state = store(&path[..upto]);
+                let expected = &path[upto - 1].action;
+                let loaded = action_of(&expected.tenant, &expected.id, &call, &state).unwrap();
+                assert_eq!(&loaded, expected, "after {upto} transitions");
+                let events: Vec<Event> = path[..upto].iter().map(|t| t.event.clone()).collect();
+                assert_eq!(events_of(&state).unwrap(), events);
+            }
+        }
+        // The context's args are stored once (in the call), and put back.
+        let AttributeValue::S(body) = &call_item(&c.action)["c"] else {
+            panic!("call body")
+        };
+        assert_eq!(body.matches("ops@example.com").count(), 1, "{body}");
+
+        // The sweep entry: the key stays at not_before; the approval moves `at` to the due
+        // time, a claim leaves it there (the sweep defers it to the lease's end if it meets it).
+        let (_, bound, at) = sweep_entry(&c.action).unwrap();
+        assert_eq!((bound, at), (window.not_before, window.not_after));
+        let (_, bound, at) = sweep_entry(&a.action).unwrap();
+        assert_eq!((bound, at), (window.not_before, window.not_before));
+        assert_eq!(sweep_entry(&cl.action), sweep_entry(&a.action));
+        assert_eq!(cl.action.sweep_at(), Some(t("2026-10-21T16:02:00Z")));
+        assert!(
+            sweep_entry(&lifecycle[4].action).is_none(),
+            "sealed: out of the index"
+        );
     }
 }

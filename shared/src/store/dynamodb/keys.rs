@@ -1,13 +1,19 @@
-//! Keys: tenant first in every partition key, parts escaped so no value forges a separator.
+//! Keys: the tenant leads every partition key, and key parts are escaped so no value can forge
+//! a separator. An action is two items in its tenant's partition, next to each other:
+//!
+//! | item | `pk` | `sk` |
+//! |---|---|---|
+//! | call (written once) | `T#<tenant>` | `A#<action id>` |
+//! | state (every transition) | `T#<tenant>` | `A#<action id>#S` |
+//! | idempotency record | `T#<tenant>#I#<agent id>` | `<key>` |
+//! | stop | `T#<tenant>#STOPS` | `<agent id or *>` |
+//! | quarantine record | `T#<tenant>#Q` | `<action id>` |
 
-use crate::store::sortable_instant;
 use aws_sdk_dynamodb::types::AttributeValue;
 use jiff::Timestamp;
 
 /// Shards of the sparse `sweep` index: writes spread over them, the sweep queries them all.
 pub(super) const SWEEP_SHARDS: u32 = 4;
-
-pub(super) const ACTION_SK: &str = "ACTION";
 
 /// Key parts are escaped so that no value can forge a `#` separator.
 fn part(s: &str) -> String {
@@ -18,44 +24,72 @@ fn unpart(s: &str) -> String {
     s.replace("%23", "#").replace("%25", "%")
 }
 
+/// The tenant's partition: its actions (call and state items), newest last.
 pub(super) fn tenant_pk(tenant: &str) -> String {
-    format!("TENANT#{}", part(tenant))
+    format!("T#{}", part(tenant))
 }
 
-pub(super) fn action_pk(tenant: &str, action_id: &str) -> String {
-    format!("TENANT#{}#ACTION#{}", part(tenant), part(action_id))
+/// The action's call item: what never changes after submission.
+pub(super) fn call_sk(action_id: &str) -> String {
+    format!("A#{}", part(action_id))
 }
 
-pub(super) fn event_sk(seq: u64) -> String {
-    format!("EVENT#{seq:020}")
+/// The action's state item: sorts right after its call item.
+pub(super) fn state_sk(action_id: &str) -> String {
+    format!("A#{}#S", part(action_id))
 }
+
+/// Every action item sorts after this (and the partition holds nothing else).
+pub(super) const ACTIONS_FROM: &str = "A#";
 
 pub(super) fn idempotency_pk(tenant: &str, agent_id: &str) -> String {
-    format!("TENANT#{}#AGENT#{}#IDEM", part(tenant), part(agent_id))
+    format!("T#{}#I#{}", part(tenant), part(agent_id))
 }
 
 pub(super) fn idempotency_sk(key: &str) -> String {
-    format!("KEY#{key}")
-}
-
-pub(super) fn stops_pk(tenant: &str) -> String {
-    format!("TENANT#{}#STOPS", part(tenant))
-}
-
-pub(super) fn stop_sk(scope: &str) -> String {
-    format!("STOP#{}", part(scope))
+    key.to_owned()
 }
 
 /// The tenant's quarantined actions (SC-EDGE-08): one item per action, `sk` = its id.
 pub(super) fn quarantine_pk(tenant: &str) -> String {
-    format!("TENANT#{}#QUARANTINE", part(tenant))
+    format!("T#{}#Q", part(tenant))
 }
 
-/// (tenant, action id) back from an action's `pk`.
-pub(super) fn parse_action_pk(pk: &str) -> Option<(String, String)> {
-    let rest = pk.strip_prefix("TENANT#")?;
-    let (tenant, id) = rest.split_once("#ACTION#")?;
+pub(super) fn stops_pk(tenant: &str) -> String {
+    format!("T#{}#STOPS", part(tenant))
+}
+
+pub(super) fn stop_sk(scope: &str) -> String {
+    part(scope)
+}
+
+/// (tenant, action id) back from a state item's keys.
+pub(super) fn quarantine_sk(action_id: &str) -> String {
+    part(action_id)
+}
+
+/// The action id of a quarantine record.
+pub(super) fn quarantined_id(sk: &str) -> String {
+    unpart(sk)
+}
+
+pub(super) fn parse_state_keys(pk: &str, sk: &str) -> Option<(String, String)> {
+    let tenant = pk.strip_prefix("T#")?;
+    let id = sk.strip_prefix("A#")?.strip_suffix("#S")?;
+    if tenant.contains('#') || id.contains('#') {
+        return None;
+    }
     Some((unpart(tenant), unpart(id)))
+}
+
+/// The action id of a call or state item's sort key, and whether it is the state item.
+pub(super) fn parse_action_sk(sk: &str) -> Option<(String, bool)> {
+    let rest = sk.strip_prefix("A#")?;
+    let (id, state) = match rest.strip_suffix("#S") {
+        Some(id) => (id, true),
+        None => (rest, false),
+    };
+    (!id.contains('#')).then(|| (unpart(id), state))
 }
 
 /// FNV-1a: stable across builds and platforms, unlike `DefaultHasher`.
@@ -67,12 +101,12 @@ pub(super) fn sweep_shard(action_id: &str) -> u32 {
 }
 
 pub(super) fn sweep_pk(shard: u32) -> String {
-    format!("SWEEP#{shard}")
+    format!("W#{shard}")
 }
 
-/// An instant as sortable text (`sweep_at`, expiries).
-pub(super) fn instant(t: Timestamp) -> String {
-    sortable_instant(t)
+/// An instant as a number: nanoseconds since the epoch (exact, and sorts as time).
+pub(super) fn nanos(t: Timestamp) -> AttributeValue {
+    AttributeValue::N(t.as_nanosecond().to_string())
 }
 
 /// TTL attribute value: epoch seconds, rounded up so nothing expires early.
@@ -88,11 +122,25 @@ mod tests {
     #[test]
     fn key_parts_cannot_forge_separators() {
         assert_ne!(idempotency_pk("t", "a#b"), idempotency_pk("t", "a") + "#b");
+        assert_ne!(tenant_pk("acme#STOPS"), stops_pk("acme"));
         assert_eq!(
-            parse_action_pk(&action_pk("acme", "act_#1%")),
-            Some(("acme".into(), "act_#1%".into()))
+            parse_state_keys(&tenant_pk("ac#me%"), &state_sk("act_#1%")),
+            Some(("ac#me%".into(), "act_#1%".into()))
         );
-        assert!(event_sk(2) < event_sk(10));
+        assert_eq!(
+            parse_state_keys(&tenant_pk("acme"), &call_sk("act_1")),
+            None
+        );
+        assert_eq!(
+            parse_action_sk(&call_sk("act_1")),
+            Some(("act_1".into(), false))
+        );
+        assert_eq!(
+            parse_action_sk(&state_sk("act_1")),
+            Some(("act_1".into(), true))
+        );
+        // A call item sorts right before its state item, and both after ACTIONS_FROM.
+        assert!(ACTIONS_FROM < call_sk("act_1").as_str() && call_sk("act_1") < state_sk("act_1"));
     }
 
     #[test]
@@ -102,11 +150,12 @@ mod tests {
     }
 
     #[test]
-    fn ttl_rounds_up() {
+    fn ttl_rounds_up_and_instants_are_exact() {
         let t: Timestamp = "2026-01-01T00:00:00.5Z".parse().unwrap();
         assert_eq!(
             epoch_seconds(t),
             AttributeValue::N((t.as_second() + 1).to_string())
         );
+        assert_eq!(nanos(t), AttributeValue::N("1767225600500000000".into()));
     }
 }

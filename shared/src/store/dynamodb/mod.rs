@@ -1,13 +1,14 @@
-//! DynamoDB adapter: one table (`infra/table.json`), tenant in every key. A transition is one
-//! `TransactWriteItems` of the action put, conditional on (state, version), and its audit event
-//! put, conditional on absence: both land or neither does. A failed condition is the typed
-//! [`StoreError::Conflict`]; everything else is `Unavailable`. The item design is in
+//! DynamoDB adapter: one table (`infra/table.json`), tenant in every key. An action is a call
+//! item written once and a small state item; a transition is one conditional `UpdateItem` of
+//! the state item on (state, version) that appends its audit event inside it, so the change and
+//! its record land together. A failed condition is the typed [`StoreError::Conflict`];
+//! everything else is `Unavailable`. The design and the capacity of every request are in
 //! `docs/dynamodb.md`.
 //!
-//! - [`keys`]: partition and sort keys, tenant first;
-//! - [`item`]: records ⇄ item maps;
-//! - [`writes`]: conditions as values, the transactions;
-//! - [`meter`]: consumed capacity (one place) and error mapping;
+//! - `keys`: partition and sort keys, tenant first;
+//! - `item`: records ⇄ item maps;
+//! - `writes`: conditions as values, the commits;
+//! - `meter`: consumed capacity (one place) and error mapping;
 //! - here: the port, and its reads.
 
 mod item;
@@ -22,14 +23,14 @@ use super::{
 use crate::domain::{Action, Event, Transition};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::{
-    types::{KeysAndAttributes, ReturnValue},
+    types::{AttributeValue, KeysAndAttributes, ReturnValue},
     Client,
 };
-use item::{action_of, event_of, get_s, s, unreadable, Item};
+use item::{action_of, events_of, get_s, idempotency_of, s, unreadable, Item, QUARANTINED};
 use jiff::{SignedDuration, Timestamp};
 use keys::{
-    action_pk, idempotency_pk, idempotency_sk, instant, parse_action_pk, quarantine_pk, stop_sk,
-    stops_pk, sweep_pk, tenant_pk, ACTION_SK, SWEEP_SHARDS,
+    call_sk, idempotency_pk, idempotency_sk, nanos, parse_action_sk, parse_state_keys,
+    quarantine_pk, state_sk, stop_sk, stops_pk, sweep_pk, tenant_pk, ACTIONS_FROM, SWEEP_SHARDS,
 };
 use meter::{malformed, meter, unavailable, Units, CAPACITY};
 use std::collections::HashMap;
@@ -38,7 +39,7 @@ use std::collections::HashMap;
 pub struct DynamoStore {
     client: Client,
     table: String,
-    /// Sealed actions (and their events) expire this long after sealing; `None` keeps them.
+    /// Sealed actions expire this long after sealing; `None` keeps them.
     retention: Option<SignedDuration>,
 }
 
@@ -51,7 +52,7 @@ impl DynamoStore {
         }
     }
 
-    /// Expire sealed actions via the table's TTL attribute `expires_at`.
+    /// Expire sealed actions via the table's TTL attribute `ttl`.
     pub fn with_retention(mut self, retention: Option<SignedDuration>) -> Self {
         self.retention = retention;
         self
@@ -59,6 +60,37 @@ impl DynamoStore {
 
     pub fn table(&self) -> &str {
         &self.table
+    }
+}
+
+/// Pairs an action's two items as a descending read meets them (state item, then its call
+/// item). A call item without a state item is a submission that never committed, and a
+/// quarantined action is out of lists: both skipped. Anything that does not load is reported,
+/// never fatal (SC-EDGE-08).
+#[derive(Default)]
+struct Pairing {
+    state: Option<(String, Item)>,
+}
+
+impl Pairing {
+    fn feed(&mut self, tenant: &str, item: &Item) -> Option<Result<Action, Unreadable>> {
+        let bad = |id: &str, why: &str| Some(Err(unreadable(tenant, id, malformed(why))));
+        let sk = get_s(item, "sk").unwrap_or_default();
+        let Some((id, is_state)) = parse_action_sk(sk) else {
+            return bad(sk, "an item with a foreign key among the actions");
+        };
+        if is_state {
+            let orphan = self.state.replace((id, item.clone()));
+            return orphan.and_then(|(orphan, _)| bad(&orphan, "state item without its call"));
+        }
+        match self.state.take() {
+            Some((_, state)) if state.contains_key(QUARANTINED) => None,
+            Some((state_id, state)) if state_id == id => {
+                Some(action_of(tenant, &id, item, &state).map_err(|e| unreadable(tenant, &id, e)))
+            }
+            Some((state_id, _)) => bad(&state_id, "state item without its call"),
+            None => None,
+        }
     }
 }
 
@@ -72,91 +104,101 @@ impl Store for DynamoStore {
         self.commit_transition(t).await
     }
 
+    /// One consistent Query returns both items (1 RRU while they total ≤ 4 KB).
     async fn load(&self, tenant: &str, action_id: &str) -> StoreResult<Option<Action>> {
+        let (call_key, state_key) = (call_sk(action_id), state_sk(action_id));
         let out = self
             .client
-            .get_item()
+            .query()
             .table_name(&self.table)
-            .key("pk", s(action_pk(tenant, action_id)))
-            .key("sk", s(ACTION_SK))
+            .key_condition_expression("pk = :pk AND sk BETWEEN :call AND :state")
+            .expression_attribute_values(":pk", s(tenant_pk(tenant)))
+            .expression_attribute_values(":call", s(&call_key))
+            .expression_attribute_values(":state", s(&state_key))
             .consistent_read(true)
             .return_consumed_capacity(CAPACITY)
             .send()
             .await
-            .map_err(|e| unavailable("GetItem", e))?;
-        meter("GetItem(action)", Units::Read, out.consumed_capacity());
-        out.item().map(action_of).transpose()
+            .map_err(|e| unavailable("Query(action)", e))?;
+        meter("Query(action)", Units::Read, out.consumed_capacity());
+        let find = |key: &str| {
+            out.items()
+                .iter()
+                .find(|i| matches!(i.get("sk"), Some(AttributeValue::S(k)) if k == key))
+        };
+        match (find(&call_key), find(&state_key)) {
+            (Some(call), Some(state)) => action_of(tenant, action_id, call, state).map(Some),
+            (None, Some(_)) => Err(malformed("state item without its call item")),
+            // Never committed (or not there at all).
+            (_, None) => Ok(None),
+        }
     }
 
+    /// The events live in the state item: one consistent GetItem.
     async fn events(&self, tenant: &str, action_id: &str) -> StoreResult<Vec<Event>> {
-        let mut events = Vec::new();
-        let mut start = None;
-        loop {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(tenant_pk(tenant)))
+            .key("sk", s(state_sk(action_id)))
+            .projection_expression("#e")
+            .expression_attribute_names("#e", "e")
+            .consistent_read(true)
+            .return_consumed_capacity(CAPACITY)
+            .send()
+            .await
+            .map_err(|e| unavailable("GetItem(events)", e))?;
+        meter("GetItem(events)", Units::Read, out.consumed_capacity());
+        out.item().map_or(Ok(Vec::new()), events_of)
+    }
+
+    /// Newest first from the tenant's partition (eventually consistent, half the price: an
+    /// action committed a moment ago may show a moment later): at most `limit` actions, two
+    /// items each, pages read until the limit is filled or the history ends.
+    async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<ListPage> {
+        let mut page = ListPage::default();
+        let mut pairing = Pairing::default();
+        let (mut start, mut read, mut last) = (None, 0, None);
+        // `BETWEEN` is inclusive: the cursor's own call item is skipped below; without a
+        // cursor, `A$` sorts after every action item.
+        let upper = q.before.as_deref().map_or_else(|| "A$".to_owned(), call_sk);
+        while read < q.limit {
+            let wanted = q.limit - read;
             let out = self
                 .client
                 .query()
                 .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :event)")
-                .expression_attribute_values(":pk", s(action_pk(tenant, action_id)))
-                .expression_attribute_values(":event", s("EVENT#"))
-                .consistent_read(true)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :below")
+                .expression_attribute_values(":pk", s(tenant_pk(tenant)))
+                .expression_attribute_values(":from", s(ACTIONS_FROM))
+                .expression_attribute_values(":below", s(&upper))
+                .scan_index_forward(false)
+                .limit((2 * wanted + 1).min(1000) as i32)
                 .set_exclusive_start_key(start)
                 .return_consumed_capacity(CAPACITY)
                 .send()
                 .await
-                .map_err(|e| unavailable("Query(events)", e))?;
-            meter("Query(events)", Units::Read, out.consumed_capacity());
+                .map_err(|e| unavailable("Query(actions)", e))?;
+            meter("Query(actions)", Units::Read, out.consumed_capacity());
             for item in out.items() {
-                events.push(event_of(item)?);
-            }
-            start = out.last_evaluated_key().cloned();
-            if start.is_none() {
-                return Ok(events);
-            }
-        }
-    }
-
-    /// Newest first from the `by_tenant` index (eventually consistent: a just-committed action
-    /// may show a moment later). Filters apply after the read, so pages are read until full.
-    async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<ListPage> {
-        let mut page = ListPage::default();
-        let (mut start, mut read, mut last) = (None, 0, None);
-        while read < q.limit {
-            let wanted = q.limit - read;
-            let mut req = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name("by_tenant")
-                .expression_attribute_values(":tpk", s(tenant_pk(tenant)))
-                .scan_index_forward(false)
-                .limit(wanted.min(1000) as i32)
-                .set_exclusive_start_key(start)
-                .return_consumed_capacity(CAPACITY);
-            req = match &q.before {
-                Some(before) => req
-                    .key_condition_expression("tenant_pk = :tpk AND action_id < :before")
-                    .expression_attribute_values(":before", s(before)),
-                None => req.key_condition_expression("tenant_pk = :tpk"),
-            };
-            let out = req
-                .send()
-                .await
-                .map_err(|e| unavailable("Query(by_tenant)", e))?;
-            meter("Query(by_tenant)", Units::Read, out.consumed_capacity());
-            for item in out.items() {
-                match action_of(item) {
+                if read == q.limit || get_s(item, "sk").ok() == Some(upper.as_str()) {
+                    continue;
+                }
+                let Some(record) = pairing.feed(tenant, item) else {
+                    continue;
+                };
+                read += 1;
+                match record {
                     Ok(action) => {
                         last = Some(action.id.clone());
                         page.actions.push(action);
                     }
-                    Err(e) => {
-                        let bad = unreadable(tenant, item, e);
+                    Err(bad) => {
                         last = Some(bad.action_id.clone());
                         page.unreadable.push(bad);
                     }
                 }
-                read += 1;
             }
             start = out.last_evaluated_key().cloned();
             if start.is_none() {
@@ -191,7 +233,7 @@ impl Store for DynamoStore {
         let Some(item) = out.item() else {
             return Ok(None);
         };
-        let record = IdempotencyRecord::try_from(item)?;
+        let record = idempotency_of(tenant, agent_id, key, item)?;
         // TTL deletes lazily (up to days later): a lapsed record is ignored here.
         Ok((record.expires_at > now).then_some(record))
     }
@@ -268,62 +310,10 @@ impl Store for DynamoStore {
         Ok(stops)
     }
 
-    /// Every shard of the sparse `sweep` index, merged earliest first.
-    async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
-        let mut due = Vec::new();
-        for shard in 0..SWEEP_SHARDS {
-            let mut start = None;
-            let mut from_shard = 0;
-            loop {
-                let out = self
-                    .client
-                    .query()
-                    .table_name(&self.table)
-                    .index_name("sweep")
-                    .key_condition_expression("sweep_pk = :spk AND sweep_at <= :until")
-                    .expression_attribute_values(":spk", s(sweep_pk(shard)))
-                    .expression_attribute_values(":until", s(instant(until)))
-                    .limit(limit.clamp(1, 1000) as i32)
-                    .set_exclusive_start_key(start)
-                    .return_consumed_capacity(CAPACITY)
-                    .send()
-                    .await
-                    .map_err(|e| unavailable("Query(sweep)", e))?;
-                meter("Query(sweep)", Units::Read, out.consumed_capacity());
-                for item in out.items() {
-                    // One bad entry must not stop the sweep (SC-EDGE-08): a bad key names
-                    // nothing to load; a bad instant is due now, and its load quarantines it.
-                    let Some((tenant, action_id)) =
-                        get_s(item, "pk").ok().and_then(parse_action_pk)
-                    else {
-                        tracing::error!(item = ?item.get("pk"), "sweep entry with a bad key; skipped");
-                        continue;
-                    };
-                    let sweep_at = get_s(item, "sweep_at")
-                        .ok()
-                        .and_then(|at| at.parse().ok())
-                        .unwrap_or(until);
-                    due.push(SweepRef {
-                        tenant,
-                        action_id,
-                        sweep_at,
-                    });
-                    from_shard += 1;
-                }
-                start = out.last_evaluated_key().cloned();
-                if start.is_none() || from_shard >= limit {
-                    break;
-                }
-            }
-        }
-        due.sort_by(|a, b| {
-            a.sweep_at
-                .cmp(&b.sweep_at)
-                .then_with(|| a.action_id.cmp(&b.action_id))
-        });
-        due.truncate(limit);
-        Ok(due)
+    async fn defer_sweep(&self, action: &Action) -> StoreResult<()> {
+        self.defer(action).await
     }
+
     async fn quarantine(&self, bad: &Unreadable, at: Timestamp) -> StoreResult<()> {
         self.quarantine_action(bad, at).await
     }
@@ -356,5 +346,70 @@ impl Store for DynamoStore {
             (a.quarantined_at, &a.action_id).cmp(&(b.quarantined_at, &b.action_id))
         });
         Ok(found)
+    }
+
+    /// Every shard of the sparse `sweep` index, merged earliest first. The key range reads
+    /// entries whose lower bound has come; the filter keeps those whose instant has.
+    async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
+        let mut due = Vec::new();
+        for shard in 0..SWEEP_SHARDS {
+            let mut start = None;
+            let mut from_shard = 0;
+            loop {
+                let out = self
+                    .client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name("sweep")
+                    .key_condition_expression("sp = :shard AND sa <= :until")
+                    .filter_expression("#at <= :until")
+                    .expression_attribute_names("#at", "at")
+                    .expression_attribute_values(":shard", s(sweep_pk(shard)))
+                    .expression_attribute_values(":until", nanos(until))
+                    .limit(limit.clamp(1, 1000) as i32)
+                    .set_exclusive_start_key(start)
+                    .return_consumed_capacity(CAPACITY)
+                    .send()
+                    .await
+                    .map_err(|e| unavailable("Query(sweep)", e))?;
+                meter("Query(sweep)", Units::Read, out.consumed_capacity());
+                for item in out.items() {
+                    // One bad entry must not stop the sweep (SC-EDGE-08): a bad key names
+                    // nothing to load; a bad instant is due now, and its load quarantines it.
+                    let keys = get_s(item, "pk").and_then(|pk| Ok((pk, get_s(item, "sk")?)));
+                    let Some((tenant, action_id)) =
+                        keys.ok().and_then(|(pk, sk)| parse_state_keys(pk, sk))
+                    else {
+                        tracing::error!(item = ?item.get("sk"), "sweep entry with a bad key; skipped");
+                        continue;
+                    };
+                    let sweep_at = match item.get("at") {
+                        Some(AttributeValue::N(ns)) => ns
+                            .parse::<i128>()
+                            .ok()
+                            .and_then(|ns| Timestamp::from_nanosecond(ns).ok()),
+                        _ => None,
+                    }
+                    .unwrap_or(until);
+                    due.push(SweepRef {
+                        tenant,
+                        action_id,
+                        sweep_at,
+                    });
+                    from_shard += 1;
+                }
+                start = out.last_evaluated_key().cloned();
+                if start.is_none() || from_shard >= limit {
+                    break;
+                }
+            }
+        }
+        due.sort_by(|a, b| {
+            a.sweep_at
+                .cmp(&b.sweep_at)
+                .then_with(|| a.action_id.cmp(&b.action_id))
+        });
+        due.truncate(limit);
+        Ok(due)
     }
 }

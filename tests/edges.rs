@@ -260,13 +260,16 @@ on_both_stores!(stop_is_final_once_answered: sc_edge_02_stop_is_final_once_answe
 /// Caught on main: (a) two transient errors at the result commit dropped a real answer (the
 /// resume failed, the action stayed `executing` until its lease lapsed); (b) a result commit
 /// that applied but answered an error failed the resume; (c) a claim that applied but answered
-/// an error stranded the action `executing` with the tool never called.
+/// an error stranded the action `executing` with the tool never called. (d, e) A claim or result
+/// whose re-send met its own applied first send (a conflict) is ours too, found by reading back.
 async fn results_survive_store_faults(backend: Backend) {
     let e = edge(backend, "").await;
     let faults = [
         (Matching::result(), Fault::Fail, 2),
         (Matching::result(), Fault::Ambiguous, 1),
         (Matching::claim(), Fault::Ambiguous, 1),
+        (Matching::claim(), Fault::AppliedConflict, 1),
+        (Matching::result(), Fault::AppliedConflict, 1),
     ];
     let mut ids = Vec::new();
     for (matching, fault, times) in faults {
@@ -287,7 +290,7 @@ async fn results_survive_store_faults(backend: Backend) {
         assert_eq!(e.load(id).await.state, State::Succeeded, "{id}");
     }
     let injected = e.store.injected();
-    assert_eq!((injected.failed, injected.ambiguous), (2, 2));
+    assert_eq!((injected.failed, injected.ambiguous), (2, 4));
 }
 
 on_both_stores!(results_survive_store_faults: sc_edge_04_results_survive_store_faults_sqlite, sc_edge_04_results_survive_store_faults_dynamodb);

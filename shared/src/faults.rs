@@ -97,6 +97,9 @@ pub enum Fault {
     Fail,
     /// Apply, then return `Unavailable`: the write happened but its answer was lost.
     Ambiguous,
+    /// Apply, then return `Conflict`: the SDK re-sent a write whose first send applied and
+    /// whose answer was lost, and the re-send's condition failed against our own write.
+    AppliedConflict,
     /// Wait at the gate before sending the write, then send it.
     HoldBefore(Gate),
     /// Send the write, then wait at the gate before answering.
@@ -261,6 +264,11 @@ impl FaultyStore {
                 c.ambiguous.fetch_add(1, Ordering::Relaxed);
                 send.await?;
                 Err(injected("the write applied but its answer was lost"))
+            }
+            Some(Fault::AppliedConflict) => {
+                c.ambiguous.fetch_add(1, Ordering::Relaxed);
+                send.await?;
+                Err(StoreError::Conflict)
             }
             Some(Fault::HoldBefore(gate)) => {
                 c.held.fetch_add(1, Ordering::Relaxed);

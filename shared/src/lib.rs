@@ -18,6 +18,7 @@ pub mod aws;
 pub mod clock;
 pub mod config;
 pub mod domain;
+#[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod engine;
 pub mod error;

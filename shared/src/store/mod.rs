@@ -3,6 +3,7 @@
 
 #[cfg(feature = "aws")]
 pub mod dynamodb;
+#[cfg(feature = "embedded")]
 pub mod sqlite;
 
 use crate::domain::{notice::OutboxEntry, Action, Event, Transition};

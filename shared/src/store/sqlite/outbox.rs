@@ -25,7 +25,7 @@ CREATE INDEX IF NOT EXISTS outbox_dead ON outbox (tenant, dead_at) WHERE dead_at
 ";
 
 /// Inside the transition's transaction: the notice lands with the transition or not at all.
-pub(super) fn insert(tx: &rusqlite::Transaction<'_>, t: &Transition) -> StoreResult<()> {
+pub(super) fn insert(tx: &Connection, t: &Transition) -> StoreResult<()> {
     let Some(entry) = OutboxEntry::of(t) else {
         return Ok(());
     };
@@ -119,7 +119,7 @@ impl SqliteStore {
         next: Option<&OutboxEntry>,
     ) -> StoreResult<()> {
         let (was, next) = (was.clone(), next.cloned());
-        self.with(move |conn| {
+        self.write(move |conn| {
             let key = params![was.tenant, was.action_id, was.seq as i64, was.rev as i64];
             let changed = match next {
                 None => conn.execute(
@@ -144,11 +144,12 @@ impl SqliteStore {
             }
             .map_err(unavailable)?;
             if changed == 1 {
-                Ok(())
+                Ok(changed)
             } else {
                 Err(StoreError::Conflict)
             }
         })
         .await
+        .map(drop)
     }
 }

@@ -1,0 +1,160 @@
+//! Embedded throughput: the engine's allow → run lifecycles per second over HTTP (submit, claim,
+//! builtin tool, result: three transitions, each a conditional write with its audit event),
+//! against the raw ceiling measured in the same run with the same durability: one thread
+//! looping the same conditional writes (update on state + version, event insert), one
+//! transaction (and one fsync) each.
+
+use crate::{stats::Summary, world};
+use countersign::{config::Config, embedded::Server, store::sqlite};
+use rusqlite::{params, Connection};
+use serde_json::json;
+use std::{
+    path::Path,
+    sync::{atomic::AtomicUsize, atomic::Ordering, Arc},
+    time::Instant,
+};
+
+pub struct Throughput {
+    /// Raw single-thread conditional transitions per second.
+    pub raw_per_s: f64,
+    /// Engine allow → run lifecycles per second over HTTP.
+    pub lifecycles_per_s: f64,
+    pub latency: Summary,
+    pub lifecycles: usize,
+    pub concurrency: usize,
+    pub synchronous: &'static str,
+}
+
+impl Throughput {
+    pub fn ratio(&self) -> f64 {
+        self.lifecycles_per_s / self.raw_per_s
+    }
+}
+
+pub async fn measure(lifecycles: usize, transitions: usize, concurrency: usize) -> Throughput {
+    let raw_per_s = raw_ceiling(&world::temp_db("raw"), transitions);
+    let (lifecycles_per_s, latency) = engine(lifecycles, concurrency).await;
+    Throughput {
+        raw_per_s,
+        lifecycles_per_s,
+        latency,
+        lifecycles,
+        concurrency,
+        synchronous: sqlite::SYNCHRONOUS,
+    }
+}
+
+/// The store's own schema and journal, then a raw loop of `n` conditional transitions with the
+/// store's durability (`sqlite::SYNCHRONOUS`), one transaction each.
+fn raw_ceiling(db: &Path, n: usize) -> f64 {
+    drop(sqlite::SqliteStore::open(db).expect("open the store (schema)"));
+    let mut conn = Connection::open(db).unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.pragma_update(None, "synchronous", sqlite::SYNCHRONOUS)
+        .unwrap();
+    // Bodies of the engine's sizes: an action ≈ 1 KB, an event ≈ 300 bytes.
+    let body = vec![b'a'; 1024];
+    let event = vec![b'e'; 300];
+    let ids: Vec<String> = (0..n.div_ceil(3))
+        .map(|_| format!("act_{}", ulid::Ulid::new()))
+        .collect();
+    let tx = conn.transaction().unwrap();
+    for id in &ids {
+        tx.execute(
+            "INSERT INTO actions (tenant, id, agent_id, state, version, sweep_at, body)
+             VALUES ('bench', ?1, 'agent', 'approved', 1, NULL, ?2)",
+            params![id, body],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+    let started = Instant::now();
+    for i in 0..n {
+        let (id, version) = (&ids[i / 3], (i % 3 + 1) as i64);
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .unwrap();
+        let changed = tx
+            .execute(
+                "UPDATE actions SET state = 'executing', version = ?1, sweep_at = NULL, body = ?2
+                 WHERE tenant = 'bench' AND id = ?3 AND state = ?4 AND version = ?5",
+                params![
+                    version + 1,
+                    body,
+                    id,
+                    if version == 1 {
+                        "approved"
+                    } else {
+                        "executing"
+                    },
+                    version
+                ],
+            )
+            .unwrap();
+        assert_eq!(changed, 1, "the condition holds");
+        tx.execute(
+            "INSERT INTO events (tenant, action_id, seq, body) VALUES ('bench', ?1, ?2, ?3)",
+            params![id, version + 1, event],
+        )
+        .unwrap();
+        tx.commit().unwrap();
+    }
+    n as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Allow → run over HTTP with `concurrency` clients; a tenth as many lifecycles first, to warm.
+async fn engine(n: usize, concurrency: usize) -> (f64, Summary) {
+    let (config, _tools) = world::config().await;
+    let server = Server::start(
+        Arc::new(Config::from_toml(&config).expect("bench config")),
+        &world::temp_db("engine"),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .expect("start the embedded server");
+    let http = reqwest::Client::new();
+    let url = format!("http://{}/v1/actions", server.addr);
+    let _ = load(&http, &url, n / 10 + 1, concurrency).await;
+    let started = Instant::now();
+    let ms = load(&http, &url, n, concurrency).await;
+    let per_s = n as f64 / started.elapsed().as_secs_f64();
+    server.shutdown().await.unwrap();
+    (per_s, Summary::of(ms))
+}
+
+/// `n` allow → run submissions from `concurrency` workers; each must come back `succeeded`.
+async fn load(http: &reqwest::Client, url: &str, n: usize, concurrency: usize) -> Vec<f64> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..concurrency)
+        .map(|_| {
+            let (http, url, next) = (http.clone(), url.to_owned(), next.clone());
+            tokio::spawn(async move {
+                let mut ms = Vec::new();
+                while next.fetch_add(1, Ordering::Relaxed) < n {
+                    let t = Instant::now();
+                    let res = http
+                        .post(&url)
+                        .bearer_auth(world::BENCH_AGENT)
+                        .json(&json!({"tool": "search.instant", "args": {"q": "x"}}))
+                        .send()
+                        .await
+                        .expect("the server answers");
+                    let status = res.status().as_u16();
+                    let body: serde_json::Value = res.json().await.expect("JSON");
+                    assert_eq!(
+                        (status, body["state"].as_str()),
+                        (200, Some("succeeded")),
+                        "{body}"
+                    );
+                    ms.push(t.elapsed().as_secs_f64() * 1000.0);
+                }
+                ms
+            })
+        })
+        .collect();
+    let mut all = Vec::with_capacity(n);
+    for w in workers {
+        all.extend(w.await.unwrap());
+    }
+    all
+}

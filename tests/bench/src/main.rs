@@ -1,0 +1,133 @@
+//! `countersign-bench`: every figure of the performance goals in one run, printed as one table
+//! (BENCHMARKS.md explains each figure and what limits it).
+//!
+//!   cargo run --release -p countersign-bench -- all      # the figures (LocalStack running)
+//!   cargo run -p countersign-bench -- quick              # small N, debug build: CI's smoke run
+//!
+//! Reported figures, never assertions on time: a missed goal prints ✗, and the run still
+//! succeeds. It fails only when the product misbehaves (a wrong answer, an early or
+//! duplicate run) or a measurement cannot be made.
+
+mod cost;
+mod embedded;
+mod functions;
+mod lateness;
+mod prices;
+mod report;
+mod stats;
+mod world;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Parser)]
+#[command(
+    name = "countersign-bench",
+    about = "countersign's performance figures in one table"
+)]
+struct Args {
+    /// `all`: the full run; `quick`: small N (minutes), for CI.
+    mode: Mode,
+    /// Run only these sections (default: every one).
+    #[arg(long, value_enum)]
+    only: Vec<Section>,
+    /// Cargo profile the Lambda functions are built with for sizes and init (default: release
+    /// for `all`, dev for `quick`).
+    #[arg(long)]
+    functions_profile: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    All,
+    Quick,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Section {
+    Cost,
+    Embedded,
+    Lateness,
+    Functions,
+}
+
+/// How big each measurement is.
+struct Sizes {
+    cost_runs: usize,
+    lifecycles: usize,
+    raw_transitions: usize,
+    concurrency: usize,
+    due: [usize; 2],
+    init_runs: usize,
+}
+
+impl Mode {
+    fn sizes(self) -> Sizes {
+        match self {
+            Mode::All => Sizes {
+                cost_runs: 20,
+                lifecycles: 20_000,
+                raw_transitions: 20_000,
+                concurrency: 64,
+                due: [100, 1_000],
+                init_runs: 11,
+            },
+            Mode::Quick => Sizes {
+                cost_runs: 2,
+                lifecycles: 300,
+                raw_transitions: 600,
+                concurrency: 16,
+                due: [10, 50],
+                init_runs: 3,
+            },
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let sizes = args.mode.sizes();
+    let wants = |s: Section| args.only.is_empty() || args.only.contains(&s);
+    let mut report = report::Report::new(args.mode == Mode::Quick);
+
+    if wants(Section::Functions) {
+        // First: it builds, and a build would disturb the timings below.
+        let profile = args.functions_profile.clone().unwrap_or_else(|| {
+            match args.mode {
+                Mode::All => "release",
+                Mode::Quick => "dev",
+            }
+            .to_owned()
+        });
+        let built = functions::build(&profile);
+        report.functions(&profile, &functions::measure(&built, sizes.init_runs).await);
+    }
+    if wants(Section::Cost) {
+        eprintln!(
+            "bench: cost paths against LocalStack ({} runs each)…",
+            sizes.cost_runs
+        );
+        report.cost(&cost::measure(sizes.cost_runs).await);
+    }
+    if wants(Section::Embedded) {
+        eprintln!("bench: embedded throughput and the raw SQLite ceiling…");
+        report.embedded(
+            &embedded::measure(sizes.lifecycles, sizes.raw_transitions, sizes.concurrency).await,
+        );
+    }
+    if wants(Section::Lateness) {
+        for n in sizes.due {
+            for tool in [lateness::Tool::Builtin, lateness::Tool::Webhook] {
+                eprintln!("bench: {n} due in the same second ({tool:?})…");
+                let l = lateness::measure(n, tool).await;
+                assert_eq!(
+                    (l.early, l.duplicates, l.not_succeeded),
+                    (0, 0, 0),
+                    "no early or duplicate claim or call, and every action succeeds"
+                );
+                report.lateness(&l);
+            }
+        }
+    }
+    report.print();
+}

@@ -1,0 +1,245 @@
+//! The one table: every figure beside its goal (✓ met, ✗ missed, – no goal).
+
+use crate::{
+    cost::CostReport, embedded::Throughput, functions::Shipped, lateness::Lateness, prices,
+    stats::Summary,
+};
+
+struct Row {
+    figure: String,
+    measured: String,
+    goal: String,
+    met: Option<bool>,
+}
+
+pub struct Report {
+    quick: bool,
+    rows: Vec<Row>,
+}
+
+fn ms(s: &Summary) -> String {
+    format!("p50 {:.1} / p99 {:.1} / max {:.1} ms", s.p50, s.p99, s.max)
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.2} MB", bytes as f64 / 1e6)
+}
+
+impl Report {
+    pub fn new(quick: bool) -> Report {
+        Report {
+            quick,
+            rows: Vec::new(),
+        }
+    }
+
+    fn row(
+        &mut self,
+        figure: impl Into<String>,
+        measured: impl Into<String>,
+        goal: &str,
+        met: Option<bool>,
+    ) {
+        self.rows.push(Row {
+            figure: figure.into(),
+            measured: measured.into(),
+            goal: goal.into(),
+            met,
+        });
+    }
+
+    pub fn cost(&mut self, c: &CostReport) {
+        for p in &c.paths {
+            let d = p.dollars(&c.memory);
+            let calls: Vec<String> = p
+                .invocations
+                .iter()
+                .map(|(f, ms)| format!("{} {ms:.0} ms @ {} MB", f.name(), c.memory[f]))
+                .collect();
+            let goal = if p.name == "lifecycle" { "≤ $8" } else { "" };
+            self.row(
+                format!("cost per million: {} ({})", p.name, p.what),
+                format!(
+                    "**${:.2}** = DynamoDB ${:.2} ({:.1} WRU + {:.1} RRU) + Lambda ${:.2} ({}) + API ${:.2} ({} req) + Scheduler ${:.2} ({} inv)",
+                    d.total,
+                    d.dynamodb,
+                    p.units.write,
+                    p.units.read,
+                    d.lambda,
+                    calls.join(", "),
+                    d.api,
+                    p.api_requests,
+                    d.scheduler,
+                    p.scheduler_invocations
+                ),
+                goal,
+                (p.name == "lifecycle").then_some(d.total <= 8.0),
+            );
+            if p.name == "lifecycle" {
+                self.row(
+                    "  DynamoDB units per lifecycle (index writes included)",
+                    format!("{:.1} WRU, {:.1} RRU", p.units.write, p.units.read),
+                    "≤ 8 WRU, ≤ 4 RRU",
+                    Some(p.units.write <= 8.0 && p.units.read <= 4.0),
+                );
+            }
+            self.row(
+                format!("  Step Functions Standard, same {} flow", p.name),
+                format!(
+                    "${:.2} ({} transitions × $25/M; its API, Lambda and store not added)",
+                    d.step_functions, p.sfn_transitions
+                ),
+                "",
+                None,
+            );
+        }
+        self.row(
+            "prices",
+            format!(
+                "DynamoDB ${:.3}/M WRU, ${:.3}/M RRU; HTTP API ${:.2}/M; Scheduler ${:.2}/M; Lambda arm64 ${:.2}/M req + ${}/GB-s; Step Functions ${:.0}/M transitions — as of {}",
+                prices::DYNAMODB_WRU * 1e6,
+                prices::DYNAMODB_RRU * 1e6,
+                prices::HTTP_API_REQUEST * 1e6,
+                prices::SCHEDULER_INVOCATION * 1e6,
+                prices::LAMBDA_REQUEST * 1e6,
+                prices::LAMBDA_GB_SECOND,
+                prices::STEP_FUNCTIONS_TRANSITION * 1e6,
+                prices::AS_OF
+            ),
+            "",
+            None,
+        );
+        for (label, s) in &c.warm {
+            self.row(
+                format!("warm handler against LocalStack: {label}"),
+                format!("p50 {:.1} / p99 {:.1} ms (n={})", s.p50, s.p99, s.n),
+                "",
+                None,
+            );
+        }
+    }
+
+    pub fn embedded(&mut self, t: &Throughput) {
+        self.row(
+            format!(
+                "embedded allow → run over HTTP (synchronous={}, {} lifecycles, {} clients)",
+                t.synchronous, t.lifecycles, t.concurrency
+            ),
+            format!(
+                "**{:.0} lifecycles/s** (request {})",
+                t.lifecycles_per_s,
+                ms(&t.latency)
+            ),
+            "≥ 1,500/s",
+            Some(t.lifecycles_per_s >= 1500.0),
+        );
+        self.row(
+            format!(
+                "raw SQLite ceiling (synchronous={}, one thread, one transaction per transition)",
+                t.synchronous
+            ),
+            format!("{:.0} transitions/s", t.raw_per_s),
+            "",
+            None,
+        );
+        self.row(
+            "engine lifecycles/s ÷ raw transitions/s",
+            format!("**{:.0} %**", t.ratio() * 100.0),
+            "≥ 50 %",
+            Some(t.ratio() >= 0.5),
+        );
+    }
+
+    pub fn lateness(&mut self, l: &Lateness) {
+        let tool = match l.tool {
+            crate::lateness::Tool::Builtin => "builtin tool",
+            crate::lateness::Tool::Webhook => "HTTP tool server",
+        };
+        let check = l.n >= 1000 || self.quick;
+        self.row(
+            format!("wake lateness, {} due in one second ({tool}): claims", l.n),
+            ms(&l.claims),
+            "p99 ≤ 100 ms",
+            check.then_some(l.claims.p99 <= 100.0),
+        );
+        if let Some(calls) = &l.calls {
+            self.row(
+                format!(
+                    "wake lateness, {} due in one second: tool calls received",
+                    l.n
+                ),
+                ms(calls),
+                "p99 ≤ 150 ms",
+                check.then_some(calls.p99 <= 150.0),
+            );
+        }
+        self.row(
+            format!("  early / duplicate claims or calls ({} due, {tool})", l.n),
+            format!("{} / {}", l.early, l.duplicates),
+            "0 / 0",
+            Some(l.early == 0 && l.duplicates == 0),
+        );
+    }
+
+    pub fn functions(&mut self, profile: &str, shipped: &[Shipped]) {
+        for s in shipped {
+            self.row(
+                format!("Lambda zip: {} ({profile} build)", s.function.name()),
+                format!("**{}** (binary {})", mb(s.zip_bytes), mb(s.binary_bytes)),
+                "≤ 3 MB",
+                Some(s.zip_bytes <= 3_000_000),
+            );
+            self.row(
+                format!(
+                    "init to first /next: {} (median of {})",
+                    s.function.name(),
+                    s.init.n
+                ),
+                format!(
+                    "{:.1} ms (min {:.1}, max {:.1})",
+                    s.init.p50, s.init.min, s.init.max
+                ),
+                "≤ 15 ms",
+                Some(s.init.p50 <= 15.0),
+            );
+        }
+    }
+
+    pub fn print(&self) {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|c| {
+                c.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+            })
+            .unwrap_or_else(|| "unknown CPU".into());
+        let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+        println!();
+        println!(
+            "countersign bench — {} — {cores} cores ({cpu}) — {} build{}",
+            jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M UTC"),
+            if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "optimized"
+            },
+            if self.quick {
+                " — QUICK (small N: not the figures)"
+            } else {
+                ""
+            }
+        );
+        println!();
+        println!("| figure | measured | goal | |");
+        println!("|---|---|---|---|");
+        for r in &self.rows {
+            let mark = match r.met {
+                Some(true) => "✓",
+                Some(false) => "✗",
+                None => "",
+            };
+            println!("| {} | {} | {} | {mark} |", r.figure, r.measured, r.goal);
+        }
+    }
+}

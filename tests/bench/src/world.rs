@@ -1,0 +1,47 @@
+//! The bench's configuration: the tests' configuration (tenant `acme` with webhook tools served
+//! by the tests' tool server, so the bench follows every change the tests make to it) plus a
+//! tenant `bench` whose tools are builtin (instant, no network).
+
+use countersign_tests::{config_toml, ToolServer};
+use sha2::{Digest, Sha256};
+
+pub const BENCH_AGENT: &str = "key-bench-agent";
+pub const BENCH_APPROVER: &str = "key-bench-approver";
+
+fn hash(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+/// The configuration document and the tool server its webhook tools call.
+pub async fn config() -> (String, ToolServer) {
+    let tools = ToolServer::start().await;
+    let mut toml = config_toml(&tools, "1m", "10s");
+    toml.push_str(&format!(
+        r#"
+[tenants.bench]
+time_zone = "UTC"
+keys = [
+  {{ id = "bench-agent", role = "agent", sha256 = "{agent}" }},
+  {{ id = "bench-approver", role = "approver", sha256 = "{approver}" }},
+]
+policy = [
+  {{ tool = "search.*", decision = "allow" }},
+  {{ tool = "mail.*", decision = "require_approval" }},
+]
+
+[tenants.bench.tools."search.instant"]
+executor = "builtin.echo"
+
+[tenants.bench.tools."mail.instant"]
+executor = "builtin.echo"
+"#,
+        agent = hash(BENCH_AGENT),
+        approver = hash(BENCH_APPROVER),
+    ));
+    (toml, tools)
+}
+
+/// A fresh database path under the system's temporary directory.
+pub fn temp_db(name: &str) -> std::path::PathBuf {
+    countersign_tests::temp_db(&format!("bench-{name}"))
+}

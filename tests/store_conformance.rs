@@ -104,6 +104,7 @@ pub async fn conformance(store: Arc<dyn Store>) {
     conflicts(&*store).await;
     event_and_transition_are_atomic(&*store).await;
     racing_commits_have_one_winner(store.clone()).await;
+    concurrent_writes_each_get_their_own_outcome(store.clone()).await;
     listing(&*store).await;
     quarantine(&*store).await;
     idempotency(&*store).await;
@@ -257,6 +258,62 @@ async fn racing_commits_have_one_winner(store: Arc<dyn Store>) {
     }
 }
 
+/// §1.3 and §1.7 under load: many writes in flight at once (the SQLite adapter commits them in
+/// shared batches) each get their own outcome. Per action, a cancel and a deny race from the
+/// same base and exactly one lands; a third write whose condition holds but whose audit event
+/// collides is undone whole (action and event), without taking its batch-mates with it.
+async fn concurrent_writes_each_get_their_own_outcome(store: Arc<dyn Store>) {
+    let tn = tenant("batch");
+    let mut bases = Vec::new();
+    for _ in 0..60 {
+        bases.push(create_pending(&*store, &tn, "a1", far()).await);
+    }
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, a) in bases.iter().enumerate() {
+        let cancel = Transition::seal(a, Actor::agent("a1"), &SealReason::Cancelled, plus(t0(), 1));
+        let deny = Transition::seal(
+            a,
+            Actor::user("approver-1"),
+            &SealReason::Denied("no".into()),
+            plus(t0(), 1),
+        );
+        let mut collides = approve(a, plus(t0(), 60), plus(t0(), 3600), t0());
+        collides.event.seq = 1; // the create's event
+        for (kind, t) in [("cancel", cancel), ("deny", deny), ("collides", collides)] {
+            let store = store.clone();
+            tasks.spawn(async move { (i, kind, store.commit(&t).await) });
+        }
+    }
+    let mut won = vec![Vec::new(); bases.len()];
+    while let Some(done) = tasks.join_next().await {
+        let (i, kind, outcome) = done.unwrap();
+        match outcome {
+            Ok(()) => won[i].push(kind),
+            Err(StoreError::Conflict) => {}
+            Err(e) => panic!("{kind} on action {i}: {e:?}"),
+        }
+    }
+    for (a, won) in bases.iter().zip(&won) {
+        assert!(
+            won == &["cancel"] || won == &["deny"],
+            "exactly one of cancel/deny, never the colliding write: {won:?}"
+        );
+        let stored = store.load(&tn, &a.id).await.unwrap().unwrap();
+        assert_eq!(
+            stored.state.to_string(),
+            if won[0] == "cancel" {
+                "cancelled"
+            } else {
+                "denied"
+            }
+        );
+        let events = store.events(&tn, &a.id).await.unwrap();
+        assert_eq!(events.len(), 2, "one event per committed transition");
+        assert_eq!(events[1].hash, stored.chain_head);
+    }
+}
+
+/// Newest first, paged by `before`, filtered by state and agent, one tenant only.
 /// Newest first, paged by `before`, one tenant only; a read returns at most its limit and says
 /// where to continue only when it stopped at that limit (SC-SEC-05: filters are the engine's).
 async fn listing(store: &dyn Store) {

@@ -79,7 +79,12 @@ pub fn unique(label: &str) -> String {
 
 /// Create a table from `infra/table.json`, the definition the infrastructure uses.
 pub async fn create_table(sdk: &SdkConfig, name: &str) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/table.json");
+    // The nearest `infra/` above the including crate (the tests crate, or tests/bench).
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|dir| dir.join("infra/table.json"))
+        .find(|p| p.is_file())
+        .expect("infra/table.json above the crate");
     let def: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let key_schema = |v: &Value| -> Vec<KeySchemaElement> {
         v.as_array()

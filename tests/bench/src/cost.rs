@@ -5,7 +5,6 @@
 //! The same runs give each function's warm handler latency.
 
 #[path = "../../aws_support/mod.rs"]
-#[allow(dead_code)]
 mod aws_support;
 
 use crate::{prices, stats::Summary};

@@ -313,7 +313,6 @@ async fn concurrent_writes_each_get_their_own_outcome(store: Arc<dyn Store>) {
     }
 }
 
-/// Newest first, paged by `before`, filtered by state and agent, one tenant only.
 /// Newest first, paged by `before`, one tenant only; a read returns at most its limit and says
 /// where to continue only when it stopped at that limit (SC-SEC-05: filters are the engine's).
 async fn listing(store: &dyn Store) {

@@ -25,4 +25,4 @@ run() {
 run walkthrough "ran: succeeded" "cancelled: cancelled" "missed: cancelled schedule_missed"
 rm -f "$COUNTERSIGN_DB"
 run walkthrough-cli '"type": "approval_requested"' "approved act_" "sealed: succeeded" \
-  "pending_approval → approved" "state  *denied" "cancel refused: exit 4"
+  "user approver-dev" "state  *denied" "cancel refused: exit 4"

@@ -38,8 +38,12 @@ const APPROVER: &str = "chaos-approver";
 const ADMIN: &str = "chaos-admin";
 /// Tool kinds the tool server plays; `refused` points at a port nothing listens on.
 const KINDS: [&str; 6] = ["ok", "slow", "5xx", "refused", "big", "badjson"];
-/// Transit allowance between the worker's check and the tool server's arrival stamp.
-const TRANSIT: SignedDuration = SignedDuration::from_millis(500);
+/// When an attempt started is read from its signature's `t` (the worker's clock when it signed
+/// the request, whole seconds, rounded down): `t > not_after` is an attempt started late, with no
+/// false alarm. The tool server's arrival stamp trails the start by transit and by this
+/// process's own load (it also builds 10 MB answers), so arrival is held only to a loose bound
+/// that catches gross lateness without failing on a busy 2-core machine.
+const TRANSIT: SignedDuration = SignedDuration::from_secs(5);
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -208,7 +212,17 @@ fn start_server(db: &FsPath, config: &FsPath, base: &RwLock<String>) -> Child_ {
 struct Attempt {
     action_id: String,
     attempt: u64,
+    /// Arrival at the tool server.
     at: Timestamp,
+    /// The signature's `t`: when the worker signed (started) the attempt, in whole seconds.
+    signed: Option<Timestamp>,
+}
+
+/// `t` of `Countersign-Signature: t=<unix>,v1=<hex>`.
+fn signed_at(headers: &HeaderMap) -> Option<Timestamp> {
+    let value = headers.get("countersign-signature")?.to_str().ok()?;
+    let t = value.split(',').find_map(|part| part.strip_prefix("t="))?;
+    Timestamp::from_second(t.parse().ok()?).ok()
 }
 
 type Attempts = Arc<Mutex<Vec<Attempt>>>;
@@ -229,6 +243,7 @@ async fn tool_server(attempts: Attempts) -> String {
                             .and_then(|v| v.parse().ok())
                             .unwrap_or(0),
                         at: Timestamp::now(),
+                        signed: signed_at(&headers),
                     });
                     answer(&kind).await
                 }
@@ -608,9 +623,15 @@ async fn check_attempts(
                         a.attempt, a.at, w.not_before
                     ));
                 }
+                if a.signed.is_none_or(|t| t > w.not_after) {
+                    broken.push(format!(
+                        "{id}: attempt {} signed at {:?}, after the deadline {} (or unsigned)",
+                        a.attempt, a.signed, w.not_after
+                    ));
+                }
                 if a.at > w.not_after.checked_add(TRANSIT).unwrap() {
                     broken.push(format!(
-                        "{id}: attempt {} at {} after the deadline {}",
+                        "{id}: attempt {} arrived at {}, long after the deadline {}",
                         a.attempt, a.at, w.not_after
                     ));
                 }

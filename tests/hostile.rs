@@ -3,7 +3,7 @@
 
 use countersign::{
     config::Config,
-    domain::{Action, Event, Transition},
+    domain::{notice::OutboxEntry, Action, Event, Transition},
     embedded::Server,
     store::{
         sqlite::SqliteStore, IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store,
@@ -303,6 +303,27 @@ impl Store for CountingStore {
     }
     async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>> {
         self.inner.quarantined(tenant).await
+    }
+    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+        self.inner.outbox_due(until, limit).await
+    }
+    async fn outbox_entry(
+        &self,
+        tenant: &str,
+        id: &str,
+        seq: u64,
+    ) -> StoreResult<Option<OutboxEntry>> {
+        self.inner.outbox_entry(tenant, id, seq).await
+    }
+    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+        self.inner.outbox_dead(tenant, limit).await
+    }
+    async fn outbox_settle(
+        &self,
+        was: &OutboxEntry,
+        next: Option<&OutboxEntry>,
+    ) -> StoreResult<()> {
+        self.inner.outbox_settle(was, next).await
     }
 }
 

@@ -79,6 +79,9 @@ impl<S: tracing::Subscriber> Layer<S> for Capacity {
     }
 }
 
+/// The capacity log is process-wide: the tests of this file take turns.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn drain() -> Vec<Spent> {
     std::mem::take(&mut *log().lock().unwrap())
 }
@@ -173,6 +176,7 @@ fn value_size(value: &aws_sdk_dynamodb::types::AttributeValue) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue9_cost_capacity_per_path_lifecycle_cancel_allow() {
+    let _one_at_a_time = SERIAL.lock().await;
     drain();
     let w = AwsWorld::new("cost").await;
     drain(); // table creation and warm-up are not the product's cost
@@ -313,4 +317,50 @@ async fn issue9_cost_capacity_per_path_lifecycle_cancel_allow() {
     lifecycle.within(2.0, 8.0);
     cancel.within(1.0, 5.0);
     allow.within(0.0, 5.0);
+}
+
+/// What notifications add (issue 10, docs/notifications.md "Capacity"): a tenant with one
+/// endpoint; the pending action's notice rides in the submit's write, the sweep delivers it, the
+/// denial's notice rides in the deny's write, the next sweep delivers that. And a sweep with
+/// nothing to deliver. (Tenants without endpoints pay nothing: the test above.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_cost_capacity_of_notifications() {
+    let _one_at_a_time = SERIAL.lock().await;
+    drain();
+    let receiver =
+        countersign_tests::receiver::Receiver::start(countersign_tests::receiver::Mode::Up).await;
+    let w = AwsWorld::with_config(
+        "cost-notify",
+        &countersign_tests::receiver::notify_toml(&receiver.url(), "30s", 20),
+    )
+    .await;
+    w.deliver(r#"{"sweep":{}}"#).await.unwrap();
+    drain(); // table creation and warm-up
+
+    let mut notified = Path::new("notified: submit → deliver → deny → deliver");
+    let body = json!({"tool": "mail.send", "args": args_300()});
+    let submitted = w.v2("POST", "/v1/actions", keys::AGENT, Some(body)).await;
+    assert_eq!(submitted.status, 202, "{:?}", submitted.body);
+    let id = submitted.body["id"].as_str().unwrap().to_owned();
+    notified.step("submit (+ its notice)");
+    w.deliver(r#"{"sweep":{}}"#).await.unwrap();
+    notified.step("sweep: deliver approval_requested");
+    let denied = w
+        .v2(
+            "POST",
+            &format!("/v1/actions/{id}/deny"),
+            keys::APPROVER,
+            Some(json!({"reason": "no"})),
+        )
+        .await;
+    assert_eq!(denied.status, 200, "{:?}", denied.body);
+    notified.step("deny (+ its notice)");
+    w.deliver(r#"{"sweep":{}}"#).await.unwrap();
+    notified.step("sweep: deliver action_sealed");
+    notified.total();
+    assert_eq!(receiver.seen().len(), 2, "both notices delivered once");
+    let mut idle = Path::new("idle");
+    w.deliver(r#"{"sweep":{}}"#).await.unwrap();
+    idle.step("sweep, nothing due or to deliver");
+    notified.within(8.0, 14.0);
 }

@@ -314,7 +314,38 @@ pub async fn resume(
 ) -> Result<ResumeAnswer, Error> {
     match event {
         ResumeEvent::Wake(wake) => engine.resume(&wake).await.map(ResumeAnswer::Wake),
-        ResumeEvent::Sweep(_) => engine.sweep_until(deadline).await.map(ResumeAnswer::Sweep),
+        ResumeEvent::Sweep(_) => {
+            let report = engine.sweep_until(deadline).await?;
+            deliver_notifications(engine, deadline).await;
+            Ok(ResumeAnswer::Sweep(report))
+        }
+    }
+}
+
+/// Time a notification pass needs before the invocation's deadline: one round of POSTs.
+const NOTIFY_ROOM: jiff::SignedDuration = jiff::SignedDuration::from_secs(15);
+
+/// The minute sweep also delivers the notification outbox (SC-NOT-01/02; docs/notifications.md
+/// argues this against a DynamoDB Stream). A failure is logged, not returned: the sweep did its
+/// work, and the outbox keeps every notice for the next minute.
+async fn deliver_notifications(engine: &Engine, deadline: Option<jiff::Timestamp>) {
+    let room = deadline.is_none_or(|d| {
+        jiff::Timestamp::now()
+            .checked_add(NOTIFY_ROOM)
+            .is_ok_and(|t| t < d)
+    });
+    if !room {
+        tracing::warn!("no time left for notifications in this sweep; the next one delivers them");
+        return;
+    }
+    match engine.notifier().deliver_due().await {
+        Ok(report) => tracing::info!(
+            delivered = report.delivered,
+            retrying = report.retrying,
+            parked = report.parked,
+            "notification pass"
+        ),
+        Err(e) => tracing::warn!(error = %e, "notification pass failed; the next sweep retries"),
     }
 }
 

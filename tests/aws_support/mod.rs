@@ -193,6 +193,15 @@ impl AwsWorld {
 
     /// `group`: use this schedule group name and do not create it (to make arming fail).
     pub async fn with_group(label: &str, group: Option<&str>) -> AwsWorld {
+        Self::build(label, group, "").await
+    }
+
+    /// With more configuration appended to the test document (tables only, e.g. notifications).
+    pub async fn with_config(label: &str, extra: &str) -> AwsWorld {
+        Self::build(label, None, extra).await
+    }
+
+    async fn build(label: &str, group: Option<&str>, extra: &str) -> AwsWorld {
         let sdk = sdk().await;
         let table = unique(label);
         create_table(&sdk, &table).await;
@@ -205,8 +214,8 @@ impl AwsWorld {
             }
         };
         let tools = ToolServer::start().await;
-        let config = Config::from_toml(&countersign_tests::config_toml(&tools, "1m", "5s"))
-            .expect("test config");
+        let text = countersign_tests::config_toml(&tools, "1m", "5s") + extra;
+        let config = Config::from_toml(&text).expect("test config");
         let settings = Settings {
             table: table.clone(),
             target: SchedulerTarget {

@@ -10,6 +10,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     aws::init_logs();
     // Once per cold start: clients and configuration are reused by warm invocations.
     let engine = aws::engine_from_env().await?;
+    // The sweep sends the notifications: their secrets must be here (errors name the entry).
+    countersign::notify::check_secrets(engine.config())?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<ResumeEvent>| {
         let engine = engine.clone();
         async move {

@@ -39,6 +39,8 @@ pub struct Engine {
     worker_id: String,
     /// The runs under way, for a graceful shutdown (SC-EDGE-05).
     runs: runs::Runs,
+    /// The notification worker over the same store, built on first use (the AWS sweep).
+    notifier: std::sync::OnceLock<Arc<crate::notify::Notifier>>,
 }
 
 impl Engine {
@@ -58,6 +60,7 @@ impl Engine {
             clock,
             worker_id,
             runs: runs::Runs::new(),
+            notifier: std::sync::OnceLock::new(),
         }
     }
 

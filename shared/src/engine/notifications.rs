@@ -7,15 +7,32 @@ use crate::{
         notice::{parse_notice_id, NoticeKind, OutboxEntry},
         Transition,
     },
+    notify::Notifier,
     store::StoreError,
     Error,
 };
-use std::borrow::Cow;
+use std::{borrow::Cow, sync::Arc};
 
 /// Dead letters one list answers at most (SC-SEC-05: bounded reads).
 const MAX_LIST: usize = 100;
 
 impl Engine {
+    /// The notification worker over this engine's store and clock, built once. Notices link to
+    /// `[server] public_url`, else to the relative `/ui/` (the local server passes its own
+    /// address to [`Notifier::new`] instead).
+    pub fn notifier(&self) -> Arc<Notifier> {
+        self.notifier
+            .get_or_init(|| {
+                Arc::new(Notifier::new(
+                    self.config.clone(),
+                    self.store.clone(),
+                    self.clock.clone(),
+                    "/ui/",
+                ))
+            })
+            .clone()
+    }
+
     /// The transition as the tenant's endpoints want it: its notice goes into the outbox only
     /// when an endpoint listens for its kind, so a tenant without endpoints pays no outbox write.
     pub(super) fn subscribed<'t>(&self, t: &'t Transition) -> Cow<'t, Transition> {

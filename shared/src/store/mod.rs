@@ -154,36 +154,21 @@ pub trait Store: Send + Sync + 'static {
 
     // The notification outbox (SC-NOT-01/02). `create` and `commit` write an entry for every
     // event that notifies ([`OutboxEntry::for_event`]) in the same conditional write; these
-    // read and settle it. A store without an outbox answers `Unavailable`.
+    // read and settle it.
 
     /// Live (not dead) entries whose `next_at ≤ until`, earliest first.
-    async fn outbox_due(&self, _until: Timestamp, _limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        Err(no_outbox())
-    }
+    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>>;
     /// One entry of a tenant, dead or alive.
     async fn outbox_entry(
         &self,
-        _tenant: &str,
-        _action_id: &str,
-        _seq: u64,
-    ) -> StoreResult<Option<OutboxEntry>> {
-        Err(no_outbox())
-    }
+        tenant: &str,
+        action_id: &str,
+        seq: u64,
+    ) -> StoreResult<Option<OutboxEntry>>;
     /// A tenant's dead letters, oldest first.
-    async fn outbox_dead(&self, _tenant: &str, _limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        Err(no_outbox())
-    }
+    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>>;
     /// Replace `was` by `next` (`None`: delivered, remove it) iff it is still at `was.rev`;
     /// `Conflict` otherwise (a redelivery or another worker changed it).
-    async fn outbox_settle(
-        &self,
-        _was: &OutboxEntry,
-        _next: Option<&OutboxEntry>,
-    ) -> StoreResult<()> {
-        Err(no_outbox())
-    }
-}
-
-fn no_outbox() -> StoreError {
-    StoreError::Unavailable("this store keeps no notification outbox".into())
+    async fn outbox_settle(&self, was: &OutboxEntry, next: Option<&OutboxEntry>)
+        -> StoreResult<()>;
 }

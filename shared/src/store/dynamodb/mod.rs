@@ -9,18 +9,20 @@
 //! - `item`: records ⇄ item maps;
 //! - `writes`: conditions as values, the commits;
 //! - `meter`: consumed capacity (one place) and error mapping;
+//! - `outbox`: the notification outbox, attributes of the state item;
 //! - here: the port, and its reads.
 
 mod item;
 mod keys;
 mod meter;
+mod outbox;
 mod writes;
 
 use super::{
     IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreResult, SweepRef,
     Unreadable,
 };
-use crate::domain::{Action, Event, Transition};
+use crate::domain::{notice::OutboxEntry, Action, Event, Transition};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::{
     types::{AttributeValue, KeysAndAttributes, ReturnValue},
@@ -411,5 +413,30 @@ impl Store for DynamoStore {
         });
         due.truncate(limit);
         Ok(due)
+    }
+
+    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+        self.outbox_due_entries(until, limit).await
+    }
+
+    async fn outbox_entry(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        seq: u64,
+    ) -> StoreResult<Option<OutboxEntry>> {
+        self.outbox_entry_of(tenant, action_id, seq).await
+    }
+
+    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+        self.outbox_dead_entries(tenant, limit).await
+    }
+
+    async fn outbox_settle(
+        &self,
+        was: &OutboxEntry,
+        next: Option<&OutboxEntry>,
+    ) -> StoreResult<()> {
+        self.outbox_replace(was, next).await
     }
 }

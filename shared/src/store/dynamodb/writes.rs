@@ -119,7 +119,13 @@ impl DynamoStore {
         let call = call_item(a);
         let same = Condition::AbsentOrSameCall(call["c"].clone());
         self.put_item("PutItem(call)", call, same).await?;
-        let state = state_item(a, &t.event, self.expiry_of(a));
+        let mut state = state_item(a, &t.event, self.expiry_of(a));
+        // The notice of the first event lands in the same write (SC-NOT-01).
+        state.extend(
+            super::outbox::first(t)
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v)),
+        );
         match idem {
             None => {
                 self.put_item("PutItem(state)", state, Condition::Absent)
@@ -185,6 +191,16 @@ impl DynamoStore {
             ":event",
             AttributeValue::L(vec![event_value(&t.event, version + 1)]),
         );
+        // The notice this transition raises lands in the same write (SC-NOT-01).
+        if let Some(notice) = super::outbox::append(t) {
+            sets.push(notice.clause.into());
+            for (name, attribute) in notice.names {
+                req = req.expression_attribute_names(name, attribute);
+            }
+            for (name, value) in notice.values {
+                req = req.expression_attribute_values(name, value);
+            }
+        }
         let mut expression = format!("SET {}", sets.join(", "));
         if !attributes.remove.is_empty() {
             let removes: Vec<String> = (0..attributes.remove.len())

@@ -213,6 +213,9 @@ impl Engine {
         give_up: Timestamp,
     ) -> Result<Committed, Error> {
         let (tenant, id) = (&t.action.tenant, &t.action.id);
+        // Like every commit, only with an outbox entry when an endpoint of the tenant listens.
+        let subscribed = self.subscribed(t);
+        let t = &*subscribed;
         let mut pause = FIRST_PAUSE;
         loop {
             let error = match self.store.commit(t).await {

@@ -78,7 +78,21 @@ impl Node<'_, '_> {
     fn number<E: serde::de::Error>(&self, value: Value) -> Result<Value, E> {
         let mut state = self.state.borrow_mut();
         let text = state.numbers.next().unwrap_or_default();
-        if same_decimal(text, &value.to_string()) {
+        // An integer written without a fraction or exponent must stay an integer: one past 64
+        // bits would become a float whose shortest text may match the decimal while its value
+        // does not (found by fuzzing: 888888888 followed by 70 zeros).
+        let integer_text = text
+            .trim_start_matches('-')
+            .bytes()
+            .all(|b| b.is_ascii_digit());
+        // (`-0` reads as the float -0.0, which is exact.)
+        let integer_value =
+            value.as_i64().is_some() || value.as_u64().is_some() || value.as_f64() == Some(0.0);
+        if integer_text && !integer_value {
+            Err(state.refuse(format!(
+                "the number {text} cannot be kept exactly (integers must fit 64 bits; decimals must survive a 64-bit float)"
+            )))
+        } else if same_decimal(text, &value.to_string()) {
             Ok(value)
         } else {
             Err(state.refuse(format!(
@@ -260,6 +274,17 @@ mod tests {
                 "exactly",
             ),
             (r#"{"args":{"n":1e-400}}"#, "args.n", "exactly"),
+            // Integers past 64 bits, even where a float's shortest text names the same decimal.
+            (
+                r#"{"args":{"n":100000000000000000000}}"#,
+                "args.n",
+                "exactly",
+            ),
+            (
+                r#"{"args":{"n":8888888880000000000000000000000000000000000000000000000000000000000000000000000}}"#,
+                "args.n",
+                "exactly",
+            ),
             (
                 r#"{"args":{"xs":[1, 2, 1e99999999999999999999]}}"#,
                 "body",
@@ -283,7 +308,7 @@ mod tests {
 
     #[test]
     fn sc_sec_03_exact_numbers_pass_unchanged() {
-        let body = r#"{"n":[0,-0,1,-1,18446744073709551615,-9223372036854775808,0.1,1.5,1.50,1e2,2.5e-3,100000000000000000000,"12345678901234567890123"]}"#;
+        let body = r#"{"n":[0,-0,1,-1,18446744073709551615,-9223372036854775808,0.1,1.5,1.50,1e2,2.5e-3,1e20,"12345678901234567890123"]}"#;
         let value = parse(body.as_bytes()).unwrap();
         assert_eq!(
             value["n"].to_string(),

@@ -208,49 +208,14 @@ pub fn countersigns(from: Option<State>, to: State) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{
-        action::{Approval, Decision},
-        transition::{TicketTerms, Transition},
-    };
+    use crate::domain::transition::{TicketTerms, Transition};
     use serde_json::json;
 
-    fn at(secs: i64) -> Timestamp {
-        Timestamp::from_second(1_900_000_000 + secs).unwrap()
-    }
+    use crate::domain::fixtures::{at, pending};
 
     /// A countersigned, run and succeeded action with its chain, as the engine commits them.
     fn succeeded(id: &str) -> (Action, Vec<Event>) {
-        let args = json!({"to": "ops@example.com"});
-        let context = json!({"tool": "mail.send", "args": args});
-        let pending = Action {
-            id: id.into(),
-            tenant: "acme".into(),
-            agent_id: "agent-1".into(),
-            tool: "mail.send".into(),
-            args_digest: canonical::digest(&args),
-            args,
-            action_kind: None,
-            run: None,
-            schedule: None,
-            decision: Decision::RequireApproval,
-            state: State::PendingApproval,
-            approval: Some(Approval {
-                context_digest: canonical::digest(&context),
-                context,
-                expires_at: at(3600),
-                approver: None,
-                decided_at: None,
-            }),
-            outcome: None,
-            actor: Actor::agent("agent-1"),
-            version: 0,
-            created_at: at(0),
-            updated_at: at(0),
-            sealed_at: None,
-            ticket: None,
-            lease: None,
-            chain_head: String::new(),
-        };
+        let pending = pending(id, json!({"to": "ops@example.com"}));
         let terms = TicketTerms {
             catalog_fingerprint: "sha256:tool",
             due_at: at(1),

@@ -262,50 +262,17 @@ impl Deed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{
-        action::{Actor, Approval},
-        seal::SealReason,
-        transition::Transition,
-    };
+    use crate::domain::{action::Actor, seal::SealReason, transition::Transition};
     use serde_json::json;
 
-    fn at(secs: i64) -> Timestamp {
-        Timestamp::from_second(1_900_000_000 + secs).unwrap()
-    }
+    use crate::domain::fixtures::{at, pending};
 
     /// A denied action with its chain.
     fn denied() -> (Action, Vec<Event>) {
-        let args = json!({"to": "ops@example.com", "n": 1.5, "é": "ü"});
-        let context = json!({"tool": "mail.send", "args": args});
-        let action = Action {
-            id: "act_01J0000000000000000000000A".into(),
-            tenant: "acme".into(),
-            agent_id: "agent-1".into(),
-            tool: "mail.send".into(),
-            args_digest: canonical::digest(&args),
-            args,
-            action_kind: None,
-            run: None,
-            schedule: None,
-            decision: Decision::RequireApproval,
-            state: State::PendingApproval,
-            approval: Some(Approval {
-                context_digest: canonical::digest(&context),
-                context,
-                expires_at: at(3600),
-                approver: None,
-                decided_at: None,
-            }),
-            outcome: None,
-            actor: Actor::agent("agent-1"),
-            version: 0,
-            created_at: at(0),
-            updated_at: at(0),
-            sealed_at: None,
-            ticket: None,
-            lease: None,
-            chain_head: String::new(),
-        };
+        let action = pending(
+            "act_01J0000000000000000000000A",
+            json!({"to": "ops@example.com", "n": 1.5, "é": "ü"}),
+        );
         let created = Transition::create(action, Actor::agent("agent-1"), Some("approval"), at(0));
         let sealed = Transition::seal(
             &created.action,

@@ -19,3 +19,6 @@ pub use seal::SealReason;
 pub use ticket::{AwaitReason, Ticket};
 pub use transition::Transition;
 pub use window::Window;
+
+#[cfg(test)]
+mod fixtures;

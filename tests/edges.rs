@@ -483,3 +483,56 @@ async fn inline_runs_fit_the_request(backend: Backend) {
 }
 
 on_both_stores!(inline_runs_fit_the_request: sc_edge_07_inline_runs_fit_the_request_sqlite, sc_edge_07_inline_runs_fit_the_request_dynamodb);
+
+// ---------------------------------------------------------------------------------------------
+// SC-APP-04 with a window: a scheduled approval lapses at its expiry, whatever the sweep index.
+
+/// The DynamoDB adapter indexes a scheduled approval from its window's start (where its ticket
+/// will be due when approved in time, so a timely approve moves no index entry: issue 9's
+/// cost). The sweep then meets a late approval before it lapses: it must leave it pending and
+/// defer it, never seal it early, and seal it once its expiry has come. (Checked: without the
+/// sweep's guard the DynamoDB run sealed the late approval at the window's start.)
+async fn scheduled_approval_lapses_at_its_expiry(backend: Backend) {
+    let e = edge(backend, "").await;
+    let submit = || async {
+        let req = serde_json::from_value(json!({
+            "tool": "mail.send",
+            "args": {"to": "ops@example.com"},
+            "schedule": {"not_before": e.at(60).to_string(), "not_after": e.at(600).to_string()},
+        }))
+        .unwrap();
+        let a = e
+            .engine
+            .submit(&e.who(keys::AGENT), req, None)
+            .await
+            .unwrap()
+            .action;
+        assert_eq!(a.state, State::PendingApproval);
+        a
+    };
+    let (late, timely) = (submit().await, submit().await);
+    let digest = timely.approval.as_ref().unwrap().context_digest.clone();
+    e.engine
+        .approve(&e.who(keys::APPROVER), &timely.id, &digest)
+        .await
+        .unwrap();
+
+    e.set(e.at(120)); // inside the window: the timely one is due, the late one still waits
+    let first = e.engine.sweep().await.unwrap();
+    assert_eq!((first.resumed, first.expired), (1, 0), "{first:?}");
+    assert_eq!(e.load(&timely.id).await.state, State::Succeeded);
+    assert_eq!(e.load(&late.id).await.state, State::PendingApproval);
+    let again = e.engine.sweep().await.unwrap();
+    assert_eq!(again.due, 0, "deferred until its expiry: {again:?}");
+
+    e.set(e.at(481)); // past its expiry (not_after)
+    let lapsed = e.engine.sweep().await.unwrap();
+    assert_eq!(lapsed.expired, 1, "{lapsed:?}");
+    let sealed = e.load(&late.id).await;
+    assert_eq!(
+        (sealed.state, sealed.reason()),
+        (State::Cancelled, Some("approval_expired"))
+    );
+}
+
+on_both_stores!(scheduled_approval_lapses_at_its_expiry: sc_app_04_scheduled_approval_lapses_at_its_expiry_sqlite, sc_app_04_scheduled_approval_lapses_at_its_expiry_dynamodb);

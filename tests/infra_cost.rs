@@ -314,7 +314,7 @@ async fn issue9_cost_capacity_per_path_lifecycle_cancel_allow() {
             "allow": {"rru": allow.read, "wru": allow.write, "index_wru": allow.index},
         })
     );
-    lifecycle.within(2.0, 8.0);
+    lifecycle.within(2.0, 7.0);
     cancel.within(1.0, 5.0);
     allow.within(0.0, 5.0);
 }

@@ -12,7 +12,7 @@ use countersign::{
         audit::{self, ChainError},
         canonical,
         transition::TicketTerms,
-        Action, Actor, Decision, SealReason, State, Transition,
+        Action, Actor, Decision, SealReason, State, Transition, Window,
     },
     store::{
         dynamodb::DynamoStore, sqlite::SqliteStore, IdempotencyRecord, ListQuery, Stop, Store,
@@ -101,6 +101,7 @@ fn approve(a: &Action, due_at: Timestamp, deadline: Timestamp, now: Timestamp) -
 pub async fn conformance(store: Arc<dyn Store>) {
     // First: it needs the sweep index to itself.
     sweep(&*store).await;
+    sweep_scheduled_approval(&*store).await;
     conflicts(&*store).await;
     event_and_transition_are_atomic(&*store).await;
     racing_commits_have_one_winner(store.clone()).await;
@@ -628,6 +629,61 @@ async fn sweep(store: &dyn Store) {
     let all = ids(store.sweep_due(Timestamp::MAX, 100_000).await.unwrap());
     assert!(all.contains(&later.action.id));
     assert!(!all.contains(&sealed.id));
+}
+
+/// SC-APP-04 with a window: a scheduled approval may be listed from its window's start (where
+/// its ticket will be due if approved in time: an adapter may index it there so the approve
+/// moves no index entry), never before; deferred, it waits until its approval lapses. Approved
+/// in time, it is due at the window's start.
+async fn sweep_scheduled_approval(store: &dyn Store) {
+    // Its own span of time, after the sweep case's.
+    let b = plus(t0(), 2 * 365 * 86_400);
+    let tn = tenant("sweep_sched");
+    let scheduled = |expires_at| {
+        let mut a = pending(&tn, "a1", expires_at);
+        a.schedule = Some(Window {
+            not_before: plus(b, 100),
+            not_after: plus(b, 700),
+        });
+        Transition::create(a, Actor::agent("a1"), Some("approval_required"), b)
+    };
+    let late = scheduled(plus(b, 650));
+    store.create(&late, None).await.unwrap();
+    let timely = scheduled(plus(b, 650));
+    store.create(&timely, None).await.unwrap();
+    let tenant = tn.as_str();
+    let mine = |until| async move {
+        let refs = store.sweep_due(until, 10_000).await.unwrap();
+        refs.into_iter()
+            .filter(|r| r.tenant == tenant)
+            .map(|r| r.action_id)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        mine(plus(b, 99)).await.is_empty(),
+        "nothing before not_before"
+    );
+    let approved = approve(&timely.action, plus(b, 100), plus(b, 700), plus(b, 50));
+    store.commit(&approved).await.unwrap();
+    let at_start = mine(plus(b, 100)).await;
+    assert!(
+        at_start.contains(&approved.action.id),
+        "the approved ticket is due at the window's start: {at_start:?}"
+    );
+    assert!(
+        at_start.len() == 1 || at_start.contains(&late.action.id),
+        "{at_start:?}"
+    );
+    store.defer_sweep(&late.action).await.unwrap();
+    assert_eq!(
+        mine(plus(b, 649)).await,
+        [approved.action.id.clone()],
+        "deferred, the late approval waits for its expiry"
+    );
+    assert_eq!(
+        mine(plus(b, 650)).await,
+        [approved.action.id.clone(), late.action.id.clone()]
+    );
 }
 
 /// SC-SEC-06 over a store: what the adapter stores and loads back is what the verifier holds

@@ -89,6 +89,12 @@ impl Engine {
             Loaded::Quarantined => return Ok(Swept::Quarantined),
         };
         match action.state {
+            // Listed before its approval lapses (an adapter may index a scheduled approval
+            // from its window's start, where its ticket will be due: Store::defer_sweep).
+            State::PendingApproval if action.sweep_at().is_some_and(|at| at > self.clock.now()) => {
+                self.defer(&action).await;
+                Ok(Swept::Nothing)
+            }
             State::PendingApproval => {
                 self.seal(&action, Actor::system(), SealReason::ApprovalExpired)
                     .await?;
@@ -108,9 +114,7 @@ impl Engine {
             State::Executing => match self.recovery_verdict(&action).await? {
                 RecoveryVerdict::Leave => {
                     // Listed before its lease ends (Store::defer_sweep): look again when it does.
-                    if let Err(e) = self.store.defer_sweep(&action).await {
-                        tracing::warn!(tenant = %action.tenant, action_id = %action.id, error = %e, "could not defer the sweep of a held lease");
-                    }
+                    self.defer(&action).await;
                     Ok(Swept::Nothing)
                 }
                 RecoveryVerdict::Rerun if !self.fits(&action, stop_by) => Ok(Swept::Deferred),
@@ -126,6 +130,14 @@ impl Engine {
                 }
             },
             _ => Ok(Swept::Nothing),
+        }
+    }
+
+    /// Look at `action` again at its `sweep_at`. Best effort: if the write fails, the next
+    /// pass meets it early once more and leaves it again.
+    async fn defer(&self, action: &Action) {
+        if let Err(e) = self.store.defer_sweep(action).await {
+            tracing::warn!(tenant = %action.tenant, action_id = %action.id, error = %e, "could not defer the sweep of an action not yet due");
         }
     }
 

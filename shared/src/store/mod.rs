@@ -137,7 +137,8 @@ pub trait Store: Send + Sync + 'static {
     async fn stops_for(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>>;
     /// Actions whose `sweep_at ≤ until`, earliest first (due tickets, expired leases, lapsed
     /// approvals; with a far `until`, every waiting ticket, for rediscovery). An executing
-    /// action may come before its lease ends (see [`Store::defer_sweep`]); nothing else early.
+    /// action may come before its lease ends, and a scheduled approval from its window's start
+    /// (see [`Store::defer_sweep`]); nothing else early.
     async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>>;
     /// Take an unreadable action out of service (SC-EDGE-08): record why, and drop it from the
     /// sweep and from lists. The record itself stays for inspection. Idempotent.
@@ -146,8 +147,10 @@ pub trait Store: Send + Sync + 'static {
     async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>>;
     /// The sweep looked at `action` (still at its state and version) before its `sweep_at`
     /// had come: an adapter may list an executing action from its due time rather than its
-    /// lease's end, which saves an index write in every claim. Look at it again at
-    /// `sweep_at`. Not a transition (no event, no version change); a lost race changes nothing.
+    /// lease's end, which saves an index write in every claim, and a scheduled approval from
+    /// its window's start rather than its expiry, which saves one in every timely approve.
+    /// Look at it again at `sweep_at`. Not a transition (no event, no version change); a lost
+    /// race changes nothing.
     async fn defer_sweep(&self, _action: &Action) -> StoreResult<()> {
         Ok(())
     }

@@ -266,18 +266,25 @@ pub(super) fn call_digest(a: &Action) -> AttributeValue {
 /// The sweep index entry of an action (sparse: none once sealed): the shard, the sort key
 /// `sa` and the instant `at` (a projected attribute) the sweep filters on.
 ///
-/// `at` is `Action::sweep_at` — the approval's expiry, the ticket's due time — except while
-/// executing: then it stays at the due time instead of moving to the lease's end, so a claim
-/// writes no index entry. The sweep may thus meet an executing action whose lease still holds;
-/// it leaves it and defers it to the lease's end (`Store::defer_sweep`), which only happens when
-/// a sweep runs during a tool call. `sa` is a lower bound of every `at` the action will have —
-/// the window's `not_before`, else the ticket's due time — so transitions leave the key alone
-/// and move only `at`: one index write, not a delete and a put.
+/// `at` is `Action::sweep_at` — the approval's expiry, the ticket's due time — with two
+/// exceptions, both so that the common lifecycle moves no index entry after submission:
+/// - while executing, `at` stays at the due time instead of moving to the lease's end, so a
+///   claim writes no index entry;
+/// - while a scheduled action waits for its approval, `at` is already the window's start
+///   when that comes before the approval's expiry: that is the due time its ticket will have
+///   when approved in time, so the approve writes no index entry either.
+///
+/// The sweep may thus meet an action before its `sweep_at` (a lease still held, an approval
+/// not yet lapsed); it leaves it and defers it (`Store::defer_sweep`), which only happens when
+/// a sweep runs during a tool call or while an approval is late. `sa` is a lower bound of every
+/// `at` the action will have — the window's `not_before`, else the ticket's due time — so
+/// transitions leave the key alone and move only `at`: one index write, not a delete and a put.
 pub(super) fn sweep_entry(a: &Action) -> Option<(String, Timestamp, Timestamp)> {
     let exact = a.sweep_at()?;
     let due = a.ticket.as_ref().map(|t| t.due_at());
-    let at = match (a.state, due) {
-        (State::Executing, Some(due)) => due.min(exact),
+    let at = match (a.state, due, a.schedule) {
+        (State::Executing, Some(due), _) => due.min(exact),
+        (State::PendingApproval, _, Some(w)) => w.not_before.min(exact),
         _ => exact,
     };
     let bound = [Some(at), a.schedule.map(|w| w.not_before), due]

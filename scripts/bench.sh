@@ -9,7 +9,12 @@ source localstack/ensure.sh
 mode=${1:-quick}
 shift || true
 case "$mode" in
-  all) cargo run --release -p countersign-bench -- all "$@" ;;
+  # The bench itself builds with the `bench` profile (optimized, no whole-program LTO: quicker
+  # to build); the Lambda functions it measures build with `release`, as they ship. A whole run
+  # writes its table into BENCHMARKS.md; a partial one (`--only …`) only prints it.
+  all)
+    if [ $# -eq 0 ]; then set -- --write BENCHMARKS.md; fi
+    cargo run --profile bench -p countersign-bench -- all "$@" ;;
   quick) cargo run -p countersign-bench -- quick "$@" ;;
   *) echo "usage: bash scripts/bench.sh all|quick [bench options]" >&2; exit 2 ;;
 esac

@@ -1,7 +1,7 @@
 //! `countersign-bench`: every figure of the performance goals in one run, printed as one table
 //! (BENCHMARKS.md explains each figure and what limits it).
 //!
-//!   cargo run --release -p countersign-bench -- all      # the figures (LocalStack running)
+//!   cargo run --profile bench -p countersign-bench -- all --write BENCHMARKS.md   # the figures
 //!   cargo run -p countersign-bench -- quick              # small N, debug build: CI's smoke run
 //!
 //! Reported figures, never assertions on time: a missed goal prints ✗, and the run still
@@ -34,6 +34,11 @@ struct Args {
     /// for `all`, dev for `quick`).
     #[arg(long)]
     functions_profile: Option<String>,
+    /// Also write the table into this Markdown file, between its `<!-- bench:begin -->` and
+    /// `<!-- bench:end -->` lines (`bash scripts/bench.sh all` writes BENCHMARKS.md). Only for a
+    /// whole run: a partial table must not replace the whole one.
+    #[arg(long, conflicts_with = "only")]
+    write: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -130,4 +135,11 @@ async fn main() {
         }
     }
     report.print();
+    if let Some(file) = &args.write {
+        if let Err(e) = report.write_into(file) {
+            eprintln!("bench: could not write the table: {e}");
+            std::process::exit(1);
+        }
+        eprintln!("bench: the table is in {}", file.display());
+    }
 }

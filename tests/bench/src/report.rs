@@ -205,7 +205,9 @@ impl Report {
         }
     }
 
-    pub fn print(&self) {
+    /// The table with its heading line (date, machine, load, build).
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
         let cpu = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|c| {
@@ -215,9 +217,16 @@ impl Report {
             })
             .unwrap_or_else(|| "unknown CPU".into());
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-        println!();
-        println!(
-            "countersign bench — {} — {cores} cores ({cpu}) — {} build{}",
+        // The load average when the table is rendered (the run's last minutes): a shared
+        // machine's figures say so.
+        let load = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| "unknown".into());
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "countersign bench — {} — {cores} cores ({cpu}), load average {load} at the end — {} build{}",
             jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M UTC"),
             if cfg!(debug_assertions) {
                 "debug"
@@ -230,9 +239,9 @@ impl Report {
                 ""
             }
         );
-        println!();
-        println!("| figure | measured | goal | |");
-        println!("|---|---|---|---|");
+        let _ = writeln!(out);
+        let _ = writeln!(out, "| figure | measured | goal | |");
+        let _ = writeln!(out, "|---|---|---|---|");
         for r in &self.rows {
             let mark = match r.met {
                 // A quick run's figures are not the goals' (debug build, small N).
@@ -241,7 +250,38 @@ impl Report {
                 Some(false) => "✗",
                 None => "",
             };
-            println!("| {} | {} | {} | {mark} |", r.figure, r.measured, r.goal);
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {mark} |",
+                r.figure, r.measured, r.goal
+            );
         }
+        out
+    }
+
+    pub fn print(&self) {
+        println!();
+        print!("{}", self.render());
+    }
+
+    /// Put the table into `file` between its `<!-- bench:begin -->` and `<!-- bench:end -->`
+    /// lines (BENCHMARKS.md), so the document holds exactly what the run printed.
+    pub fn write_into(&self, file: &std::path::Path) -> Result<(), String> {
+        const BEGIN: &str = "<!-- bench:begin -->";
+        const END: &str = "<!-- bench:end -->";
+        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let (Some(begin), Some(end)) = (text.find(BEGIN), text.find(END)) else {
+            return Err(format!("{} has no {BEGIN} … {END} lines", file.display()));
+        };
+        if end < begin {
+            return Err(format!("{}: {END} comes before {BEGIN}", file.display()));
+        }
+        let updated = format!(
+            "{}{BEGIN}\n{}{}",
+            &text[..begin],
+            self.render(),
+            &text[end..]
+        );
+        std::fs::write(file, updated).map_err(|e| format!("{}: {e}", file.display()))
     }
 }

@@ -10,12 +10,14 @@
 //! - `writes`: conditions as values, the commits;
 //! - `meter`: consumed capacity (one place) and error mapping;
 //! - `outbox`: the notification outbox, attributes of the state item;
+//! - `query`: paged reads;
 //! - here: the port, and its reads.
 
 mod item;
 mod keys;
 mod meter;
 mod outbox;
+mod query;
 mod writes;
 
 use super::{
@@ -161,29 +163,20 @@ impl Store for DynamoStore {
     async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<ListPage> {
         let mut page = ListPage::default();
         let mut pairing = Pairing::default();
-        let (mut start, mut read, mut last) = (None, 0, None);
+        let (mut read, mut last) = (0, None);
         // `BETWEEN` is inclusive: the cursor's own call item is skipped below; without a
         // cursor, `A$` sorts after every action item.
         let upper = q.before.as_deref().map_or_else(|| "A$".to_owned(), call_sk);
-        while read < q.limit {
-            let wanted = q.limit - read;
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :below")
-                .expression_attribute_values(":pk", s(tenant_pk(tenant)))
-                .expression_attribute_values(":from", s(ACTIONS_FROM))
-                .expression_attribute_values(":below", s(&upper))
-                .scan_index_forward(false)
-                .limit((2 * wanted + 1).min(1000) as i32)
-                .set_exclusive_start_key(start)
-                .return_consumed_capacity(CAPACITY)
-                .send()
-                .await
-                .map_err(|e| unavailable("Query(actions)", e))?;
-            meter("Query(actions)", Units::Read, out.consumed_capacity());
-            for item in out.items() {
+        let query = self
+            .query()
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :below")
+            .expression_attribute_values(":pk", s(tenant_pk(tenant)))
+            .expression_attribute_values(":from", s(ACTIONS_FROM))
+            .expression_attribute_values(":below", s(&upper))
+            .scan_index_forward(false)
+            .limit((2 * q.limit + 1).min(1000) as i32);
+        self.paged("Query(actions)", query, |items| {
+            for item in items {
                 if read == q.limit || get_s(item, "sk").ok() == Some(upper.as_str()) {
                     continue;
                 }
@@ -202,11 +195,9 @@ impl Store for DynamoStore {
                     }
                 }
             }
-            start = out.last_evaluated_key().cloned();
-            if start.is_none() {
-                break;
-            }
-        }
+            Ok(read < q.limit)
+        })
+        .await?;
         if read == q.limit {
             page.next = last;
         }
@@ -322,28 +313,17 @@ impl Store for DynamoStore {
 
     async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>> {
         let mut found = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", s(quarantine_pk(tenant)))
-                .set_exclusive_start_key(start)
-                .return_consumed_capacity(CAPACITY)
-                .send()
-                .await
-                .map_err(|e| unavailable("Query(quarantine)", e))?;
-            meter("Query(quarantine)", Units::Read, out.consumed_capacity());
-            for item in out.items() {
+        let query = self
+            .query()
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(quarantine_pk(tenant)));
+        self.paged("Query(quarantine)", query, |items| {
+            for item in items {
                 found.push(Quarantined::try_from(item)?);
             }
-            start = out.last_evaluated_key().cloned();
-            if start.is_none() {
-                break;
-            }
-        }
+            Ok(true)
+        })
+        .await?;
         found.sort_by(|a, b| {
             (a.quarantined_at, &a.action_id).cmp(&(b.quarantined_at, &b.action_id))
         });
@@ -355,27 +335,18 @@ impl Store for DynamoStore {
     async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
         let mut due = Vec::new();
         for shard in 0..SWEEP_SHARDS {
-            let mut start = None;
             let mut from_shard = 0;
-            loop {
-                let out = self
-                    .client
-                    .query()
-                    .table_name(&self.table)
-                    .index_name("sweep")
-                    .key_condition_expression("sp = :shard AND sa <= :until")
-                    .filter_expression("#at <= :until")
-                    .expression_attribute_names("#at", "at")
-                    .expression_attribute_values(":shard", s(sweep_pk(shard)))
-                    .expression_attribute_values(":until", nanos(until))
-                    .limit(limit.clamp(1, 1000) as i32)
-                    .set_exclusive_start_key(start)
-                    .return_consumed_capacity(CAPACITY)
-                    .send()
-                    .await
-                    .map_err(|e| unavailable("Query(sweep)", e))?;
-                meter("Query(sweep)", Units::Read, out.consumed_capacity());
-                for item in out.items() {
+            let query = self
+                .query()
+                .index_name("sweep")
+                .key_condition_expression("sp = :shard AND sa <= :until")
+                .filter_expression("#at <= :until")
+                .expression_attribute_names("#at", "at")
+                .expression_attribute_values(":shard", s(sweep_pk(shard)))
+                .expression_attribute_values(":until", nanos(until))
+                .limit(limit.clamp(1, 1000) as i32);
+            self.paged("Query(sweep)", query, |items| {
+                for item in items {
                     // One bad entry must not stop the sweep (SC-EDGE-08): a bad key names
                     // nothing to load; a bad instant is due now, and its load quarantines it.
                     let keys = get_s(item, "pk").and_then(|pk| Ok((pk, get_s(item, "sk")?)));
@@ -400,11 +371,9 @@ impl Store for DynamoStore {
                     });
                     from_shard += 1;
                 }
-                start = out.last_evaluated_key().cloned();
-                if start.is_none() || from_shard >= limit {
-                    break;
-                }
-            }
+                Ok(from_shard < limit)
+            })
+            .await?;
         }
         due.sort_by(|a, b| {
             a.sweep_at

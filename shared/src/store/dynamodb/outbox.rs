@@ -145,29 +145,19 @@ impl DynamoStore {
         limit: usize,
     ) -> StoreResult<Vec<OutboxEntry>> {
         let mut found = Vec::new();
-        let mut start = None;
-        loop {
-            let mut req = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(INDEX)
-                .expression_attribute_values(":p", s(&pk))
-                .limit(limit.clamp(1, 100) as i32)
-                .set_exclusive_start_key(start)
-                .return_consumed_capacity(CAPACITY);
-            req = match until {
-                Some(until) => req
-                    .key_condition_expression("np = :p AND na <= :until")
-                    .expression_attribute_values(":until", nanos(until)),
-                None => req.key_condition_expression("np = :p"),
-            };
-            let out = req
-                .send()
-                .await
-                .map_err(|e| unavailable("Query(notify)", e))?;
-            meter("Query(notify)", Units::Read, out.consumed_capacity());
-            for item in out.items() {
+        let query = self
+            .query()
+            .index_name(INDEX)
+            .expression_attribute_values(":p", s(&pk))
+            .limit(limit.clamp(1, 100) as i32);
+        let query = match until {
+            Some(until) => query
+                .key_condition_expression("np = :p AND na <= :until")
+                .expression_attribute_values(":until", nanos(until)),
+            None => query.key_condition_expression("np = :p"),
+        };
+        self.paged("Query(notify)", query, |items| {
+            for item in items {
                 let (tenant, action_id) = parse_state_keys(get_s(item, "pk")?, get_s(item, "sk")?)
                     .ok_or_else(|| malformed("notify entry with bad keys"))?;
                 for entry in entries_of(item)? {
@@ -177,11 +167,10 @@ impl DynamoStore {
                     found.push(entry);
                 }
             }
-            start = out.last_evaluated_key().cloned();
-            if start.is_none() || found.len() >= limit {
-                return Ok(found);
-            }
-        }
+            Ok(found.len() < limit)
+        })
+        .await?;
+        Ok(found)
     }
 
     pub(super) async fn outbox_due_entries(
@@ -302,16 +291,11 @@ impl DynamoStore {
             }
         }
         let mut req = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(tenant_pk(tenant)))
-            .key("sk", s(state_sk(action_id)))
+            .update(tenant, state_sk(action_id))
             .condition_expression("#nr = :was")
             .expression_attribute_names("#nr", "nr")
             .expression_attribute_values(":was", AttributeValue::N(revision.to_string()))
-            .expression_attribute_values(":next", AttributeValue::N((revision + 1).to_string()))
-            .return_consumed_capacity(CAPACITY);
+            .expression_attribute_values(":next", AttributeValue::N((revision + 1).to_string()));
         req = match index_keys(tenant, action_id, &entries) {
             Some((np, na)) => req
                 .update_expression("SET #nr = :next, #nq = :nq, #np = :np, #na = :na")

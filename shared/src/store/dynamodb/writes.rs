@@ -14,7 +14,10 @@ use crate::domain::{Action, State, Transition};
 use crate::store::{IdempotencyRecord, StoreError, StoreResult, Unreadable};
 use aws_sdk_dynamodb::{
     error::{DisplayErrorContext, ProvideErrorMetadata, SdkError},
-    operation::transact_write_items::TransactWriteItemsError,
+    operation::{
+        transact_write_items::TransactWriteItemsError,
+        update_item::builders::UpdateItemFluentBuilder,
+    },
     types::{AttributeValue, Put, ReturnValue, TransactWriteItem},
 };
 use jiff::Timestamp;
@@ -100,6 +103,16 @@ where
 }
 
 impl DynamoStore {
+    /// An `UpdateItem` of one of a tenant's items (an action's state or call item), metered.
+    pub(super) fn update(&self, tenant: &str, sk: String) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(tenant_pk(tenant)))
+            .key("sk", s(sk))
+            .return_consumed_capacity(CAPACITY)
+    }
+
     /// Sealed actions expire this long after sealing, under a retention.
     fn expiry_of(&self, a: &Action) -> Option<Timestamp> {
         let (retention, sealed_at) = (self.retention?, a.sealed_at?);
@@ -167,13 +180,8 @@ impl DynamoStore {
             .map(|(_, v)| v.clone());
         let mut sets = Vec::new();
         let mut req = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(tenant_pk(&a.tenant)))
-            .key("sk", s(state_sk(&a.id)))
-            .condition_expression(condition.expression)
-            .return_consumed_capacity(CAPACITY);
+            .update(&a.tenant, state_sk(&a.id))
+            .condition_expression(condition.expression);
         for (name, attribute) in condition.names {
             req = req.expression_attribute_names(name, attribute);
         }
@@ -243,19 +251,14 @@ impl DynamoStore {
         }
         .render();
         let mut req = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(tenant_pk(&a.tenant)))
-            .key("sk", s(state_sk(&a.id)))
+            .update(&a.tenant, state_sk(&a.id))
             .update_expression("SET #at = :at")
             .condition_expression(format!(
                 "{} AND attribute_exists(#at)",
                 condition.expression
             ))
             .expression_attribute_names("#at", "at")
-            .expression_attribute_values(":at", nanos(at))
-            .return_consumed_capacity(CAPACITY);
+            .expression_attribute_values(":at", nanos(at));
         for (name, attribute) in condition.names {
             req = req.expression_attribute_names(name, attribute);
         }
@@ -297,11 +300,7 @@ impl DynamoStore {
             .map_err(|e| unavailable("PutItem(quarantine)", e))?;
         meter("PutItem(quarantine)", Units::Write, out.consumed_capacity());
         let out = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(tenant_pk(&bad.tenant)))
-            .key("sk", s(state_sk(&bad.action_id)))
+            .update(&bad.tenant, state_sk(&bad.action_id))
             .update_expression("SET #q = :at REMOVE #sp, #sa, #at")
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_names("#q", QUARANTINED)
@@ -309,7 +308,6 @@ impl DynamoStore {
             .expression_attribute_names("#sa", "sa")
             .expression_attribute_names("#at", "at")
             .expression_attribute_values(":at", nanos(at))
-            .return_consumed_capacity(CAPACITY)
             .send()
             .await;
         match out {
@@ -434,16 +432,11 @@ impl DynamoStore {
     /// that no read returns once its state item is gone; it is logged.
     async fn expire_call(&self, a: &Action, expires: Timestamp) {
         let updated = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(tenant_pk(&a.tenant)))
-            .key("sk", s(call_sk(&a.id)))
+            .update(&a.tenant, call_sk(&a.id))
             .update_expression("SET #ttl = :ttl")
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_names("#ttl", "ttl")
             .expression_attribute_values(":ttl", epoch_seconds(expires))
-            .return_consumed_capacity(CAPACITY)
             .send()
             .await;
         match updated {

@@ -34,8 +34,11 @@ pub struct ActionView {
     pub actor: Actor,
     /// One per transition; equals the number of audit events.
     pub version: u64,
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
+    #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub sealed_at: Option<Timestamp>,
 }
 

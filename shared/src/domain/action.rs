@@ -127,10 +127,12 @@ pub struct Approval {
     pub context: Value,
     pub context_digest: String,
     /// When a pending approval lapses (SC-APP-04).
+    #[schema(value_type = String, format = DateTime)]
     pub expires_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approver: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub decided_at: Option<Timestamp>,
 }
 
@@ -290,7 +292,9 @@ pub enum NextAction {
     Approval { context_digest: String },
     /// Its window: the committed ticket runs from `not_before` until `not_after`.
     Scheduled {
+        #[schema(value_type = String, format = DateTime)]
         not_before: Timestamp,
+        #[schema(value_type = String, format = DateTime)]
         not_after: Timestamp,
     },
     /// Nothing: the action is sealed.

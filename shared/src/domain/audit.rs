@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 pub struct Event {
     /// Equals the action's version after this transition: one event per version.
     pub seq: u64,
+    #[schema(value_type = String, format = DateTime)]
     pub at: Timestamp,
     pub actor: Actor,
     pub from: Option<State>,

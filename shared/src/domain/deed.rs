@@ -43,7 +43,9 @@ pub struct Deed {
     pub outcome: Option<Outcome>,
     /// The record's version: one audit event per version.
     pub version: u64,
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
+    #[schema(value_type = String, format = DateTime)]
     pub sealed_at: Timestamp,
     pub events: Vec<Event>,
     pub chain_head: String,
@@ -67,6 +69,7 @@ pub struct Call {
 pub struct Countersignature {
     pub context_digest: String,
     pub approver: Option<String>,
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub decided_at: Option<Timestamp>,
 }
 

@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Window {
+    #[schema(value_type = String, format = DateTime)]
     pub not_before: Timestamp,
+    #[schema(value_type = String, format = DateTime)]
     pub not_after: Timestamp,
 }
 

@@ -48,6 +48,7 @@ pub struct IdempotencyRecord {
 pub struct Stop {
     pub tenant: String,
     pub agent_id: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
     pub stopped_at: Timestamp,
     pub stopped_by: String,
 }
@@ -95,6 +96,7 @@ pub struct Unreadable {
 pub struct Quarantined {
     pub action_id: String,
     pub reason: String,
+    #[schema(value_type = String, format = DateTime)]
     pub quarantined_at: Timestamp,
 }
 

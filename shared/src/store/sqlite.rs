@@ -5,7 +5,13 @@
 //! commit is being made durable share the next transaction and its one fsync. Each write runs
 //! inside its own savepoint, so a lost condition (or any error) undoes only that write and
 //! answers only its caller; each caller is answered after the shared commit, never before.
-//! Reads use their own connection (WAL: readers see every committed batch, never a partial one).
+//! The caller encodes the rows (JSON bodies) before queueing, so the writer thread only runs
+//! SQL, with cached statements. Checkpoints run on a thread of their own, never inside a commit.
+//!
+//! Reads go to a few reader threads, each with its own connection (WAL: every reader sees every
+//! committed batch, never a partial one), so a burst of wakes neither queues on one connection
+//! nor starts a blocking thread per read. A read runs after it was queued, so it sees every write
+//! answered before it was asked (the stop check's linearization point, SC-EDGE-02).
 
 use super::{
     IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreError, StoreResult,
@@ -71,8 +77,26 @@ CREATE TABLE IF NOT EXISTS stops (
 /// batch instead of once per transition.
 pub const SYNCHRONOUS: &str = "FULL";
 
+/// Page size of a new database. An action's row (1–2 KB of JSON) is larger than the most a
+/// `WITHOUT ROWID` table keeps in a 4 KiB page (≈ 1 KB), so at the default every row spilled
+/// into an overflow page of its own, and every transition wrote two pages; in 8 KiB it fits
+/// (up to ≈ 2 KB in the page). An existing database keeps its page size.
+const PAGE_SIZE: i64 = 8192;
+
 /// Most writes one group commit takes; the rest wait for the next (bounds a batch's latency).
 const MAX_BATCH: usize = 256;
+
+/// Reader threads of a file database, each with its own connection. Reads are short point or
+/// bounded range reads; a few threads keep one slow read from holding up the wakes' reads.
+const READERS: usize = 4;
+
+/// How often the checkpoint thread copies the log back into the database while writes go on.
+/// (SQLite's automatic checkpoint runs inside the commit that crosses 1,000 pages of log, and
+/// holds up every write of that batch; a burst of claims crosses it every few batches.)
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// One read: runs on a reader thread, answers its caller itself.
+type Read = Box<dyn FnOnce(&mut Connection) + Send>;
 
 /// One write: runs inside the batch's transaction, returns the rows it changed.
 type Write = Box<dyn FnOnce(&Connection) -> StoreResult<usize> + Send>;
@@ -84,8 +108,8 @@ struct Queued {
 
 #[derive(Clone)]
 pub struct SqliteStore {
-    /// For reads (a file database: its own connection; in memory: the writer's).
-    reader: Arc<Mutex<Connection>>,
+    /// To the reader threads (a file database: a connection each; in memory: the writer's).
+    reads: mpsc::Sender<Read>,
     /// Used by the writer thread only (and to read its settings).
     writer: Arc<Mutex<Connection>>,
     writes: mpsc::Sender<Queued>,
@@ -108,13 +132,26 @@ fn lock(conn: &Mutex<Connection>) -> StoreResult<std::sync::MutexGuard<'_, Conne
 
 impl SqliteStore {
     pub fn open(path: &Path) -> StoreResult<Self> {
-        let writer = configure(Connection::open(path).map_err(unavailable)?)?;
+        let writer = open(path)?;
+        // Before WAL mode and the first table fix it: pages that hold an action's row whole.
+        writer
+            .pragma_update(None, "page_size", PAGE_SIZE)
+            .map_err(unavailable)?;
+        let writer = configure(writer)?;
         writer.execute_batch(SCHEMA).map_err(unavailable)?;
         writer.execute_batch(outbox::SCHEMA).map_err(unavailable)?;
-        let reader = configure(Connection::open(path).map_err(unavailable)?)?;
+        // The checkpoint thread checkpoints instead (see CHECKPOINT_EVERY).
+        writer
+            .pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(unavailable)?;
+        let readers = (0..READERS)
+            .map(|_| Ok(Arc::new(Mutex::new(configure(open(path)?)?))))
+            .collect::<StoreResult<Vec<_>>>()?;
+        let checkpointer = configure(open(path)?)?;
         Ok(Self::start(
             Arc::new(Mutex::new(writer)),
-            Arc::new(Mutex::new(reader)),
+            readers,
+            Some(checkpointer),
         ))
     }
 
@@ -124,19 +161,39 @@ impl SqliteStore {
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
         conn.execute_batch(outbox::SCHEMA).map_err(unavailable)?;
         let conn = Arc::new(Mutex::new(conn));
-        Ok(Self::start(conn.clone(), conn))
+        Ok(Self::start(conn.clone(), vec![conn], None))
     }
 
-    fn start(writer: Arc<Mutex<Connection>>, reader: Arc<Mutex<Connection>>) -> Self {
+    fn start(
+        writer: Arc<Mutex<Connection>>,
+        readers: Vec<Arc<Mutex<Connection>>>,
+        checkpointer: Option<Connection>,
+    ) -> Self {
+        // Every thread ends when the last clone of the store (its last sender) is dropped.
         let (writes, queue) = mpsc::channel();
         let committer = writer.clone();
-        // The thread ends when the last clone of the store (its last sender) is dropped.
+        let (wrote, written) = mpsc::sync_channel(1);
         std::thread::Builder::new()
             .name("countersign-sqlite-writer".into())
-            .spawn(move || group_commit(&committer, &queue))
+            .spawn(move || group_commit(&committer, &queue, &wrote))
             .expect("spawn the SQLite writer thread");
+        if let Some(conn) = checkpointer {
+            std::thread::Builder::new()
+                .name("countersign-sqlite-checkpoint".into())
+                .spawn(move || checkpoints(&conn, &written))
+                .expect("spawn the SQLite checkpoint thread");
+        }
+        let (reads, jobs) = mpsc::channel::<Read>();
+        let jobs = Arc::new(Mutex::new(jobs));
+        for conn in readers {
+            let jobs = jobs.clone();
+            std::thread::Builder::new()
+                .name("countersign-sqlite-reader".into())
+                .spawn(move || serve_reads(&conn, &jobs))
+                .expect("spawn an SQLite reader thread");
+        }
         SqliteStore {
-            reader,
+            reads,
             writer,
             writes,
         }
@@ -160,15 +217,19 @@ impl SqliteStore {
         .map_err(|e| StoreError::Unavailable(e.to_string()))?
     }
 
-    /// Run a read off the async threads.
+    /// Run a read on a reader thread (off the async threads).
     async fn with<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
-        let conn = self.reader.clone();
-        tokio::task::spawn_blocking(move || f(&mut *lock(&conn)?))
-            .await
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?
+        let (answer, answered) = oneshot::channel();
+        let read: Read = Box::new(move |conn| {
+            // A caller that gave up needs no answer.
+            let _ = answer.send(f(conn));
+        });
+        let stopped = || StoreError::Unavailable("the SQLite readers have stopped".into());
+        self.reads.send(read).map_err(|_| stopped())?;
+        answered.await.map_err(|_| stopped())?
     }
 
     /// Queue a write for the next group commit; answered once that commit is durable.
@@ -190,7 +251,11 @@ impl SqliteStore {
     }
 }
 
-/// WAL, durable commits ([`SYNCHRONOUS`]), a busy timeout for the second connection.
+fn open(path: &Path) -> StoreResult<Connection> {
+    Connection::open(path).map_err(unavailable)
+}
+
+/// WAL, durable commits ([`SYNCHRONOUS`]), a busy timeout for the other connections.
 fn configure(conn: Connection) -> StoreResult<Connection> {
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(unavailable)?;
@@ -201,9 +266,48 @@ fn configure(conn: Connection) -> StoreResult<Connection> {
     Ok(conn)
 }
 
+/// A reader thread: one read at a time from the shared queue, until the store is dropped.
+fn serve_reads(conn: &Mutex<Connection>, jobs: &Mutex<mpsc::Receiver<Read>>) {
+    loop {
+        // The queue's lock is held only while taking a job, not while running it.
+        let next = match jobs.lock() {
+            Ok(jobs) => jobs.recv(),
+            Err(_) => return,
+        };
+        let Ok(read) = next else { return };
+        match conn.lock() {
+            Ok(mut conn) => read(&mut conn),
+            // Dropping the read answers its caller with "stopped".
+            Err(_) => return,
+        }
+    }
+}
+
+/// The checkpoint thread: after writes, at most every [`CHECKPOINT_EVERY`], copy the log back
+/// into the database (PASSIVE: never waits for, nor holds up, the writer or the readers; once
+/// all is copied the writer starts the log from its beginning again). Ends with the writer.
+fn checkpoints(conn: &Connection, written: &mpsc::Receiver<()>) {
+    let mut next = std::time::Instant::now();
+    while written.recv().is_ok() {
+        while let Some(left) = next.checked_duration_since(std::time::Instant::now()) {
+            if let Err(mpsc::RecvTimeoutError::Disconnected) = written.recv_timeout(left) {
+                return;
+            }
+        }
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "SQLite checkpoint failed; the next one retries");
+        }
+        next = std::time::Instant::now() + CHECKPOINT_EVERY;
+    }
+}
+
 /// The writer thread: take what has queued (at least one write), run each in its own savepoint
 /// of one transaction, commit once, then answer every caller with its own outcome.
-fn group_commit(conn: &Mutex<Connection>, queue: &mpsc::Receiver<Queued>) {
+fn group_commit(
+    conn: &Mutex<Connection>,
+    queue: &mpsc::Receiver<Queued>,
+    wrote: &mpsc::SyncSender<()>,
+) {
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -226,6 +330,8 @@ fn group_commit(conn: &Mutex<Connection>, queue: &mpsc::Receiver<Queued>) {
             // A caller that gave up (its request was dropped) needs no answer.
             let _ = answer.send(outcome);
         }
+        // Full: a checkpoint is due anyway. Disconnected: in memory, no log.
+        let _ = wrote.try_send(());
     }
 }
 
@@ -255,26 +361,56 @@ fn commit_batch(conn: &Connection, batch: Vec<Queued>) -> Vec<Answer> {
 
 /// One write in its own savepoint: on any error only this write is undone.
 fn in_savepoint(conn: &Connection, write: Write) -> StoreResult<usize> {
-    conn.execute_batch("SAVEPOINT write").map_err(unavailable)?;
+    run(conn, "SAVEPOINT write")?;
     let outcome = write(conn);
-    let end = if outcome.is_ok() {
-        "RELEASE write"
+    let ended = if outcome.is_ok() {
+        run(conn, "RELEASE write")
     } else {
-        "ROLLBACK TO write; RELEASE write"
+        run(conn, "ROLLBACK TO write").and_then(|()| run(conn, "RELEASE write"))
     };
-    match conn.execute_batch(end) {
-        Ok(()) => outcome,
-        Err(e) => Err(unavailable(e)),
+    ended.and(outcome)
+}
+
+/// A statement without parameters, from the connection's statement cache.
+fn run(conn: &Connection, sql: &str) -> StoreResult<()> {
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.execute([]))
+        .map(drop)
+        .map_err(unavailable)
+}
+
+/// A transition's rows, encoded by the caller: the writer thread, which every write of the
+/// process queues for, only runs SQL.
+struct Encoded {
+    t: Transition,
+    body: Vec<u8>,
+    event: Vec<u8>,
+    sweep_at: Option<String>,
+}
+
+impl Encoded {
+    fn of(t: &Transition) -> Self {
+        Encoded {
+            t: t.clone(),
+            body: t.action.to_stored(),
+            event: serde_json::to_vec(&t.event).expect("an event serializes"),
+            sweep_at: t.action.sweep_at().map(instant),
+        }
     }
 }
 
-fn insert_event(tx: &Connection, t: &Transition) -> StoreResult<()> {
-    let body = serde_json::to_vec(&t.event).expect("an event serializes");
-    tx.execute(
-        "INSERT INTO events (tenant, action_id, seq, body) VALUES (?1, ?2, ?3, ?4)",
-        params![t.action.tenant, t.action.id, t.event.seq as i64, body],
-    )
-    .map_err(conflict_or_unavailable)?;
+fn insert_event(tx: &Connection, e: &Encoded) -> StoreResult<()> {
+    let t = &e.t;
+    tx.prepare_cached("INSERT INTO events (tenant, action_id, seq, body) VALUES (?1, ?2, ?3, ?4)")
+        .and_then(|mut s| {
+            s.execute(params![
+                t.action.tenant,
+                t.action.id,
+                t.event.seq as i64,
+                e.event
+            ])
+        })
+        .map_err(conflict_or_unavailable)?;
     outbox::insert(tx, t)
 }
 
@@ -292,17 +428,19 @@ fn conflict_or_unavailable(e: rusqlite::Error) -> StoreError {
 #[async_trait]
 impl Store for SqliteStore {
     async fn create(&self, t: &Transition, idem: Option<&IdempotencyRecord>) -> StoreResult<()> {
-        let (t, idem) = (t.clone(), idem.cloned());
+        let (e, idem) = (Encoded::of(t), idem.cloned());
         self.write(move |tx| {
-            let a = &t.action;
-            tx.execute(
+            let a = &e.t.action;
+            tx.prepare_cached(
                 "INSERT INTO actions (tenant, id, agent_id, state, version, sweep_at, body)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![a.tenant, a.id, a.agent_id, a.state.as_str(), a.version as i64,
-                        a.sweep_at().map(instant), a.to_stored()],
             )
+            .and_then(|mut s| {
+                s.execute(params![a.tenant, a.id, a.agent_id, a.state.as_str(),
+                                  a.version as i64, e.sweep_at, e.body])
+            })
             .map_err(conflict_or_unavailable)?;
-            insert_event(tx, &t)?;
+            insert_event(tx, &e)?;
             if let Some(r) = idem {
                 // A lapsed record of the same key may linger until purged: replace only that.
                 tx.execute(
@@ -324,34 +462,36 @@ impl Store for SqliteStore {
     }
 
     async fn commit(&self, t: &Transition) -> StoreResult<()> {
-        let t = t.clone();
         let Some((state, version)) = t.expected else {
             return Err(StoreError::Malformed(
                 "commit needs an expected state".into(),
             ));
         };
+        let e = Encoded::of(t);
         self.write(move |tx| {
-            let a = &t.action;
+            let a = &e.t.action;
             let changed = tx
-                .execute(
+                .prepare_cached(
                     "UPDATE actions SET state = ?1, version = ?2, sweep_at = ?3, body = ?4
                      WHERE tenant = ?5 AND id = ?6 AND state = ?7 AND version = ?8",
-                    params![
+                )
+                .and_then(|mut s| {
+                    s.execute(params![
                         a.state.as_str(),
                         a.version as i64,
-                        a.sweep_at().map(instant),
-                        a.to_stored(),
+                        e.sweep_at,
+                        e.body,
                         a.tenant,
                         a.id,
                         state.as_str(),
                         version as i64
-                    ],
-                )
+                    ])
+                })
                 .map_err(unavailable)?;
             if changed != 1 {
                 return Err(StoreError::Conflict);
             }
-            insert_event(tx, &t)?;
+            insert_event(tx, &e)?;
             Ok(1)
         })
         .await
@@ -362,11 +502,8 @@ impl Store for SqliteStore {
         let (tenant, id) = (tenant.to_owned(), action_id.to_owned());
         self.with(move |conn| {
             let body: Option<Vec<u8>> = conn
-                .query_row(
-                    "SELECT body FROM actions WHERE tenant = ?1 AND id = ?2",
-                    params![tenant, id],
-                    |row| row.get(0),
-                )
+                .prepare_cached("SELECT body FROM actions WHERE tenant = ?1 AND id = ?2")
+                .and_then(|mut s| s.query_row(params![tenant, id], |row| row.get(0)))
                 .optional()
                 .map_err(unavailable)?;
             body.map(|b| Action::from_stored(&b).map_err(malformed))
@@ -379,7 +516,7 @@ impl Store for SqliteStore {
         let (tenant, id) = (tenant.to_owned(), action_id.to_owned());
         self.with(move |conn| {
             let mut stmt = conn
-                .prepare(
+                .prepare_cached(
                     "SELECT body FROM events WHERE tenant = ?1 AND action_id = ?2 ORDER BY seq",
                 )
                 .map_err(unavailable)?;
@@ -505,7 +642,7 @@ impl Store for SqliteStore {
         let (tenant, agent_id) = (tenant.to_owned(), agent_id.to_owned());
         self.with(move |conn| {
             let mut stmt = conn
-                .prepare("SELECT body FROM stops WHERE tenant = ?1 AND scope IN ('*', ?2)")
+                .prepare_cached("SELECT body FROM stops WHERE tenant = ?1 AND scope IN ('*', ?2)")
                 .map_err(unavailable)?;
             let rows = stmt
                 .query_map(params![tenant, agent_id], |row| row.get::<_, Vec<u8>>(0))

@@ -135,17 +135,24 @@ impl Server {
 /// How often the embedded worker looks for notifications to deliver (an indexed read).
 const NOTIFY_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Hand each delivered wake to the engine, concurrently, until the channel closes.
+/// Hand each delivered wake to the engine, concurrently, until the channel closes. Wakes due
+/// together are taken together: one receive per burst, not one turn of the scheduler per wake.
 async fn deliver(engine: Arc<Engine>, mut rx: mpsc::UnboundedReceiver<Wake>) {
-    while let Some(wake) = rx.recv().await {
-        let engine = engine.clone();
-        tokio::spawn(async move {
-            if let Err(e) = engine.resume(&wake).await {
-                tracing::error!(tenant = %wake.tenant, action_id = %wake.action_id, error = %e, "wake failed; the sweep will retry");
-            }
-        });
+    let mut wakes = Vec::with_capacity(DELIVER_AT_ONCE);
+    while rx.recv_many(&mut wakes, DELIVER_AT_ONCE).await > 0 {
+        for wake in wakes.drain(..) {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                if let Err(e) = engine.resume(&wake).await {
+                    tracing::error!(tenant = %wake.tenant, action_id = %wake.action_id, error = %e, "wake failed; the sweep will retry");
+                }
+            });
+        }
     }
 }
+
+/// Most wakes [`deliver`] takes from the channel at once.
+const DELIVER_AT_ONCE: usize = 1024;
 
 async fn sweep_loop(engine: Arc<Engine>, every: std::time::Duration) {
     let mut tick = tokio::time::interval(every);

@@ -677,7 +677,7 @@ async fn sweep_scheduled_approval(store: &dyn Store) {
     store.defer_sweep(&late.action).await.unwrap();
     assert_eq!(
         mine(plus(b, 649)).await,
-        [approved.action.id.clone()],
+        std::slice::from_ref(&approved.action.id),
         "deferred, the late approval waits for its expiry"
     );
     assert_eq!(

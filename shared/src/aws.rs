@@ -200,16 +200,23 @@ pub async fn load_secrets(config: &Config, sdk: &SdkConfig) -> Result<Secrets, B
     Ok(secrets)
 }
 
-/// JSON logs to stdout (CloudWatch), filtered by `RUST_LOG` (default `info`).
+/// JSON logs to stdout (CloudWatch), filtered by `RUST_LOG` (default `info`): `target=level`
+/// directives, e.g. `info,countersign=debug` (a [`Targets`] filter; an unreadable value is `info`).
+///
+/// [`Targets`]: tracing_subscriber::filter::Targets
 pub fn init_logs() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use tracing_subscriber::{filter::Targets, prelude::*};
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|directives| directives.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO));
     tracing_subscriber::fmt()
         .json()
-        .with_env_filter(filter)
         .with_current_span(false)
         .with_ansi(false)
         .without_time() // CloudWatch stamps each line
+        .finish()
+        .with(filter)
         .init();
 }
 

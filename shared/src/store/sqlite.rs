@@ -255,11 +255,15 @@ fn open(path: &Path) -> StoreResult<Connection> {
     Connection::open(path).map_err(unavailable)
 }
 
-/// WAL, durable commits ([`SYNCHRONOUS`]), a busy timeout for the other connections.
+/// WAL, durable commits ([`SYNCHRONOUS`]), a busy timeout for the other connections, and
+/// temporary data in memory: every write's savepoint copies each page it first changes into a
+/// sub-journal, by default a temporary file (a system call per page); nothing durable is there.
 fn configure(conn: Connection) -> StoreResult<Connection> {
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(unavailable)?;
     conn.pragma_update(None, "synchronous", SYNCHRONOUS)
+        .map_err(unavailable)?;
+    conn.pragma_update(None, "temp_store", "MEMORY")
         .map_err(unavailable)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(unavailable)?;

@@ -2,20 +2,12 @@
 //! the SC-SEC rule it proves.
 
 use countersign::{
-    config::Config,
-    domain::{notice::OutboxEntry, Action, Event, Transition},
-    embedded::Server,
-    store::{
-        sqlite::SqliteStore, IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store,
-        StoreError, StoreResult, SweepRef, Unreadable,
-    },
-    tools::Executors,
-    Engine, SystemClock,
+    config::Config, embedded::Server, faults::FaultyStore, store::sqlite::SqliteStore,
+    tools::Executors, Engine, SystemClock,
 };
 use countersign_tests::{
     config_toml, in_secs, keys, temp_db, Api, Behaviour, RecordingWaker, ToolServer,
 };
-use jiff::Timestamp;
 use serde_json::{json, Value};
 use std::{
     path::PathBuf,
@@ -236,104 +228,11 @@ async fn sc_sec_03_every_json_route_reads_strictly() {
     assert_eq!(w.api.action(id).await["state"], "pending_approval");
 }
 
-/// The store, counting what list reads return (SC-SEC-05).
-struct CountingStore {
-    inner: SqliteStore,
-    list_reads: Mutex<Vec<usize>>,
-    /// While set, reads fail with this text (as an SDK's AccessDenied would).
-    fail_reads: Mutex<Option<String>>,
-}
-
-impl CountingStore {
-    fn failing(&self) -> StoreResult<()> {
-        match self.fail_reads.lock().unwrap().clone() {
-            Some(text) => Err(StoreError::Unavailable(text)),
-            None => Ok(()),
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl Store for CountingStore {
-    async fn create(&self, t: &Transition, i: Option<&IdempotencyRecord>) -> StoreResult<()> {
-        self.inner.create(t, i).await
-    }
-    async fn commit(&self, t: &Transition) -> StoreResult<()> {
-        self.inner.commit(t).await
-    }
-    async fn load(&self, tenant: &str, id: &str) -> StoreResult<Option<Action>> {
-        self.failing()?;
-        self.inner.load(tenant, id).await
-    }
-    async fn events(&self, tenant: &str, id: &str) -> StoreResult<Vec<Event>> {
-        self.inner.events(tenant, id).await
-    }
-    async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<ListPage> {
-        self.failing()?;
-        let page = self.inner.list(tenant, q).await?;
-        self.list_reads
-            .lock()
-            .unwrap()
-            .push(page.actions.len() + page.unreadable.len());
-        Ok(page)
-    }
-    async fn idempotency(
-        &self,
-        tenant: &str,
-        agent: &str,
-        key: &str,
-        now: Timestamp,
-    ) -> StoreResult<Option<IdempotencyRecord>> {
-        self.inner.idempotency(tenant, agent, key, now).await
-    }
-    async fn put_stop(&self, stop: &Stop) -> StoreResult<()> {
-        self.inner.put_stop(stop).await
-    }
-    async fn lift_stop(&self, tenant: &str, scope: &str) -> StoreResult<bool> {
-        self.inner.lift_stop(tenant, scope).await
-    }
-    async fn stops_for(&self, tenant: &str, agent: &str) -> StoreResult<Vec<Stop>> {
-        self.inner.stops_for(tenant, agent).await
-    }
-    async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
-        self.inner.sweep_due(until, limit).await
-    }
-    async fn quarantine(&self, bad: &Unreadable, at: Timestamp) -> StoreResult<()> {
-        self.inner.quarantine(bad, at).await
-    }
-    async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>> {
-        self.inner.quarantined(tenant).await
-    }
-    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.inner.outbox_due(until, limit).await
-    }
-    async fn outbox_entry(
-        &self,
-        tenant: &str,
-        id: &str,
-        seq: u64,
-    ) -> StoreResult<Option<OutboxEntry>> {
-        self.inner.outbox_entry(tenant, id, seq).await
-    }
-    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.inner.outbox_dead(tenant, limit).await
-    }
-    async fn outbox_settle(
-        &self,
-        was: &OutboxEntry,
-        next: Option<&OutboxEntry>,
-    ) -> StoreResult<()> {
-        self.inner.outbox_settle(was, next).await
-    }
-}
-
 /// Serve the API over an engine whose store counts its list reads.
-async fn counted_api(config: Arc<Config>) -> (Api, Arc<CountingStore>) {
-    let store = Arc::new(CountingStore {
-        inner: SqliteStore::open(&temp_db("counted")).unwrap(),
-        list_reads: Mutex::new(Vec::new()),
-        fail_reads: Mutex::new(None),
-    });
+async fn counted_api(config: Arc<Config>) -> (Api, Arc<FaultyStore>) {
+    let store = Arc::new(FaultyStore::new(Arc::new(
+        SqliteStore::open(&temp_db("counted")).unwrap(),
+    )));
     let engine = Arc::new(Engine::new(
         config,
         store.clone(),
@@ -382,11 +281,11 @@ async fn sc_sec_05_a_filtered_list_reads_a_bounded_number_and_pages_to_the_end()
     let mut path = format!("/v1/actions?agent_id=nobody&limit={limit}");
     let mut pages = 0;
     loop {
-        store.list_reads.lock().unwrap().clear();
+        store.take_list_sizes();
         let (status, page) = api.get(&path, keys::ADMIN).await;
         assert_eq!(status, 200, "{page}");
         pages += 1;
-        let reads = store.list_reads.lock().unwrap().clone();
+        let reads = store.take_list_sizes();
         assert_eq!(reads.len(), 1, "one store read per request");
         assert!(reads[0] <= bound, "read {} > {bound}", reads[0]);
         assert_eq!(page["data"], json!([]));
@@ -419,7 +318,7 @@ async fn sc_sec_05_a_filtered_list_reads_a_bounded_number_and_pages_to_the_end()
         }
     }
     assert_eq!(found, agent_2);
-    let max_read = *store.list_reads.lock().unwrap().iter().max().unwrap();
+    let max_read = store.take_list_sizes().into_iter().max().unwrap();
     assert!(max_read <= 5 * 5);
 }
 
@@ -435,7 +334,7 @@ async fn sc_sec_02_store_errors_answer_store_unavailable_without_their_text() {
         .await;
     let id = v["id"].as_str().unwrap();
     let sdk_text = "AccessDeniedException: User: arn:aws:sts::123456789012:assumed-role/countersign-intake/fn is not authorized to perform: dynamodb:Query on resource: arn:aws:dynamodb:us-east-1:123456789012:table/countersign-prod";
-    *store.fail_reads.lock().unwrap() = Some(sdk_text.to_owned());
+    store.fail_reads(Some(sdk_text));
     for path in ["/v1/actions".to_owned(), format!("/v1/actions/{id}")] {
         let (status, v) = api.get(&path, keys::AGENT).await;
         assert_eq!(status, 503, "{path}: {v}");

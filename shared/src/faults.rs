@@ -179,12 +179,17 @@ struct Counters {
     stopped: AtomicUsize,
 }
 
-/// A [`Store`] that injects faults into chosen writes; reads pass through.
+/// A [`Store`] that injects faults into chosen writes; reads pass through, unless told to
+/// fail ([`FaultyStore::fail_reads`]), and the sizes of list reads are recorded.
 pub struct FaultyStore {
     inner: Arc<dyn Store>,
     rules: Mutex<Vec<Rule>>,
     chaos: Mutex<Option<(Chaos, u64)>>,
     counters: Counters,
+    /// While set, reads of actions fail with this text.
+    read_failure: Mutex<Option<String>>,
+    /// How many records each `list` returned, in order.
+    list_sizes: Mutex<Vec<usize>>,
 }
 
 impl FaultyStore {
@@ -194,6 +199,26 @@ impl FaultyStore {
             rules: Mutex::default(),
             chaos: Mutex::default(),
             counters: Counters::default(),
+            read_failure: Mutex::default(),
+            list_sizes: Mutex::default(),
+        }
+    }
+
+    /// While `Some`, `load` and `list` fail as `Unavailable` with this text (what an SDK error
+    /// such as AccessDenied becomes); `None` lets them through again.
+    pub fn fail_reads(&self, text: Option<&str>) {
+        *self.read_failure.lock().expect("read failure lock") = text.map(str::to_owned);
+    }
+
+    /// How many records each `list` returned since the last call, in order (then forgotten).
+    pub fn take_list_sizes(&self) -> Vec<usize> {
+        std::mem::take(&mut *self.list_sizes.lock().expect("list sizes lock"))
+    }
+
+    fn read_allowed(&self) -> StoreResult<()> {
+        match self.read_failure.lock().expect("read failure lock").clone() {
+            Some(text) => Err(StoreError::Unavailable(text)),
+            None => Ok(()),
         }
     }
 
@@ -319,13 +344,20 @@ impl Store for FaultyStore {
             .await
     }
     async fn load(&self, tenant: &str, action_id: &str) -> StoreResult<Option<Action>> {
+        self.read_allowed()?;
         self.inner.load(tenant, action_id).await
     }
     async fn events(&self, tenant: &str, action_id: &str) -> StoreResult<Vec<Event>> {
         self.inner.events(tenant, action_id).await
     }
     async fn list(&self, tenant: &str, query: &ListQuery) -> StoreResult<ListPage> {
-        self.inner.list(tenant, query).await
+        self.read_allowed()?;
+        let page = self.inner.list(tenant, query).await?;
+        self.list_sizes
+            .lock()
+            .expect("list sizes lock")
+            .push(page.actions.len() + page.unreadable.len());
+        Ok(page)
     }
     async fn idempotency(
         &self,

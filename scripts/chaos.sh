@@ -15,5 +15,6 @@ cargo build -q -p countersign-tests --bin chaos
 cargo build -q -p countersign-local
 "$target/debug/chaos" run --seconds "$seconds" --dir "$dir"
 # The same store through the operator's command (the config names the tools' secret variable).
+# Leases as of the instant the run judged them (before its final stop; see tests/chaos/main.rs).
 CHAOS_TOOL_SECRET=chaos-secret "$target/debug/countersign-local" --config "$dir/chaos.toml" \
-  --db "$dir/chaos.db" verify
+  --db "$dir/chaos.db" verify --at "$(cat "$dir/checked_at")"

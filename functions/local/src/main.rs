@@ -47,6 +47,10 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Judge leases as of this instant (RFC 3339) instead of now, e.g. when the server
+        /// stopped: a lease that lapses after its server stopped is the next start's to recover.
+        #[arg(long)]
+        at: Option<jiff::Timestamp>,
     },
     /// Verify a deed file offline with the tenant's public key (SC-SEC-07); serves nothing.
     VerifyDeed {
@@ -69,7 +73,9 @@ async fn main() -> std::process::ExitCode {
             print!("{}", countersign::api::openapi::document());
             return std::process::ExitCode::SUCCESS;
         }
-        Some(Command::Verify { table, json }) => return verify::run(&args, table, json).await,
+        Some(Command::Verify { table, json, at }) => {
+            return verify::run(&args, table, json, at).await
+        }
         None => {}
     }
     init_logs(args.log_json);

@@ -3,8 +3,13 @@
 use countersign::{config::Config, invariants, store::Store, Clock, SystemClock};
 use std::process::ExitCode;
 
-pub async fn run(args: &super::Args, table: Option<String>, json: bool) -> ExitCode {
-    match check(args, table).await {
+pub async fn run(
+    args: &super::Args,
+    table: Option<String>,
+    json: bool,
+    at: Option<jiff::Timestamp>,
+) -> ExitCode {
+    match check(args, table, at.unwrap_or_else(|| SystemClock.now())).await {
         Ok(report) => {
             print(&report, json);
             if report.ok() {
@@ -23,11 +28,12 @@ pub async fn run(args: &super::Args, table: Option<String>, json: bool) -> ExitC
 async fn check(
     args: &super::Args,
     table: Option<String>,
+    at: jiff::Timestamp,
 ) -> Result<invariants::Report, Box<dyn std::error::Error + Send + Sync>> {
     let config = Config::from_file(&args.config)?;
     let tenants: Vec<String> = config.tenants.keys().cloned().collect();
     let store = open(args, table).await?;
-    Ok(invariants::check(&*store, &tenants, SystemClock.now()).await?)
+    Ok(invariants::check(&*store, &tenants, at).await?)
 }
 
 async fn open(

@@ -536,3 +536,59 @@ async fn scheduled_approval_lapses_at_its_expiry(backend: Backend) {
 }
 
 on_both_stores!(scheduled_approval_lapses_at_its_expiry: sc_app_04_scheduled_approval_lapses_at_its_expiry_sqlite, sc_app_04_scheduled_approval_lapses_at_its_expiry_dynamodb);
+
+// ---------------------------------------------------------------------------------------------
+// SC-REC-02 / SC-RES-07: a worker held up past its lease starts no attempt; recovery takes over.
+
+/// Caught on main: a worker checked the window and the stops before each attempt but not its
+/// own lease. Held up past it (here: its clock moved during a backoff, as a paused process
+/// would find), it still started the next attempt of a `retry` tool — while the sweep, seeing
+/// the lapsed lease, may re-claim and re-run the same action: two runs at once. Now it yields
+/// (commits nothing) and the sweep's recovery runs the remaining attempts under a new epoch.
+async fn worker_past_its_lease_yields(backend: Backend) {
+    let e = edge(backend, "").await;
+    e.tools.behave(failing_tool());
+    let a = e.due_report().await;
+    let run = e.spawn_resume(&a);
+    e.tool_calls(&a.id, 1).await;
+    let lease = e.load(&a.id).await.lease.expect("claimed");
+    assert!(lease.until < a.ticket.as_ref().unwrap().deadline());
+    // Inside attempt 1's backoff: the lease ends before attempt 2 could time out.
+    e.set(lease.until - SignedDuration::from_millis(500));
+    let outcome = run.await.unwrap().unwrap();
+    assert!(matches!(outcome, ResumeOutcome::Yielded), "{outcome:?}");
+    assert_eq!(
+        e.tools.count_for(&a.id),
+        1,
+        "no attempt on a lease about to lapse"
+    );
+    let held = e.load(&a.id).await;
+    assert_eq!(
+        (held.state, held.lease.map(|l| l.epoch)),
+        (State::Executing, Some(lease.epoch)),
+        "nothing committed"
+    );
+
+    // Once the lease has lapsed, recovery re-claims it (epoch 2) and runs its attempts.
+    e.set(lease.until + SignedDuration::from_secs(1));
+    let swept = e.engine.sweep().await.unwrap();
+    assert_eq!(swept.recovered, 1, "{swept:?}");
+    let done = e.load(&a.id).await;
+    assert_eq!(
+        done.state,
+        State::Failed,
+        "the 503s of the re-run are its outcome"
+    );
+    let claims = e
+        .store
+        .events("acme", &a.id)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|ev| ev.to == State::Executing)
+        .count();
+    assert_eq!(claims, 2, "the worker's claim and the recovery's");
+    assert!(e.tools.count_for(&a.id) > 1);
+}
+
+on_both_stores!(worker_past_its_lease_yields: sc_rec_02_a_worker_past_its_lease_yields_to_recovery_sqlite, sc_rec_02_a_worker_past_its_lease_yields_to_recovery_dynamodb);

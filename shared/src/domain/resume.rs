@@ -11,7 +11,7 @@ use super::{
     seal::SealReason,
     ticket::Ticket,
 };
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
 /// The wake signal's payload, as EventBridge Scheduler (or the in-process waker) delivers it.
@@ -151,13 +151,33 @@ pub enum AttemptVerdict {
     Early(Timestamp),
     /// Never: the stop or the closed window ends the run here.
     Halt(SealReason),
+    /// Not by this worker: its lease would end before the attempt's timeout, and from then on
+    /// recovery may claim the action again and run it. The worker commits nothing and yields.
+    LeaseRunsOut,
+}
+
+/// What [`check_attempt`] decides on, read fresh right before the attempt.
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptFacts<'a> {
+    pub ticket: &'a Ticket,
+    /// A stop applies (read after the claim committed).
+    pub stopped: bool,
+    /// The end of the lease this worker's claim holds.
+    pub lease_until: Timestamp,
+    /// The longest the attempt may take (the tool's timeout).
+    pub attempt_takes: SignedDuration,
+    pub now: Timestamp,
 }
 
 /// Checked immediately before every attempt — the first, a retry after its backoff, a
 /// recovery re-run — with a stop read made after the claim committed and a fresh `now`:
-/// a stop first (SC-EDGE-02), then the window's start and end (SC-EDGE-01).
-pub fn check_attempt(ticket: &Ticket, stopped: bool, now: Timestamp) -> AttemptVerdict {
-    if stopped {
+/// a stop first (SC-EDGE-02), then the window's start and end (SC-EDGE-01), then the worker's
+/// own lease: an attempt starts only if it ends, timing out at worst, before the lease does,
+/// so it never overlaps a recovery's re-run of the same action (a worker stalled past its
+/// lease, e.g. a paused process, yields instead).
+pub fn check_attempt(f: &AttemptFacts) -> AttemptVerdict {
+    let (ticket, now) = (f.ticket, f.now);
+    if f.stopped {
         return AttemptVerdict::Halt(SealReason::Stopped);
     }
     if now < ticket.due_at() {
@@ -165,6 +185,9 @@ pub fn check_attempt(ticket: &Ticket, stopped: bool, now: Timestamp) -> AttemptV
     }
     if now > ticket.deadline() {
         return AttemptVerdict::Halt(SealReason::ScheduleMissed);
+    }
+    if now.saturating_add(f.attempt_takes).ok() > Some(f.lease_until) {
+        return AttemptVerdict::LeaseRunsOut;
     }
     AttemptVerdict::Start
 }
@@ -176,7 +199,6 @@ mod tests {
         action::{Actor, Decision, Lease},
         transition::TicketTerms,
     };
-    use jiff::SignedDuration;
 
     const FP: &str = "fp-1";
 
@@ -407,20 +429,48 @@ mod tests {
         let a = approved();
         let ticket = a.ticket.as_ref().unwrap();
         let late = t(200) + SignedDuration::from_nanos(1);
+        // The lease ends at t(300); an attempt takes up to 10 s.
         let table = [
-            (true, t(150), AttemptVerdict::Halt(SealReason::Stopped)),
-            (true, t(50), AttemptVerdict::Halt(SealReason::Stopped)),
-            (false, t(50), AttemptVerdict::Early(t(100))),
+            (
+                true,
+                t(150),
+                t(300),
+                AttemptVerdict::Halt(SealReason::Stopped),
+            ),
+            (
+                true,
+                t(50),
+                t(300),
+                AttemptVerdict::Halt(SealReason::Stopped),
+            ),
+            (
+                true,
+                t(295),
+                t(300),
+                AttemptVerdict::Halt(SealReason::Stopped),
+            ),
+            (false, t(50), t(300), AttemptVerdict::Early(t(100))),
             (
                 false,
                 late,
+                t(300),
                 AttemptVerdict::Halt(SealReason::ScheduleMissed),
             ),
-            (false, t(100), AttemptVerdict::Start),
-            (false, t(200), AttemptVerdict::Start),
+            (false, t(100), t(300), AttemptVerdict::Start),
+            (false, t(200), t(300), AttemptVerdict::Start),
+            (false, t(190), t(200), AttemptVerdict::Start),
+            (false, t(191), t(200), AttemptVerdict::LeaseRunsOut),
+            (false, t(150), t(120), AttemptVerdict::LeaseRunsOut),
         ];
-        for (i, (stopped, now, expected)) in table.into_iter().enumerate() {
-            assert_eq!(check_attempt(ticket, stopped, now), expected, "row {i}");
+        for (i, (stopped, now, lease_until, expected)) in table.into_iter().enumerate() {
+            let facts = AttemptFacts {
+                ticket,
+                stopped,
+                lease_until,
+                attempt_takes: SignedDuration::from_secs(10),
+                now,
+            };
+            assert_eq!(check_attempt(&facts), expected, "row {i}");
         }
     }
 }

@@ -14,6 +14,10 @@
 //! the write capacity on DynamoDB) and still not cover retries and recovery re-runs, which start
 //! long after their claim; the read covers all three for one read per attempt and no write.
 //!
+//! Leases (SC-REC-02, SC-RES-07): an attempt starts only if it ends, timing out at worst,
+//! before this worker's lease does. A worker held up past that yields and commits nothing: from
+//! the lease's end, recovery may claim the action again, and two runs must never overlap.
+//!
 //! Store faults (SC-EDGE-04): the claim and the result commit are retried on a transient store
 //! error while the lease holds, and an error that may have hidden an applied write (an
 //! ambiguous write, or a conflict reported for our own retried write) is resolved by reading the
@@ -23,7 +27,7 @@ use super::{Committed, Engine};
 use crate::{
     config::ToolEntry,
     domain::{
-        resume::{check_attempt, AttemptVerdict},
+        resume::{check_attempt, AttemptFacts, AttemptVerdict},
         Action, Actor, SealReason, Transition,
     },
     store::StoreError,
@@ -53,6 +57,9 @@ pub(super) enum Performed {
     Lost(Action),
     /// Not claimed: the process is shutting down; the ticket stays committed.
     Deferred(Action),
+    /// Claimed, but the lease would end before the next attempt could: nothing committed;
+    /// recovery takes the action over once the lease lapses.
+    Yielded(Action),
 }
 
 impl Performed {
@@ -61,7 +68,8 @@ impl Performed {
             Performed::Ran(a)
             | Performed::Sealed(a, _)
             | Performed::Lost(a)
-            | Performed::Deferred(a) => a,
+            | Performed::Deferred(a)
+            | Performed::Yielded(a) => a,
         }
     }
 }
@@ -72,6 +80,8 @@ enum Attempts {
     Answered(ToolAnswer),
     /// No attempt started: the claim is sealed with this reason.
     NotStarted(SealReason),
+    /// The lease would end before the next attempt's timeout: leave it to recovery.
+    Yielded,
 }
 
 impl Engine {
@@ -100,6 +110,7 @@ impl Engine {
         match self.run_attempts(claimed, tool).await? {
             Attempts::Answered(answer) => self.commit_result(claimed, answer).await,
             Attempts::NotStarted(reason) => self.seal_unrun(claimed, reason).await,
+            Attempts::Yielded => Ok(Performed::Yielded(claimed.clone())),
         }
     }
 
@@ -122,15 +133,26 @@ impl Engine {
             .ticket
             .as_ref()
             .expect("a claimed action holds its ticket");
-        let epoch = claimed.lease.as_ref().expect("a claim holds a lease").epoch;
+        let lease = claimed.lease.as_ref().expect("a claim holds a lease");
+        let epoch = lease.epoch;
         let attempts = tool.attempts_per_claim();
         let (_, args) = ticket.tool_call();
         let mut last = None;
         let mut attempt = 0;
         while attempt < attempts {
-            let stopped = self.stopped(&claimed.tenant, &claimed.agent_id).await?;
-            match check_attempt(ticket, stopped, self.clock.now()) {
+            let facts = AttemptFacts {
+                ticket,
+                stopped: self.stopped(&claimed.tenant, &claimed.agent_id).await?,
+                lease_until: lease.until,
+                attempt_takes: tool.timeout(),
+                now: self.clock.now(),
+            };
+            match check_attempt(&facts) {
                 AttemptVerdict::Start => {}
+                AttemptVerdict::LeaseRunsOut => {
+                    tracing::warn!(tenant = %claimed.tenant, action_id = %claimed.id, attempt, lease_until = %lease.until, "the lease would end before this attempt could; yielding to recovery");
+                    return Ok(Attempts::Yielded);
+                }
                 AttemptVerdict::Early(until) => {
                     let gap = until.duration_since(self.clock.now()).unsigned_abs();
                     tokio::time::sleep(gap).await;

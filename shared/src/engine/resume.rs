@@ -30,6 +30,9 @@ pub enum ResumeOutcome {
     Lost { state: State },
     /// Not claimed: this process is shutting down; the ticket stays committed (SC-EDGE-05).
     Deferred,
+    /// Claimed, but this worker's lease would have ended before its next attempt could
+    /// (it was held up past it): nothing committed; recovery takes over once the lease lapses.
+    Yielded,
 }
 
 impl From<Performed> for ResumeOutcome {
@@ -42,6 +45,7 @@ impl From<Performed> for ResumeOutcome {
             },
             Performed::Lost(a) => ResumeOutcome::Lost { state: a.state },
             Performed::Deferred(_) => ResumeOutcome::Deferred,
+            Performed::Yielded(_) => ResumeOutcome::Yielded,
         }
     }
 }

@@ -99,9 +99,25 @@ impl Edge {
     /// A `report.build` ticket (policy `schedule`, recovery `retry`: 3 attempts per claim)
     /// for the window [now+nb, now+na].
     async fn report(&self, nb: i64, na: i64) -> Action {
+        self.submit_in_window(
+            "report.build",
+            json!({"quarter": "Q3"}),
+            (nb, na),
+            State::Approved,
+        )
+        .await
+    }
+    /// Submit `tool` with `args` for the window [now+nb, now+na]; it lands in `expected`.
+    async fn submit_in_window(
+        &self,
+        tool: &str,
+        args: serde_json::Value,
+        (nb, na): (i64, i64),
+        expected: State,
+    ) -> Action {
         let req = serde_json::from_value(json!({
-            "tool": "report.build",
-            "args": {"quarter": "Q3"},
+            "tool": tool,
+            "args": args,
             "schedule": {"not_before": self.at(nb).to_string(), "not_after": self.at(na).to_string()},
         }))
         .unwrap();
@@ -111,7 +127,7 @@ impl Edge {
             .await
             .unwrap()
             .action;
-        assert_eq!(a.state, State::Approved);
+        assert_eq!(a.state, expected);
         a
     }
     /// A `report.build` ticket whose window [now+10 s, now+80 s] has just opened (the clock is
@@ -494,21 +510,9 @@ on_both_stores!(inline_runs_fit_the_request: sc_edge_07_inline_runs_fit_the_requ
 /// sweep's guard the DynamoDB run sealed the late approval at the window's start.)
 async fn scheduled_approval_lapses_at_its_expiry(backend: Backend) {
     let e = edge(backend, "").await;
-    let submit = || async {
-        let req = serde_json::from_value(json!({
-            "tool": "mail.send",
-            "args": {"to": "ops@example.com"},
-            "schedule": {"not_before": e.at(60).to_string(), "not_after": e.at(600).to_string()},
-        }))
-        .unwrap();
-        let a = e
-            .engine
-            .submit(&e.who(keys::AGENT), req, None)
-            .await
-            .unwrap()
-            .action;
-        assert_eq!(a.state, State::PendingApproval);
-        a
+    let submit = || {
+        let args = json!({"to": "ops@example.com"});
+        e.submit_in_window("mail.send", args, (60, 600), State::PendingApproval)
     };
     let (late, timely) = (submit().await, submit().await);
     let digest = timely.approval.as_ref().unwrap().context_digest.clone();

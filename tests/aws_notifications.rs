@@ -414,7 +414,7 @@ async fn sc_not_01_outbox_lands_with_its_transition_or_not_at_all_on_both_stores
         // A transition that loses its condition writes no notice.
         let stale = Transition::seal(&a, Actor::system(), &SealReason::ApprovalExpired, now);
         let mut lost = stale.clone();
-        lost.expected = Some((State::PendingApproval, 7));
+        lost.expected = (State::PendingApproval, 7);
         assert!(
             matches!(store.commit(&lost).await, Err(StoreError::Conflict)),
             "{name}"

@@ -596,3 +596,387 @@ async fn worker_past_its_lease_yields(backend: Backend) {
 }
 
 on_both_stores!(worker_past_its_lease_yields: sc_rec_02_a_worker_past_its_lease_yields_to_recovery_sqlite, sc_rec_02_a_worker_past_its_lease_yields_to_recovery_dynamodb);
+
+// ---------------------------------------------------------------------------------------------
+// SC-EDGE-10: every transition resolves an ambiguous write by reading back.
+
+/// Every write the engine makes, each met once by a fault that applies the write and then
+/// hides it: the SDK re-sent it and met our own write (`AppliedConflict`), or the answer was
+/// lost (`Ambiguous`).
+#[derive(Clone, Copy, Debug)]
+enum WriteKind {
+    CreateAllowed,
+    CreateAllowedKeyed,
+    CreatePending,
+    CreateDenied,
+    Approve,
+    ApproveClaimed,
+    Deny,
+    Cancel,
+    StopSeal,
+    Expiry,
+    Claim,
+    Result,
+    Reclaim,
+    SealUnknown,
+}
+
+const WRITE_KINDS: [WriteKind; 14] = [
+    WriteKind::CreateAllowed,
+    WriteKind::CreateAllowedKeyed,
+    WriteKind::CreatePending,
+    WriteKind::CreateDenied,
+    WriteKind::Approve,
+    WriteKind::ApproveClaimed,
+    WriteKind::Deny,
+    WriteKind::Cancel,
+    WriteKind::StopSeal,
+    WriteKind::Expiry,
+    WriteKind::Claim,
+    WriteKind::Result,
+    WriteKind::Reclaim,
+    WriteKind::SealUnknown,
+];
+
+impl Edge {
+    fn submit_req(
+        &self,
+        tool: &str,
+        args: serde_json::Value,
+    ) -> countersign::engine::SubmitRequest {
+        serde_json::from_value(json!({"tool": tool, "args": args})).unwrap()
+    }
+    fn next_create(&self, fault: &Fault) {
+        let create = Matching {
+            write: Some(Write::Create),
+            ..Matching::any()
+        };
+        self.store.inject(create, fault.clone(), 1);
+    }
+    fn next_to(&self, id: &str, from: Option<State>, to: State, fault: &Fault) {
+        let m = Matching {
+            write: Some(Write::Commit),
+            from,
+            to: Some(to),
+            ..Matching::any()
+        };
+        self.store.inject(m.of(id), fault.clone(), 1);
+    }
+    async fn pending_mail(&self) -> Action {
+        let req = self.submit_req("mail.send", json!({"to": "ops@example.com"}));
+        let a = self
+            .engine
+            .submit(&self.who(keys::AGENT), req, None)
+            .await
+            .unwrap();
+        assert_eq!(a.action.state, State::PendingApproval);
+        a.action
+    }
+    fn digest(a: &Action) -> String {
+        a.approval.as_ref().unwrap().context_digest.clone()
+    }
+    /// An action whose claim holds a lease no worker will finish: the tool answered attempt 1,
+    /// then the process stopped before the result commit (`StopBefore`). Returns it with the
+    /// clock moved past the lease.
+    async fn lapsed_claim(
+        &self,
+        a: &Action,
+        stopped_before: usize,
+        run: tokio::task::JoinHandle<()>,
+    ) -> Action {
+        self.tool_calls(&a.id, 1).await;
+        for _ in 0..1000 {
+            if self.store.injected().stopped > stopped_before {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        run.abort();
+        let held = self.load(&a.id).await;
+        let lease = held.lease.clone().expect("claimed");
+        self.set(lease.until + SignedDuration::from_secs(1));
+        held
+    }
+}
+
+/// One row: drive the write under `fault`; everything after it must happen as if it answered.
+/// What each row caught on main (before the one write path) is said beside it.
+async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
+    let agent = e.who(keys::AGENT);
+    let approver = e.who(keys::APPROVER);
+    let ctx = format!("{kind:?} under {fault:?}");
+    match kind {
+        // Caught: a created-already-claimed allowed call answered 500 (Ambiguous) or a
+        // conflict, and never ran; an agent resubmitting ran a `retry` tool's downstream twice.
+        WriteKind::CreateAllowed => {
+            e.next_create(fault);
+            let req = e.submit_req("search.web", json!({"q": ctx}));
+            let a = e.engine.submit(&agent, req, None).await.expect(&ctx).action;
+            assert_eq!(a.state, State::Succeeded, "{ctx}");
+            assert_eq!(e.tools.count_for(&a.id), 1, "{ctx}: ran once");
+        }
+        // Caught: with an Idempotency-Key the conflict was taken for a concurrent request's
+        // key; `replay` answered our own `executing` record and nobody ever ran it.
+        WriteKind::CreateAllowedKeyed => {
+            e.next_create(fault);
+            let req = e.submit_req("search.web", json!({"q": ctx}));
+            let key = format!("key-{}", ulid::Ulid::new());
+            let a = e.engine.submit(&agent, req, Some(&key)).await.expect(&ctx);
+            assert!(!a.replayed, "{ctx}: the first answer is no replay");
+            assert_eq!(a.action.state, State::Succeeded, "{ctx}");
+            assert_eq!(e.tools.count_for(&a.action.id), 1, "{ctx}: ran once");
+        }
+        WriteKind::CreatePending => {
+            e.next_create(fault);
+            let req = e.submit_req("mail.send", json!({"to": ctx}));
+            let a = e.engine.submit(&agent, req, None).await.expect(&ctx).action;
+            assert_eq!(a.state, State::PendingApproval, "{ctx}");
+            assert_eq!(e.load(&a.id).await.version, 1, "{ctx}");
+        }
+        WriteKind::CreateDenied => {
+            e.next_create(fault);
+            let req = e.submit_req("unlisted.tool", json!({"q": ctx}));
+            match e.engine.submit(&agent, req, None).await {
+                Err(countersign::Error::Refused { action_id, .. }) => {
+                    assert_eq!(e.load(&action_id).await.state, State::Denied, "{ctx}");
+                }
+                other => panic!("{ctx}: {other:?}"),
+            }
+        }
+        // Caught: an approve whose own write came back as a conflict returned without arming
+        // the wake; the sweep found the ticket up to a minute late.
+        WriteKind::Approve => {
+            let a = e
+                .submit_in_window(
+                    "mail.send",
+                    json!({"to": ctx}),
+                    (10, 80),
+                    State::PendingApproval,
+                )
+                .await;
+            e.next_to(&a.id, Some(State::PendingApproval), State::Approved, fault);
+            let approved = e
+                .engine
+                .approve(&approver, &a.id, &Edge::digest(&a))
+                .await
+                .expect(&ctx);
+            assert_eq!(approved.state, State::Approved, "{ctx}");
+            let armed = e.waker.armed.lock().unwrap().clone();
+            assert!(
+                armed.iter().any(|(w, _)| w.action_id == a.id),
+                "{ctx}: the wake is armed"
+            );
+        }
+        // Caught (defect 1): the approve-and-claim applied, its conflict was reported as a lost
+        // race, `run_inline` never ran, and the sweep later sealed it `outcome_unknown`
+        // although no attempt was ever sent.
+        WriteKind::ApproveClaimed => {
+            let a = e.pending_mail().await;
+            e.next_to(&a.id, Some(State::PendingApproval), State::Executing, fault);
+            let done = e
+                .engine
+                .approve(&approver, &a.id, &Edge::digest(&a))
+                .await
+                .expect(&ctx);
+            assert_eq!(done.state, State::Succeeded, "{ctx}");
+            assert_eq!(e.tools.count_for(&a.id), 1, "{ctx}: ran once");
+        }
+        WriteKind::Deny => {
+            let a = e.pending_mail().await;
+            e.next_to(&a.id, None, State::Denied, fault);
+            let denied = e
+                .engine
+                .deny(&approver, &a.id, "not today")
+                .await
+                .expect(&ctx);
+            assert_eq!(denied.state, State::Denied, "{ctx}");
+        }
+        // Caught (defect 2): a re-sent cancel that met its own applied write answered
+        // `409 action_sealed {cancelled}` and skipped deleting the wake.
+        WriteKind::Cancel => {
+            let a = e.report(10, 80).await;
+            e.next_to(&a.id, None, State::Cancelled, fault);
+            let cancelled = e.engine.cancel(&agent, &a.id).await.expect(&ctx);
+            assert_eq!(cancelled.state, State::Cancelled, "{ctx}");
+            let disarmed = e.waker.disarmed.lock().unwrap().clone();
+            assert!(
+                disarmed.iter().any(|w| w.action_id == a.id),
+                "{ctx}: the wake is deleted"
+            );
+        }
+        WriteKind::StopSeal => {
+            let a = e.due_report().await;
+            let admin = e.who(keys::ADMIN);
+            e.engine.stop(&admin, Some("agent-1")).await.unwrap();
+            e.next_to(&a.id, None, State::Denied, fault);
+            let out = e.engine.resume(&wake_of(&a)).await;
+            e.engine.lift_stop(&admin, "agent-1").await.unwrap();
+            let out = out.expect(&ctx);
+            assert!(
+                matches!(
+                    out,
+                    ResumeOutcome::Sealed {
+                        state: State::Denied,
+                        ..
+                    }
+                ),
+                "{ctx}: {out:?}"
+            );
+        }
+        WriteKind::Expiry => {
+            let a = e.pending_mail().await;
+            e.set(a.approval.as_ref().unwrap().expires_at + SignedDuration::from_secs(1));
+            e.next_to(&a.id, None, State::Cancelled, fault);
+            let swept = e.engine.sweep().await.expect(&ctx);
+            assert_eq!(swept.failed, 0, "{ctx}: {swept:?}");
+            let sealed = e.load(&a.id).await;
+            assert_eq!(
+                (sealed.state, sealed.reason()),
+                (State::Cancelled, Some("approval_expired")),
+                "{ctx}"
+            );
+        }
+        WriteKind::Claim | WriteKind::Result => {
+            let a = e.due_report().await;
+            match kind {
+                WriteKind::Claim => {
+                    e.next_to(&a.id, Some(State::Approved), State::Executing, fault)
+                }
+                _ => e.next_to(&a.id, Some(State::Executing), State::Succeeded, fault),
+            }
+            let out = e.engine.resume(&wake_of(&a)).await.expect(&ctx);
+            assert!(
+                matches!(
+                    out,
+                    ResumeOutcome::Ran {
+                        state: State::Succeeded
+                    }
+                ),
+                "{ctx}: {out:?}"
+            );
+            assert_eq!(e.tools.count_for(&a.id), 1, "{ctx}");
+        }
+        // A `retry` tool's lapsed claim: the recovery re-claim (epoch 2) is the faulted write.
+        WriteKind::Reclaim => {
+            let a = e.due_report().await;
+            let stopped = e.store.injected().stopped;
+            e.store
+                .inject(Matching::result().of(&a.id), Fault::StopBefore, 1);
+            let run = e.spawn_resume(&a);
+            let run = tokio::spawn(async move {
+                let _ = run.await;
+            });
+            e.lapsed_claim(&a, stopped, run).await;
+            e.next_to(&a.id, Some(State::Executing), State::Executing, fault);
+            let swept = e.engine.sweep().await.expect(&ctx);
+            assert_eq!((swept.recovered, swept.failed), (1, 0), "{ctx}: {swept:?}");
+            let done = e.load(&a.id).await;
+            assert_eq!((done.state, done.lease), (State::Succeeded, None), "{ctx}");
+            assert_eq!(
+                e.tools.count_for(&a.id),
+                2,
+                "{ctx}: attempt 1 and the re-run"
+            );
+        }
+        // A `fail` tool's lapsed claim: the recovery seal is the faulted write.
+        WriteKind::SealUnknown => {
+            let a = e.pending_mail().await;
+            let stopped = e.store.injected().stopped;
+            e.store
+                .inject(Matching::result().of(&a.id), Fault::StopBefore, 1);
+            let approve = tokio::spawn({
+                let (engine, approver, digest) =
+                    (e.engine.clone(), approver.clone(), Edge::digest(&a));
+                let id = a.id.clone();
+                async move {
+                    let _ = engine.approve(&approver, &id, &digest).await;
+                }
+            });
+            e.lapsed_claim(&a, stopped, approve).await;
+            e.next_to(&a.id, Some(State::Executing), State::Failed, fault);
+            let swept = e.engine.sweep().await.expect(&ctx);
+            assert_eq!((swept.recovered, swept.failed), (1, 0), "{ctx}: {swept:?}");
+            let sealed = e.load(&a.id).await;
+            assert_eq!(
+                (sealed.state, sealed.reason()),
+                (State::Failed, Some("outcome_unknown")),
+                "{ctx}"
+            );
+        }
+    }
+    e.store.clear();
+}
+
+/// The table: every write kind × both faults that hide an applied write. Each row runs in a
+/// task of its own, so the report names every row that fails, not only the first.
+async fn own_write_is_never_a_lost_race(backend: Backend) {
+    let e = Arc::new(edge(backend, "").await);
+    let mut failed = Vec::new();
+    for fault in [Fault::AppliedConflict, Fault::Ambiguous] {
+        for kind in WRITE_KINDS {
+            let (row, injected) = (e.clone(), fault.clone());
+            let run = tokio::spawn(async move { own_write_row(&row, kind, &injected).await });
+            if run.await.is_err() {
+                e.store.clear();
+                failed.push(format!("{kind:?} under {fault:?}"));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "rows that failed: {failed:#?}");
+}
+
+on_both_stores!(own_write_is_never_a_lost_race: sc_edge_10_own_write_is_never_a_lost_race_sqlite, sc_edge_10_own_write_is_never_a_lost_race_dynamodb);
+
+// ---------------------------------------------------------------------------------------------
+// SC-EDGE-11: a recovery that halts before its first attempt of a later epoch is not "never ran".
+
+/// Caught on main (defect 4): a `retry` tool's attempt 1 reached the tool, the worker died,
+/// the sweep re-claimed at epoch 2, and a stop answered during that claim write (or the window
+/// closing) made `run_attempts` report "not started": the action was sealed `denied`/`stopped`
+/// (or `cancelled`/`schedule_missed`) and epoch 1's attempt was forgotten.
+async fn halted_recovery_is_outcome_unknown(backend: Backend) {
+    let e = edge(backend, "").await;
+    let admin = e.who(keys::ADMIN);
+    for halt in ["stop", "deadline"] {
+        let a = e.due_report().await;
+        let stopped = e.store.injected().stopped;
+        e.store
+            .inject(Matching::result().of(&a.id), Fault::StopBefore, 1);
+        let run = e.spawn_resume(&a);
+        let run = tokio::spawn(async move {
+            let _ = run.await;
+        });
+        e.lapsed_claim(&a, stopped, run).await;
+        let gate = Gate::new();
+        e.store.inject(
+            Matching::claim().of(&a.id),
+            Fault::HoldAfter(gate.clone()),
+            1,
+        );
+        let sweep = tokio::spawn({
+            let engine = e.engine.clone();
+            async move { engine.sweep().await }
+        });
+        gate.reached().await;
+        match halt {
+            "stop" => {
+                e.engine.stop(&admin, Some("agent-1")).await.unwrap();
+            }
+            _ => e.set(a.ticket.as_ref().unwrap().deadline() + SignedDuration::from_secs(1)),
+        }
+        gate.open();
+        sweep.await.unwrap().unwrap();
+        let sealed = e.load(&a.id).await;
+        assert_eq!(
+            (sealed.state, sealed.reason()),
+            (State::Failed, Some("outcome_unknown")),
+            "{halt}: epoch 1's attempt may have reached the tool"
+        );
+        assert_eq!(e.tools.count_for(&a.id), 1, "{halt}: no attempt at epoch 2");
+        if halt == "stop" {
+            e.engine.lift_stop(&admin, "agent-1").await.unwrap();
+        }
+    }
+}
+
+on_both_stores!(halted_recovery_is_outcome_unknown: sc_edge_11_halted_recovery_is_outcome_unknown_sqlite, sc_edge_11_halted_recovery_is_outcome_unknown_dynamodb);

@@ -12,7 +12,7 @@ use countersign::{
         audit::{self, ChainError},
         canonical,
         transition::TicketTerms,
-        Action, Actor, Decision, SealReason, State, Transition, Window,
+        Action, Actor, Creation, Decision, SealReason, State, Transition, Window,
     },
     store::{
         dynamodb::DynamoStore, sqlite::SqliteStore, IdempotencyRecord, ListQuery, Stop, Store,
@@ -78,7 +78,7 @@ async fn create_pending(
     agent: &str,
     expires_at: Timestamp,
 ) -> Action {
-    let t = Transition::create(
+    let t = Creation::new(
         pending(tenant, agent, expires_at),
         Actor::agent(agent),
         Some("approval_required"),
@@ -115,7 +115,7 @@ pub async fn conformance(store: Arc<dyn Store>) {
 /// §1.3: create is conditional on absence, commit on (state, version); losers get `Conflict`.
 async fn conflicts(store: &dyn Store) {
     let tn = tenant("conflicts");
-    let t = Transition::create(
+    let t = Creation::new(
         pending(&tn, "a1", far()),
         Actor::agent("a1"),
         Some("approval_required"),
@@ -142,13 +142,13 @@ async fn conflicts(store: &dyn Store) {
 
     let base = t.action;
     let mut stale = approve(&base, plus(t0(), 60), plus(t0(), 3600), t0());
-    stale.expected = Some((State::PendingApproval, 7));
+    stale.expected = (State::PendingApproval, 7);
     assert!(matches!(
         store.commit(&stale).await,
         Err(StoreError::Conflict)
     ));
     let mut wrong_state = approve(&base, plus(t0(), 60), plus(t0(), 3600), t0());
-    wrong_state.expected = Some((State::Approved, base.version));
+    wrong_state.expected = (State::Approved, base.version);
     assert!(matches!(
         store.commit(&wrong_state).await,
         Err(StoreError::Conflict)
@@ -173,13 +173,6 @@ async fn conflicts(store: &dyn Store) {
         matches!(store.commit(&good).await, Err(StoreError::Conflict)),
         "replayed commit"
     );
-
-    let mut no_expectation = good.clone();
-    no_expectation.expected = None;
-    assert!(matches!(
-        store.commit(&no_expectation).await,
-        Err(StoreError::Malformed(_))
-    ));
 }
 
 /// §1.7: when the audit event cannot be written, the transition does not land either.
@@ -431,7 +424,7 @@ async fn idempotency(store: &dyn Store) {
         action_id: action.id.clone(),
         expires_at,
     };
-    let first = Transition::create(pending(&tn, "a1", far()), Actor::agent("a1"), None, t0());
+    let first = Creation::new(pending(&tn, "a1", far()), Actor::agent("a1"), None, t0());
     let rec = record(&first.action, "sha256:p1", plus(t0(), 86_400));
     store.create(&first, Some(&rec)).await.unwrap();
     assert_eq!(
@@ -472,7 +465,7 @@ async fn idempotency(store: &dyn Store) {
     );
 
     // A live key: the second action does not commit either (atomic with its record).
-    let second = Transition::create(
+    let second = Creation::new(
         pending(&tn, "a1", far()),
         Actor::agent("a1"),
         None,
@@ -492,7 +485,7 @@ async fn idempotency(store: &dyn Store) {
 
     // After it lapsed, the key may be used again.
     let later = plus(t0(), 90_000);
-    let third = Transition::create(pending(&tn, "a1", far()), Actor::agent("a1"), None, later);
+    let third = Creation::new(pending(&tn, "a1", far()), Actor::agent("a1"), None, later);
     let rec3 = record(&third.action, "sha256:p3", plus(later, 86_400));
     store.create(&third, Some(&rec3)).await.unwrap();
     assert_eq!(
@@ -645,7 +638,7 @@ async fn sweep_scheduled_approval(store: &dyn Store) {
             not_before: plus(b, 100),
             not_after: plus(b, 700),
         });
-        Transition::create(a, Actor::agent("a1"), Some("approval_required"), b)
+        Creation::new(a, Actor::agent("a1"), Some("approval_required"), b)
     };
     let late = scheduled(plus(b, 650));
     store.create(&late, None).await.unwrap();
@@ -699,22 +692,18 @@ async fn tampered_chains_fail(store: &dyn Store) {
         a.args_digest = canonical::digest(&a.args);
         let approval = a.approval.as_mut().unwrap();
         approval.context_digest = canonical::digest(&approval.context);
-        let created = Transition::create(a, Actor::agent("a1"), Some("approval_required"), t0());
+        let created = Creation::new(a, Actor::agent("a1"), Some("approval_required"), t0());
         let denied = Transition::seal(
             &created.action,
             Actor::user("approver-1"),
             &SealReason::Denied("not today".into()),
             plus(t0(), 1),
         );
-        [created, denied]
+        (created, denied)
     };
     let chain = real();
-    let write = |t: Transition| async move {
-        match t.expected {
-            None => store.create(&t, None).await.unwrap(),
-            Some(_) => store.commit(&t).await.unwrap(),
-        }
-    };
+    let create = |c: Creation| async move { store.create(&c, None).await.unwrap() };
+    let write = |t: Transition| async move { store.commit(&t).await.unwrap() };
     let verified = |id: String| {
         let tn = tn.clone();
         async move {
@@ -723,10 +712,9 @@ async fn tampered_chains_fail(store: &dyn Store) {
             audit::verify(&action, &events)
         }
     };
-    for t in &chain {
-        write(t.clone()).await;
-    }
-    let id = chain[0].action.id.clone();
+    create(chain.0.clone()).await;
+    write(chain.1.clone()).await;
+    let id = chain.0.action.id.clone();
     assert_eq!(
         verified(id.clone()).await,
         Ok(()),
@@ -758,9 +746,9 @@ async fn tampered_chains_fail(store: &dyn Store) {
 
     // Edited args: the record rewritten with other args and their digest, chained onto the
     // stored head as a next event would be.
-    let [first, _] = real();
+    let (first, _) = real();
     let edited = first.action.id.clone();
-    write(first.clone()).await;
+    create(first.clone()).await;
     let mut rewritten = first.action.clone();
     rewritten.args = json!({"to": "attacker@example.com"});
     rewritten.args_digest = canonical::digest(&rewritten.args);
@@ -770,7 +758,7 @@ async fn tampered_chains_fail(store: &dyn Store) {
         &SealReason::Denied("not today".into()),
         plus(t0(), 1),
     );
-    forged.expected = Some((State::PendingApproval, 1));
+    forged.expected = (State::PendingApproval, 1);
     write(forged).await;
     assert_eq!(verified(edited).await, Err(ChainError::Hash { seq: 1 }));
 

@@ -10,7 +10,7 @@
 //! - [`SkewedClock`] runs a waker's or a worker's clock ahead of or behind another clock.
 
 use crate::{
-    domain::{notice::OutboxEntry, Action, Event, State, Transition},
+    domain::{notice::OutboxEntry, Action, Change, Creation, Event, State, Transition},
     store::{
         IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreError, StoreResult,
         SweepRef, Unreadable,
@@ -79,14 +79,40 @@ impl Matching {
         self
     }
 
-    fn matches(&self, write: Write, t: Option<&Transition>) -> bool {
-        let from = t.and_then(|t| t.expected.map(|(s, _)| s));
-        let to = t.map(|t| t.action.state);
-        let id = t.map(|t| t.action.id.as_str());
+    fn matches(&self, write: Write, t: Option<Written<'_>>) -> bool {
+        let from = t.and_then(|t| t.from);
+        let to = t.map(|t| t.change.action.state);
+        let id = t.map(|t| t.change.action.id.as_str());
         self.write.is_none_or(|w| w == write)
             && self.from.is_none_or(|f| Some(f) == from)
             && self.to.is_none_or(|s| Some(s) == to)
             && self.action_id.as_deref().is_none_or(|a| Some(a) == id)
+    }
+}
+
+/// The write a rule is matched against: the state it moves from (none for a creation) and
+/// what it commits.
+#[derive(Clone, Copy)]
+struct Written<'a> {
+    from: Option<State>,
+    change: &'a Change,
+}
+
+impl<'a> From<&'a Creation> for Written<'a> {
+    fn from(c: &'a Creation) -> Self {
+        Written {
+            from: None,
+            change: c,
+        }
+    }
+}
+
+impl<'a> From<&'a Transition> for Written<'a> {
+    fn from(t: &'a Transition) -> Self {
+        Written {
+            from: Some(t.expected.0),
+            change: t,
+        }
     }
 }
 
@@ -251,7 +277,7 @@ impl FaultyStore {
         }
     }
 
-    fn fault_for(&self, write: Write, t: Option<&Transition>) -> Option<Fault> {
+    fn fault_for(&self, write: Write, t: Option<Written<'_>>) -> Option<Fault> {
         let mut rules = self.rules.lock().expect("rules lock");
         if let Some(rule) = rules
             .iter_mut()
@@ -273,7 +299,7 @@ impl FaultyStore {
     }
 
     /// Run `send` (the real write) under the fault chosen for it.
-    async fn write<T, F>(&self, write: Write, t: Option<&Transition>, send: F) -> StoreResult<T>
+    async fn write<T, F>(&self, write: Write, t: Option<Written<'_>>, send: F) -> StoreResult<T>
     where
         F: std::future::Future<Output = StoreResult<T>>,
     {
@@ -333,14 +359,18 @@ fn next_unit(state: &mut u64) -> f64 {
 impl Store for FaultyStore {
     async fn create(
         &self,
-        t: &Transition,
+        t: &Creation,
         idempotency: Option<&IdempotencyRecord>,
     ) -> StoreResult<()> {
-        self.write(Write::Create, Some(t), self.inner.create(t, idempotency))
-            .await
+        self.write(
+            Write::Create,
+            Some(t.into()),
+            self.inner.create(t, idempotency),
+        )
+        .await
     }
     async fn commit(&self, t: &Transition) -> StoreResult<()> {
-        self.write(Write::Commit, Some(t), self.inner.commit(t))
+        self.write(Write::Commit, Some(t.into()), self.inner.commit(t))
             .await
     }
     async fn load(&self, tenant: &str, action_id: &str) -> StoreResult<Option<Action>> {

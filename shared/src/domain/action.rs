@@ -147,15 +147,6 @@ pub struct Outcome {
     pub reason: Option<String>,
 }
 
-impl Outcome {
-    pub fn reason(reason: &super::SealReason) -> Self {
-        Outcome {
-            reason: Some(reason.as_str().to_owned()),
-            ..Outcome::default()
-        }
-    }
-}
-
 /// The claim on an executing action: who holds it, which claim it is, until when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
@@ -196,6 +187,13 @@ pub struct Action {
     pub lease: Option<Lease>,
     /// Hash of the last audit event: the next event chains onto it.
     pub chain_head: String,
+}
+
+/// An executing action's claim: its committed ticket and the lease it runs under.
+#[derive(Debug, Clone, Copy)]
+pub struct Held<'a> {
+    pub ticket: &'a Ticket,
+    pub lease: &'a Lease,
 }
 
 /// Why a stored record was refused on load.
@@ -260,6 +258,14 @@ impl Action {
             State::PendingApproval => self.approval.as_ref().map(|a| a.expires_at),
             State::Approved => self.ticket.as_ref().map(|t| t.due_at()),
             State::Executing => self.lease.as_ref().map(|l| l.until),
+            _ => None,
+        }
+    }
+
+    /// The ticket and lease of an executing action: what a worker holding its claim runs.
+    pub fn held(&self) -> Option<Held<'_>> {
+        match (self.state, &self.ticket, &self.lease) {
+            (State::Executing, Some(ticket), Some(lease)) => Some(Held { ticket, lease }),
             _ => None,
         }
     }

@@ -209,7 +209,7 @@ pub fn countersigns(from: Option<State>, to: State) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::transition::{TicketTerms, Transition};
+    use crate::domain::transition::{Creation, TicketTerms, Transition};
     use serde_json::json;
 
     use crate::domain::fixtures::{at, pending};
@@ -223,9 +223,9 @@ mod tests {
             deadline: at(600),
         };
         let mut events = vec![];
-        let mut t = Transition::create(pending, Actor::agent("agent-1"), Some("approval"), at(0));
-        events.push(t.event.clone());
-        t = Transition::approve(&t.action, "approver-1", terms, at(1));
+        let c = Creation::new(pending, Actor::agent("agent-1"), Some("approval"), at(0));
+        events.push(c.event.clone());
+        let mut t = Transition::approve(&c.action, "approver-1", terms, at(1));
         events.push(t.event.clone());
         t = Transition::claim(&t.action, "wrk", at(60), at(2));
         events.push(t.event.clone());

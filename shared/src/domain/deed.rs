@@ -265,7 +265,11 @@ impl Deed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{action::Actor, seal::SealReason, transition::Transition};
+    use crate::domain::{
+        action::Actor,
+        seal::SealReason,
+        transition::{Creation, Transition},
+    };
     use serde_json::json;
 
     use crate::domain::fixtures::{at, pending};
@@ -276,7 +280,7 @@ mod tests {
             "act_01J0000000000000000000000A",
             json!({"to": "ops@example.com", "n": 1.5, "é": "ü"}),
         );
-        let created = Transition::create(action, Actor::agent("agent-1"), Some("approval"), at(0));
+        let created = Creation::new(action, Actor::agent("agent-1"), Some("approval"), at(0));
         let sealed = Transition::seal(
             &created.action,
             Actor::user("approver-1"),

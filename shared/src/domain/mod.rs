@@ -1,6 +1,7 @@
 //! The pure domain: no I/O, no clock reads (every rule takes `now`), no SDK types.
 
 pub mod action;
+pub mod admission;
 pub mod audit;
 pub mod canonical;
 pub mod context;
@@ -17,7 +18,7 @@ pub use action::{Action, Actor, ActorKind, Decision, Lease, NextAction, Outcome,
 pub use audit::Event;
 pub use seal::SealReason;
 pub use ticket::{AwaitReason, Ticket};
-pub use transition::Transition;
+pub use transition::{Change, Creation, Transition};
 pub use window::Window;
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Notifications (SC-NOT-01/02): which transitions notify, the stable event id, the payloads,
 //! and the outbox entry's retry rule. Pure: the worker in `crate::notify` does the I/O.
 
-use super::{action::Action, audit::Event, State, Transition};
+use super::{action::Action, audit::Event, State};
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -213,13 +213,6 @@ pub enum Settled {
 }
 
 impl OutboxEntry {
-    /// The entry a transition writes into the outbox with its commit, if any.
-    pub fn of(t: &Transition) -> Option<OutboxEntry> {
-        t.notify
-            .then(|| Self::for_event(&t.action, &t.event))
-            .flatten()
-    }
-
     /// The entry of an action's event, if the event notifies.
     pub fn for_event(action: &Action, event: &Event) -> Option<OutboxEntry> {
         Some(OutboxEntry {

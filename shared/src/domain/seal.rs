@@ -1,7 +1,7 @@
 //! Why an action was sealed: one closed set of reason codes, each with the state it seals in.
 //! The code is what the API shows in `outcome.reason` and the audit event's `reason`.
 
-use super::action::State;
+use super::action::{Outcome, State};
 use serde::{Serialize, Serializer};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +61,16 @@ impl SealReason {
             SealReason::CapabilityBound => "capability_bound",
             SealReason::SetResult => "set_result",
             SealReason::Denied(words) => words,
+        }
+    }
+}
+
+impl SealReason {
+    /// The outcome of an action sealed for this reason before any tool answered.
+    pub fn outcome(&self) -> Outcome {
+        Outcome {
+            reason: Some(self.as_str().to_owned()),
+            ..Outcome::default()
         }
     }
 }

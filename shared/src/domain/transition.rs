@@ -1,21 +1,20 @@
 //! Transitions: each turns the current action into the next one plus its audit event.
-//! The store commits a [`Transition`] in one conditional write on (state, version).
+//! The store commits a [`Creation`] (the record must not exist yet) or a [`Transition`] (the
+//! record must still be at its expected `(state, version)`) in one conditional write.
 
 use super::{
     action::{Action, Actor, Lease, Outcome, State},
     audit::{self, Entry, Event},
-    notice::NoticeKind,
+    notice::{NoticeKind, OutboxEntry},
     seal::SealReason,
     ticket::{Commit, Ticket},
 };
 use jiff::Timestamp;
-use serde_json::Value;
+use serde_json::{json, Value};
 
-/// A change ready to commit: `expected` is what the record must still be (None = must not
-/// exist yet), `action` the new record, `event` its audit entry.
+/// What one write commits: the new record and its audit event.
 #[derive(Debug, Clone)]
-pub struct Transition {
-    pub expected: Option<(State, u64)>,
+pub struct Change {
     pub action: Action,
     pub event: Event,
     /// Write the event's notice to the outbox with this commit (SC-NOT-01). Set when the event
@@ -23,9 +22,55 @@ pub struct Transition {
     pub notify: bool,
 }
 
-impl Transition {
+impl Change {
+    /// The entry this write puts into the outbox with its commit, if any (SC-NOT-01).
+    pub fn outbox_entry(&self) -> Option<OutboxEntry> {
+        self.notify
+            .then(|| OutboxEntry::for_event(&self.action, &self.event))
+            .flatten()
+    }
+}
+
+/// The first commit of a new action: version 1, event `none → state`.
+#[derive(Debug, Clone)]
+pub struct Creation(Change);
+
+/// A change of an existing record, valid only while the record is still at `expected`.
+#[derive(Debug, Clone)]
+pub struct Transition {
+    pub expected: (State, u64),
+    change: Change,
+}
+
+impl std::ops::Deref for Creation {
+    type Target = Change;
+    fn deref(&self) -> &Change {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Creation {
+    fn deref_mut(&mut self) -> &mut Change {
+        &mut self.0
+    }
+}
+
+impl std::ops::Deref for Transition {
+    type Target = Change;
+    fn deref(&self) -> &Change {
+        &self.change
+    }
+}
+
+impl std::ops::DerefMut for Transition {
+    fn deref_mut(&mut self) -> &mut Change {
+        &mut self.change
+    }
+}
+
+impl Creation {
     /// The first commit of a new action (version 1, event `none → state`).
-    pub fn create(mut action: Action, actor: Actor, reason: Option<&str>, now: Timestamp) -> Self {
+    pub fn new(mut action: Action, actor: Actor, reason: Option<&str>, now: Timestamp) -> Self {
         action.version = 1;
         action.actor = actor.clone();
         action.created_at = now;
@@ -46,14 +91,15 @@ impl Transition {
             &action.args_digest,
         ));
         action.chain_head = event.hash.clone();
-        Transition {
-            expected: None,
+        Creation(Change {
             action,
             notify: NoticeKind::of(&event).is_some(),
             event,
-        }
+        })
     }
+}
 
+impl Transition {
     /// Move `current` to `to`. Sealing clears the ticket and lease: a sealed action has
     /// nothing left to wake.
     fn advance(
@@ -91,10 +137,12 @@ impl Transition {
         .chain(&current.chain_head);
         next.chain_head = event.hash.clone();
         Transition {
-            expected: Some((current.state, current.version)),
-            action: next,
-            notify: NoticeKind::of(&event).is_some(),
-            event,
+            expected: (current.state, current.version),
+            change: Change {
+                action: next,
+                notify: NoticeKind::of(&event).is_some(),
+                event,
+            },
         }
     }
 
@@ -109,6 +157,12 @@ impl Transition {
             |a| {
                 let outcome = a.outcome.get_or_insert_with(Outcome::default);
                 outcome.reason = Some(reason.as_str().to_owned());
+                if *reason == SealReason::OutcomeUnknown {
+                    outcome.error = Some(json!({
+                        "kind": "outcome_unknown",
+                        "message": "an attempt may have reached the tool and no result committed; reconcile with the tool (its Idempotency-Key is the action id)",
+                    }));
+                }
             },
         )
     }

@@ -1,7 +1,7 @@
 //! Countersign (SPEC §4 Approval): approve commits the ticket in one conditional write, then
 //! arms the wake; deny seals.
 
-use super::{require, Committed, Engine};
+use super::{commit::Committed, require, Engine};
 use crate::{
     config::{Principal, Role},
     domain::{transition::TicketTerms, Action, Actor, SealReason, State, Transition},
@@ -45,10 +45,10 @@ impl Engine {
         // SC-APP-04: a lapsed approval is sealed here too, not only by the sweep.
         if now >= approval.expires_at {
             let sealed = self
-                .seal(&action, Actor::system(), SealReason::ApprovalExpired)
+                .seal(&action, Actor::system(), &SealReason::ApprovalExpired)
                 .await?;
             return Err(Error::ActionSealed {
-                state: sealed.state,
+                state: sealed.into_action().state,
             });
         }
         // SC-APP-02
@@ -59,10 +59,10 @@ impl Engine {
         }
         let Some(tool) = tenant.tool(&action.tool) else {
             let sealed = self
-                .seal(&action, Actor::system(), SealReason::CatalogChanged)
+                .seal(&action, Actor::system(), &SealReason::CatalogChanged)
                 .await?;
             return Err(Error::ActionSealed {
-                state: sealed.state,
+                state: sealed.into_action().state,
             });
         };
         // SC-APP-03; due now and fitting the request: committed already claimed (SC-EDGE-07).
@@ -79,18 +79,17 @@ impl Engine {
             }
             None => Transition::approve(&action, &who.id, terms, now),
         };
-        match self.commit_or_reload(&t).await? {
-            Committed::Won(approved) => {
+        match self.commit_now(&t).await? {
+            Committed::Landed(approved) => {
                 tracing::info!(tenant = %approved.tenant, action_id = %approved.id, approver = %who.id, "approved; ticket committed");
-                Ok(match inline {
-                    Some(_running) => self.run_inline(approved).await,
-                    None => self.hand_to_wake(approved).await,
-                })
+                Ok(self
+                    .hand_off(approved, inline.map(|(running, _)| running))
+                    .await)
             }
-            Committed::Lost(current) if current.state.is_sealed() => Err(Error::ActionSealed {
+            Committed::LostTo(current) if current.state.is_sealed() => Err(Error::ActionSealed {
                 state: current.state,
             }),
-            Committed::Lost(current) => Ok(current),
+            Committed::LostTo(current) => Ok(current),
         }
     }
 
@@ -121,38 +120,13 @@ impl Engine {
             state => return Err(Error::ActionSealed { state }),
         }
         // SC-APP-05
-        let sealed = self
-            .seal(
-                &action,
-                Actor::user(&who.id),
-                SealReason::Denied(reason.to_owned()),
-            )
-            .await?;
-        if sealed.state == State::Denied && sealed.actor == Actor::user(&who.id) {
-            Ok(sealed)
-        } else {
-            Err(Error::ActionSealed {
-                state: sealed.state,
-            })
+        let denial = SealReason::Denied(reason.to_owned());
+        match self.seal(&action, Actor::user(&who.id), &denial).await? {
+            Committed::Landed(sealed) => Ok(sealed),
+            Committed::LostTo(current) => Err(Error::ActionSealed {
+                state: current.state,
+            }),
         }
-    }
-
-    /// Seal `action` unless someone else changed it first; returns the record as it stands.
-    pub(super) async fn seal(
-        &self,
-        action: &Action,
-        actor: Actor,
-        reason: SealReason,
-    ) -> Result<Action, Error> {
-        let t = Transition::seal(action, actor, &reason, self.clock.now());
-        let current = match self.commit_or_reload(&t).await? {
-            Committed::Won(a) => {
-                tracing::info!(tenant = %a.tenant, action_id = %a.id, state = %a.state, %reason, "sealed");
-                a
-            }
-            Committed::Lost(a) => a,
-        };
-        Ok(current)
     }
 }
 

@@ -1,9 +1,9 @@
 //! Cancel and stop (SPEC §4 Cancel and stop).
 
-use super::{require, wake_of, Committed, Engine};
+use super::{commit::Committed, require, wake_of, Engine};
 use crate::{
     config::{Principal, Role},
-    domain::{Action, Actor, SealReason, State, Transition},
+    domain::{Action, Actor, SealReason, State},
     store::Stop,
     Error,
 };
@@ -26,9 +26,8 @@ impl Engine {
             State::Executing => return Err(Error::ActionExecuting),
             state => return Err(Error::ActionSealed { state }),
         }
-        let t = Transition::seal(&action, actor, &SealReason::Cancelled, self.clock.now());
-        match self.commit_or_reload(&t).await? {
-            Committed::Won(cancelled) => {
+        match self.seal(&action, actor, &SealReason::Cancelled).await? {
+            Committed::Landed(cancelled) => {
                 tracing::info!(tenant = %cancelled.tenant, action_id = %cancelled.id, by = %who.id, "cancelled");
                 if let Some(wake) = wake_of(&action) {
                     // Best effort: a wake that still fires finds no ticket (SC-RES-01).
@@ -38,7 +37,7 @@ impl Engine {
                 }
                 Ok(cancelled)
             }
-            Committed::Lost(current) => match current.state {
+            Committed::LostTo(current) => match current.state {
                 State::Executing => Err(Error::ActionExecuting),
                 state if state.is_sealed() => Err(Error::ActionSealed { state }),
                 // Changed but still cancellable (e.g. approved meanwhile): try again on the new record.

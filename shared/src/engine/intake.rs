@@ -4,15 +4,16 @@ use super::{require, Engine};
 use crate::{
     config::{Principal, Role, Tenant},
     domain::{
+        admission::{admit, Admission, IntakeFacts},
         canonical,
         context::{approval_context, ContextInput},
         policy,
         transition::TicketTerms,
         window::Window,
-        Action, Actor, Decision, Outcome, RunRef, SealReason, State, Transition,
+        Action, Actor, Creation, Decision, Outcome, RunRef, SealReason, State,
     },
     error::Refusal,
-    store::{IdempotencyRecord, StoreError},
+    store::IdempotencyRecord,
     Error,
 };
 use jiff::{SignedDuration, Timestamp};
@@ -122,7 +123,7 @@ impl Engine {
         let inline = first
             .ticket
             .as_ref()
-            .zip(tenant.tool(&first.tool))
+            .zip(self.tool_named(&first.tenant, &first.tool))
             .and_then(|(ticket, tool)| self.inline_claim(tool, ticket.due_at(), now));
         if let Some((_, lease)) = &inline {
             first.state = State::Executing;
@@ -133,7 +134,7 @@ impl Engine {
             State::Approved | State::Executing => Actor::system(),
             _ => Actor::agent(&who.id),
         };
-        let t = Transition::create(first, actor, Some(&reason), now);
+        let t = Creation::new(first, actor, Some(&reason), now);
         let idem = idempotency_key.map(|key| IdempotencyRecord {
             tenant: who.tenant.clone(),
             agent_id: who.id.clone(),
@@ -142,11 +143,10 @@ impl Engine {
             action_id: t.action.id.clone(),
             expires_at: now.saturating_add(IDEMPOTENCY_TTL).expect("in range"),
         });
-        match self.store.create(&self.subscribed(&t), idem.as_ref()).await {
-            Ok(()) => {}
+        let action = match (self.create(&t, idem.as_ref()).await?, idempotency_key) {
+            (Some(action), _) => action,
             // The same key committed first in a concurrent request: answer as it did.
-            Err(StoreError::Conflict) if idempotency_key.is_some() => {
-                let key = idempotency_key.expect("checked");
+            (None, Some(key)) => {
                 return match self.replay(who, key, &payload_digest, now).await? {
                     Some(replay) => replay,
                     None => Err(Error::Unavailable(
@@ -154,17 +154,18 @@ impl Engine {
                     )),
                 };
             }
-            Err(e) => return Err(e.into()),
-        }
-        let action = t.action;
+            (None, None) => {
+                return Err(Error::Internal(
+                    "an action without a key was refused".into(),
+                ))
+            }
+        };
         tracing::info!(tenant = %action.tenant, action_id = %action.id, tool = %action.tool,
             decision = ?action.decision, state = %action.state, "action submitted");
 
-        let action = match (action.state, inline) {
-            (State::Executing, Some(_running)) => self.run_inline(action).await,
-            (State::Approved, _) => self.hand_to_wake(action).await,
-            _ => action,
-        };
+        let action = self
+            .hand_off(action, inline.map(|(running, _)| running))
+            .await;
         answer(action, false)
     }
 
@@ -190,86 +191,67 @@ impl Engine {
         Ok(Some(answer(action, true)))
     }
 
-    /// Stop, capability, then policy. Returns the action's first committed form and the
-    /// reason of its first event.
+    /// Stop, capability, then policy ([`admit`]). Returns the action's first committed form
+    /// and the reason of its first event.
     async fn decide(
         &self,
         tenant: &Tenant,
         mut a: Action,
         now: Timestamp,
     ) -> Result<(Action, String), Error> {
-        // SC-INT-03
-        if self.stopped(&a.tenant, &a.agent_id).await? {
-            return Ok(refuse(a, Refusal::AgentStopped));
-        }
-        // SC-INT-04
-        if let Some(kind) = &a.action_kind {
-            if !tenant.action_kinds.contains(kind) {
-                return Ok(refuse(a, Refusal::CapabilityBound));
-            }
-        }
-        // SC-INT-05
         let gate = policy::gate(&tenant.policy, &a.tool);
         tracing::debug!(tool = %a.tool, rule = ?gate.rule, decision = ?gate.decision, "policy gate");
-        a.decision = gate.decision;
-        let runs_a_tool = matches!(
-            gate.decision,
-            Decision::Allow | Decision::Schedule | Decision::RequireApproval
-        );
-        let tool = match runs_a_tool {
-            true => Some(tenant.tool(&a.tool).ok_or_else(|| {
-                Error::validation(
-                    "tool",
-                    format!("tool {:?} is not in the tenant's catalog", a.tool),
-                )
-            })?),
-            false => None,
+        let tool = tenant.tool(&a.tool);
+        let facts = IntakeFacts {
+            stopped: self.stopped(&a.tenant, &a.agent_id).await?,
+            kind_declared: a
+                .action_kind
+                .as_ref()
+                .is_none_or(|kind| tenant.action_kinds.contains(kind)),
+            gate: &gate,
+            tool: &a.tool,
+            in_catalog: tool.is_some(),
+            window: a.schedule,
+            now,
+            allow_now_within: self.config.limits.allow_now_within,
+            run_deadline: self.config.limits.run_deadline,
+            approval_ttl: tenant.approval_ttl,
         };
-        let deadline = |a: &Action| self.deadline_of(a, now);
-        match gate.decision {
-            Decision::Deny => Ok(refuse(a, Refusal::Denied)),
-            Decision::SetResult => {
+        a.decision = gate.decision;
+        match (admit(&facts), tool) {
+            (Admission::Invalid { param, message }, _) => Err(Error::validation(param, message)),
+            (Admission::Refused(reason), _) => {
+                a.decision = Decision::Deny;
+                a.state = reason.state();
+                a.outcome = Some(reason.outcome());
+                Ok((a, reason.to_string()))
+            }
+            (Admission::SetResult(result), _) => {
                 a.state = State::Succeeded;
                 a.outcome = Some(Outcome {
-                    result: gate.result,
-                    ..Outcome::reason(&SealReason::SetResult)
+                    result,
+                    ..SealReason::SetResult.outcome()
                 });
                 Ok((a, SealReason::SetResult.to_string()))
             }
-            Decision::Allow => {
-                let opens_later = a.schedule.is_some_and(|w| {
-                    w.not_before
-                        > now
-                            .saturating_add(self.config.limits.allow_now_within)
-                            .expect("in range")
-                });
-                if opens_later {
-                    return Ok(refuse(a, Refusal::ScheduleNeedsApproval));
-                }
-                // Runs now, even if the window opens within the minute; the schedule stays recorded.
+            (
+                Admission::Ticket {
+                    due_at,
+                    deadline,
+                    reason,
+                },
+                Some(tool),
+            ) => {
                 let terms = TicketTerms {
-                    catalog_fingerprint: &tool.expect("allow has a tool").fingerprint(),
-                    due_at: now,
-                    deadline: deadline(&a).max(now),
+                    catalog_fingerprint: &tool.fingerprint(),
+                    due_at,
+                    deadline,
                 };
                 a.ticket = Some(terms.build(&a));
                 a.state = State::Approved;
-                Ok((a, "policy_allow".into()))
+                Ok((a, reason.into()))
             }
-            Decision::Schedule => {
-                let Some(window) = a.schedule else {
-                    return Err(Error::validation("schedule", "this tool runs unattended only inside a window: give schedule {not_before, not_after}"));
-                };
-                let terms = TicketTerms {
-                    catalog_fingerprint: &tool.expect("schedule has a tool").fingerprint(),
-                    due_at: window.not_before.max(now),
-                    deadline: window.not_after,
-                };
-                a.ticket = Some(terms.build(&a));
-                a.state = State::Approved;
-                Ok((a, "policy_schedule".into()))
-            }
-            Decision::RequireApproval => {
+            (Admission::Approval { expires_at }, _) => {
                 let (context, context_digest) = approval_context(&ContextInput {
                     tool: &a.tool,
                     args: &a.args,
@@ -279,8 +261,6 @@ impl Engine {
                     time_zone: &tenant.time_zone,
                     time_zone_name: &tenant.time_zone_name,
                 });
-                // SC-APP-04: a scheduled approval lapses with its window, others after the TTL.
-                let expires_at = deadline_for_approval(&a, tenant, now);
                 a.state = State::PendingApproval;
                 a.approval = Some(crate::domain::action::Approval {
                     context,
@@ -291,23 +271,13 @@ impl Engine {
                 });
                 Ok((a, "approval_required".into()))
             }
+            // `admit` answers a ticket only for a tool in the catalog.
+            (Admission::Ticket { .. }, None) => Err(Error::Internal(format!(
+                "a ticket for {:?}, which is not in the catalog",
+                a.tool
+            ))),
         }
     }
-}
-
-fn deadline_for_approval(a: &Action, tenant: &Tenant, now: Timestamp) -> Timestamp {
-    match a.schedule {
-        Some(w) => w.not_after,
-        None => now.saturating_add(tenant.approval_ttl).expect("in range"),
-    }
-}
-
-fn refuse(mut a: Action, refusal: Refusal) -> (Action, String) {
-    let reason = refusal.reason();
-    a.decision = Decision::Deny;
-    a.state = reason.state();
-    a.outcome = Some(Outcome::reason(&reason));
-    (a, reason.to_string())
 }
 
 /// The intake answer for an action, the same on first sight and on replay.

@@ -5,6 +5,8 @@
 
 mod approval;
 mod cancel;
+mod commit;
+mod handoff;
 mod intake;
 mod notifications;
 mod perform;
@@ -21,8 +23,8 @@ pub use sweep::SweepReport;
 
 use crate::{
     config::{Config, Principal, Role, Tenant},
-    domain::{resume::Wake, Action, Transition},
-    store::{Store, StoreError},
+    domain::{resume::Wake, Action},
+    store::Store,
     tools::ToolRunner,
     wake::Waker,
     Clock, Error,
@@ -101,19 +103,6 @@ impl Engine {
         }
     }
 
-    /// Commit; on a lost race return the record as it now stands (the winner's).
-    async fn commit_or_reload(&self, t: &Transition) -> Result<Committed, Error> {
-        match self.store.commit(&self.subscribed(t)).await {
-            Ok(()) => Ok(Committed::Won(t.action.clone())),
-            Err(StoreError::Conflict) => {
-                let now = self.load(&t.action.tenant, &t.action.id).await?;
-                tracing::info!(tenant = %now.tenant, action_id = %now.id, state = %now.state, "lost a race; reporting the winner");
-                Ok(Committed::Lost(now))
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
     /// The latest start of a ticket committed now: the window's end, or for a call without a
     /// window `limits.run_deadline` from now.
     fn deadline_of(&self, action: &Action, now: jiff::Timestamp) -> jiff::Timestamp {
@@ -128,20 +117,6 @@ impl Engine {
 
     async fn stopped(&self, tenant: &str, agent_id: &str) -> Result<bool, Error> {
         Ok(!self.store.stops_for(tenant, agent_id).await?.is_empty())
-    }
-
-    /// Arm the wake for a committed ticket. A failure is logged, not returned: the ticket is
-    /// committed and the sweep rediscovers it (SC-REC-01).
-    async fn arm(&self, action: &Action) {
-        let Some(ticket) = &action.ticket else { return };
-        let wake = wake_of(action).expect("a ticket has a wake");
-        if let Err(e) = self
-            .waker
-            .arm(&wake, ticket.due_at(), ticket.deadline())
-            .await
-        {
-            tracing::warn!(tenant = %action.tenant, action_id = %action.id, error = %e, "arming the wake failed; the sweep will pick the ticket up");
-        }
     }
 }
 
@@ -158,11 +133,6 @@ fn wake_of(action: &Action) -> Option<Wake> {
         action_id: action.id.clone(),
         correlation_id: t.correlation_id().to_owned(),
     })
-}
-
-enum Committed {
-    Won(Action),
-    Lost(Action),
 }
 
 fn require(who: &Principal, roles: &[Role], what: &str) -> Result<(), Error> {

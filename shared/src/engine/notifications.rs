@@ -3,15 +3,12 @@
 use super::{require, Engine};
 use crate::{
     config::{Principal, Role},
-    domain::{
-        notice::{parse_notice_id, NoticeKind, OutboxEntry},
-        Transition,
-    },
+    domain::notice::{parse_notice_id, OutboxEntry},
     notify::Notifier,
     store::StoreError,
     Error,
 };
-use std::{borrow::Cow, sync::Arc};
+use std::sync::Arc;
 
 /// Dead letters one list answers at most (SC-SEC-05: bounded reads).
 const MAX_LIST: usize = 100;
@@ -31,24 +28,6 @@ impl Engine {
                 ))
             })
             .clone()
-    }
-
-    /// The transition as the tenant's endpoints want it: its notice goes into the outbox only
-    /// when an endpoint listens for its kind, so a tenant without endpoints pays no outbox write.
-    pub(super) fn subscribed<'t>(&self, t: &'t Transition) -> Cow<'t, Transition> {
-        let listened = NoticeKind::of(&t.event).is_some_and(|kind| {
-            self.config
-                .tenant(&t.action.tenant)
-                .is_some_and(|tenant| tenant.notify.iter().any(|e| e.wants(kind)))
-        });
-        if t.notify == listened {
-            Cow::Borrowed(t)
-        } else {
-            Cow::Owned(Transition {
-                notify: listened,
-                ..t.clone()
-            })
-        }
     }
 
     /// The tenant's dead letters, oldest first.

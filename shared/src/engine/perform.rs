@@ -18,19 +18,17 @@
 //! before this worker's lease does. A worker held up past that yields and commits nothing: from
 //! the lease's end, recovery may claim the action again, and two runs must never overlap.
 //!
-//! Store faults (SC-EDGE-04): the claim and the result commit are retried on a transient store
-//! error while the lease holds, and an error that may have hidden an applied write (an
-//! ambiguous write, or a conflict reported for our own retried write) is resolved by reading the
-//! record back: our transition is there (its version, its chain head and our lease) ⇒ we won.
+//! Store faults (SC-EDGE-04, SC-EDGE-10): the claim and the result commit go through the one
+//! write path (`commit.rs`), re-sent on a transient store error while the lease holds.
 
-use super::{Committed, Engine};
+use super::{commit::Committed, Engine};
 use crate::{
     config::ToolEntry,
     domain::{
+        action::Held,
         resume::{check_attempt, AttemptFacts, AttemptVerdict},
-        Action, Actor, SealReason, Transition,
+        Action, SealReason, Transition,
     },
-    store::StoreError,
     tools::{Call, ToolAnswer},
     Error,
 };
@@ -42,9 +40,6 @@ pub(super) const LEASE_MARGIN: SignedDuration = SignedDuration::from_secs(30);
 /// How long a claim write is retried on transient store errors before the worker gives up
 /// (the ticket stays committed; the wake's retry or the sweep performs it).
 const CLAIM_RETRY_FOR: SignedDuration = SignedDuration::from_secs(5);
-/// Pauses between re-sends of a claim or result commit: 50 ms doubling to 2 s.
-const FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
-const LONGEST_PAUSE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How a perform ended, with the record as it now stands.
 #[derive(Debug)]
@@ -91,11 +86,16 @@ impl Engine {
             return Ok(Performed::Deferred(action));
         };
         let Some(tool) = self.tool_of(&action) else {
-            return self.seal_unrun(&action, SealReason::CatalogChanged).await;
+            // A lapsed claim's attempts may have reached the tool that has since left.
+            let reason = match action.lease {
+                Some(_) => SealReason::OutcomeUnknown,
+                None => SealReason::CatalogChanged,
+            };
+            return self.sealed_unrun(&action, reason).await;
         };
         let claimed = match self.claim(&action, tool).await? {
-            Committed::Won(claimed) => claimed,
-            Committed::Lost(current) => return Ok(Performed::Lost(current)),
+            Committed::Landed(claimed) => claimed,
+            Committed::LostTo(current) => return Ok(Performed::Lost(current)),
         };
         self.run_claimed(&claimed, tool).await
     }
@@ -107,9 +107,12 @@ impl Engine {
         claimed: &Action,
         tool: &ToolEntry,
     ) -> Result<Performed, Error> {
-        match self.run_attempts(claimed, tool).await? {
-            Attempts::Answered(answer) => self.commit_result(claimed, answer).await,
-            Attempts::NotStarted(reason) => self.seal_unrun(claimed, reason).await,
+        let Some(held) = claimed.held() else {
+            return Err(Error::Internal(format!("{} is not claimed", claimed.id)));
+        };
+        match self.run_attempts(claimed, held, tool).await? {
+            Attempts::Answered(answer) => self.commit_result(claimed, held, answer).await,
+            Attempts::NotStarted(reason) => self.sealed_unrun(claimed, reason).await,
             Attempts::Yielded => Ok(Performed::Yielded(claimed.clone())),
         }
     }
@@ -118,9 +121,9 @@ impl Engine {
     async fn claim(&self, action: &Action, tool: &ToolEntry) -> Result<Committed, Error> {
         let now = self.clock.now();
         let t = Transition::claim(action, &self.claim_owner(), self.lease_end(tool, now), now);
-        let give_up = now.saturating_add(CLAIM_RETRY_FOR).expect("in range");
-        let committed = self.commit_resolved(&t, give_up).await?;
-        if let Committed::Won(c) = &committed {
+        let give_up = super::commit::later(now, CLAIM_RETRY_FOR);
+        let committed = self.commit(&t, give_up).await?;
+        if let Committed::Landed(c) = &committed {
             let epoch = c.lease.as_ref().map(|l| l.epoch);
             tracing::info!(tenant = %c.tenant, action_id = %c.id, tool = %tool.name, epoch, "claimed");
         }
@@ -128,16 +131,16 @@ impl Engine {
     }
 
     /// Every attempt the claim allows, each only after [`check_attempt`] passed just before it.
-    async fn run_attempts(&self, claimed: &Action, tool: &ToolEntry) -> Result<Attempts, Error> {
-        let ticket = claimed
-            .ticket
-            .as_ref()
-            .expect("a claimed action holds its ticket");
-        let lease = claimed.lease.as_ref().expect("a claim holds a lease");
+    async fn run_attempts(
+        &self,
+        claimed: &Action,
+        Held { ticket, lease }: Held<'_>,
+        tool: &ToolEntry,
+    ) -> Result<Attempts, Error> {
         let epoch = lease.epoch;
         let attempts = tool.attempts_per_claim();
         let (_, args) = ticket.tool_call();
-        let mut last = None;
+        let mut last: Option<ToolAnswer> = None;
         let mut attempt = 0;
         while attempt < attempts {
             let facts = AttemptFacts {
@@ -184,13 +187,19 @@ impl Engine {
                 answer => return Ok(Attempts::Answered(answer)),
             }
         }
-        Ok(Attempts::Answered(last.expect("at least one attempt ran")))
+        // Unreachable in practice: every tool makes at least one attempt per claim, and the
+        // loop answers from inside once it has. Leaving it to recovery is the safe answer.
+        Ok(match last {
+            Some(answer) => Attempts::Answered(answer),
+            None => Attempts::Yielded,
+        })
     }
 
     /// `executing → succeeded | failed`, conditional on still holding the claim.
     async fn commit_result(
         &self,
         claimed: &Action,
+        held: Held<'_>,
         answer: ToolAnswer,
     ) -> Result<Performed, Error> {
         let result: Result<Value, Value> = match answer {
@@ -198,13 +207,12 @@ impl Engine {
             ToolAnswer::Failed(e) | ToolAnswer::Retryable(e) => Err(e),
         };
         let t = Transition::finish(claimed, result, self.clock.now());
-        let lease_end = claimed.lease.as_ref().expect("a claim holds a lease").until;
-        match self.commit_resolved(&t, lease_end).await? {
-            Committed::Won(done) => {
+        match self.commit(&t, held.lease.until).await? {
+            Committed::Landed(done) => {
                 tracing::info!(tenant = %done.tenant, action_id = %done.id, state = %done.state, "result committed");
                 Ok(Performed::Ran(done))
             }
-            Committed::Lost(current) => {
+            Committed::LostTo(current) => {
                 tracing::warn!(tenant = %current.tenant, action_id = %current.id, state = %current.state, "lease superseded; result not committed");
                 Ok(Performed::Lost(current))
             }
@@ -212,63 +220,15 @@ impl Engine {
     }
 
     /// Seal an action that did not run (from `approved`, or a claim with no attempt started).
-    pub(super) async fn seal_unrun(
+    pub(super) async fn sealed_unrun(
         &self,
         action: &Action,
         reason: SealReason,
     ) -> Result<Performed, Error> {
-        let sealed = self.seal(action, Actor::system(), reason.clone()).await?;
-        Ok(
-            if sealed.state == reason.state() && sealed.version == action.version + 1 {
-                Performed::Sealed(sealed, reason)
-            } else {
-                Performed::Lost(sealed)
-            },
-        )
-    }
-
-    /// Commit a transition, re-sending it on a transient store error until `give_up`, and
-    /// resolving every error that may hide an applied write by reading the record back.
-    async fn commit_resolved(
-        &self,
-        t: &Transition,
-        give_up: Timestamp,
-    ) -> Result<Committed, Error> {
-        let (tenant, id) = (&t.action.tenant, &t.action.id);
-        // Like every commit, only with an outbox entry when an endpoint of the tenant listens.
-        let subscribed = self.subscribed(t);
-        let t = &*subscribed;
-        let mut pause = FIRST_PAUSE;
-        loop {
-            let error = match self.store.commit(t).await {
-                Ok(()) => return Ok(Committed::Won(t.action.clone())),
-                Err(e @ (StoreError::Conflict | StoreError::Unavailable(_))) => e,
-                Err(e) => return Err(e.into()),
-            };
-            match self.store.load(tenant, id).await {
-                Ok(Some(current)) if landed(t, &current) => {
-                    tracing::warn!(tenant = %tenant, action_id = %id, error = %error, "the write applied despite the error");
-                    return Ok(Committed::Won(current));
-                }
-                Ok(Some(current)) if moved_on(t, &current) => return Ok(Committed::Lost(current)),
-                Ok(None) => return Err(Error::Internal(format!("{id} vanished"))),
-                // Not applied, or the read failed too: the write may be re-sent.
-                _ => {}
-            }
-            if matches!(error, StoreError::Conflict) || self.clock.now() >= give_up {
-                return Err(error.into());
-            }
-            tracing::warn!(tenant = %tenant, action_id = %id, error = %error, "store write failed; re-sending");
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(LONGEST_PAUSE);
-        }
-    }
-
-    pub(super) fn tool_of(&self, action: &Action) -> Option<&ToolEntry> {
-        let ticket = action.ticket.as_ref()?;
-        self.config
-            .tenant(&action.tenant)
-            .and_then(|t| t.tool(ticket.pending_tool()))
+        Ok(match self.seal_unrun(action, reason).await? {
+            (Committed::Landed(sealed), reason) => Performed::Sealed(sealed, reason),
+            (Committed::LostTo(current), _) => Performed::Lost(current),
+        })
     }
 
     /// The end of a lease taken at `now`: every attempt timing out, plus a margin.
@@ -276,17 +236,4 @@ impl Engine {
         now.saturating_add(tool.claim_budget() + LEASE_MARGIN)
             .expect("in range")
     }
-}
-
-/// Our transition is what the record holds: same version, same audit head, same lease.
-fn landed(t: &Transition, current: &Action) -> bool {
-    current.version == t.action.version
-        && current.chain_head == t.action.chain_head
-        && current.lease == t.action.lease
-}
-
-/// The record is past the version our transition expected: someone else's write won.
-fn moved_on(t: &Transition, current: &Action) -> bool {
-    t.expected
-        .is_none_or(|(_, version)| current.version != version)
 }

@@ -1,13 +1,12 @@
 //! Resume (SPEC §4 Resume): a wake → the ordered checks over fresh facts → a verdict that
 //! carries the record → seal, re-arm or perform (claim → run the attempts → commit the result,
-//! in `perform.rs`). And what a request does with a ticket it just committed (SC-EDGE-07).
+//! in `perform.rs`).
 
-use super::{perform::Performed, runs::Running, Engine};
+use super::{perform::Performed, Engine};
 use crate::{
-    config::ToolEntry,
     domain::{
         resume::{check, Facts, Rejection, Verdict, Wake},
-        Action, Lease, SealReason, State,
+        Action, SealReason, State,
     },
     Error,
 };
@@ -90,7 +89,7 @@ impl Engine {
     ) -> Result<ResumeOutcome, Error> {
         match verdict {
             Verdict::Reject(reason) => Ok(ResumeOutcome::Rejected { reason }),
-            Verdict::Seal(action, reason) => Ok(self.seal_unrun(&action, reason).await?.into()),
+            Verdict::Seal(action, reason) => Ok(self.sealed_unrun(&action, reason).await?.into()),
             Verdict::Wait(action, until) => {
                 let deadline = action.ticket.as_ref().map_or(until, |t| t.deadline());
                 // The wake that came early has fired: re-arm strictly later (SC-EDGE-09).
@@ -106,58 +105,7 @@ impl Engine {
 
     /// The fingerprint of the action's tool in the catalog now; `None` if it left the catalog.
     pub(super) fn fingerprint_of(&self, action: &Action) -> Option<String> {
-        self.config
-            .tenant(&action.tenant)
-            .and_then(|t| t.tool(&action.tool))
+        self.tool_named(&action.tenant, &action.tool)
             .map(|t| t.fingerprint())
-    }
-
-    /// Whether a ticket being committed runs inside this request (SC-EDGE-07): only when it is
-    /// due now and its tool's whole claim budget fits the request budget (API Gateway ends an
-    /// integration at 29–30 s), and the process is not shutting down. Then it is committed
-    /// already claimed under the returned lease (one write: no sweep can take it in between);
-    /// otherwise its wake runs it.
-    pub(super) fn inline_claim(
-        &self,
-        tool: &ToolEntry,
-        due_at: Timestamp,
-        now: Timestamp,
-    ) -> Option<(Running<'_>, Lease)> {
-        let fits = tool.claim_budget() <= self.config.limits.request_budget;
-        if due_at > now || !fits {
-            return None;
-        }
-        let running = self.runs.enter()?;
-        let lease = Lease {
-            owner: self.claim_owner(),
-            epoch: 1,
-            until: self.lease_end(tool, now),
-        };
-        Some((running, lease))
-    }
-
-    /// After a request committed a ticket it does not run itself: arm the wake (a due one
-    /// fires at once). Never an error: the ticket is committed, so the caller is answered with
-    /// it (the sweep performs it if the wake is lost, SC-REC-01) rather than invited to submit
-    /// the same call again.
-    pub(super) async fn hand_to_wake(&self, action: Action) -> Action {
-        self.arm(&action).await;
-        action
-    }
-
-    /// Run an action this request committed already claimed (one write: no sweep can take it
-    /// in between) and answer with the record as it ends up. A failure is logged, not returned:
-    /// the claim is committed, and recovery settles it when the lease lapses.
-    pub(super) async fn run_inline(&self, claimed: Action) -> Action {
-        let Some(tool) = self.tool_of(&claimed) else {
-            return claimed;
-        };
-        match self.run_claimed(&claimed, tool).await {
-            Ok(performed) => performed.into_action(),
-            Err(e) => {
-                tracing::error!(tenant = %claimed.tenant, action_id = %claimed.id, error = %e, "inline run failed; recovery settles the claim");
-                claimed
-            }
-        }
     }
 }

@@ -1,18 +1,17 @@
 //! Recovery (SPEC §4 Recovery): the sweep rediscovers what a lost wake or a dead worker left
 //! behind, through the same checks as a wake; on start every waiting ticket is re-armed.
 
-use super::{quarantine::Loaded, wake_of, Committed, Engine};
+use super::{quarantine::Loaded, wake_of, Engine};
 use crate::{
     config::Recovery,
     domain::{
         resume::{check_recovery, RecoveryFacts, RecoveryVerdict, Verdict},
-        Action, Actor, SealReason, State, Transition,
+        Action, Actor, SealReason, State,
     },
     Error,
 };
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
-use serde_json::json;
 
 /// Due items one sweep pass looks at; the rest come in the next pass.
 const SWEEP_BATCH: usize = 500;
@@ -96,7 +95,7 @@ impl Engine {
                 Ok(Swept::Nothing)
             }
             State::PendingApproval => {
-                self.seal(&action, Actor::system(), SealReason::ApprovalExpired)
+                self.seal(&action, Actor::system(), &SealReason::ApprovalExpired)
                     .await?;
                 Ok(Swept::Expired)
             }
@@ -125,7 +124,8 @@ impl Engine {
                 }
                 RecoveryVerdict::SealUnknown => {
                     tracing::warn!(tenant = %action.tenant, action_id = %action.id, "expired lease: outcome unknown");
-                    self.seal_unknown(&action).await?;
+                    self.seal(&action, Actor::system(), &SealReason::OutcomeUnknown)
+                        .await?;
                     Ok(Swept::Recovered)
                 }
             },
@@ -144,9 +144,7 @@ impl Engine {
     /// SC-REC-02: the recovery checks over fresh facts.
     async fn recovery_verdict(&self, action: &Action) -> Result<RecoveryVerdict, Error> {
         let retry_policy = self
-            .config
-            .tenant(&action.tenant)
-            .and_then(|t| t.tool(&action.tool))
+            .tool_named(&action.tenant, &action.tool)
             .is_some_and(|t| t.recovery == Recovery::Retry);
         let stopped = self.stopped(&action.tenant, &action.agent_id).await?;
         let fingerprint = self.fingerprint_of(action);
@@ -170,25 +168,6 @@ impl Engine {
             .saturating_add(budget + SWEEP_SLACK)
             .expect("in range")
             <= stop_by
-    }
-
-    /// Seal an executing action whose result never committed: `failed`, `outcome_unknown`.
-    async fn seal_unknown(&self, action: &Action) -> Result<Action, Error> {
-        let mut t = Transition::seal(
-            action,
-            Actor::system(),
-            &SealReason::OutcomeUnknown,
-            self.clock.now(),
-        );
-        if let Some(o) = t.action.outcome.as_mut() {
-            o.error = Some(json!({
-                "kind": "outcome_unknown",
-                "message": "the worker's lease expired before a result committed; reconcile with the tool (its Idempotency-Key is the action id)",
-            }));
-        }
-        match self.commit_or_reload(&t).await? {
-            Committed::Won(a) | Committed::Lost(a) => Ok(a),
-        }
     }
 
     /// On start: re-arm every committed waiting ticket (a restart loses nothing).

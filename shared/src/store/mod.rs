@@ -6,7 +6,7 @@ pub mod dynamodb;
 #[cfg(feature = "embedded")]
 pub mod sqlite;
 
-use crate::domain::{notice::OutboxEntry, Action, Event, Transition};
+use crate::domain::{notice::OutboxEntry, Action, Creation, Event, Transition};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -110,14 +110,14 @@ pub struct SweepRef {
 
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
-    /// Commit a new action (`t.expected == None`) and, atomically, its idempotency record.
+    /// Commit a new action and, atomically, its idempotency record.
     /// `Conflict` if the id or the idempotency key exists already.
     async fn create(
         &self,
-        t: &Transition,
+        t: &Creation,
         idempotency: Option<&IdempotencyRecord>,
     ) -> StoreResult<()>;
-    /// Commit a transition iff the record is still at `t.expected`.
+    /// Commit a transition iff the record is still at `t.expected` (state, version).
     async fn commit(&self, t: &Transition) -> StoreResult<()>;
     async fn load(&self, tenant: &str, action_id: &str) -> StoreResult<Option<Action>>;
     async fn events(&self, tenant: &str, action_id: &str) -> StoreResult<Vec<Event>>;

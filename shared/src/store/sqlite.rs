@@ -17,7 +17,7 @@ use super::{
     IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreError, StoreResult,
     SweepRef, Unreadable,
 };
-use crate::domain::{notice::OutboxEntry, Action, Event, Transition};
+use crate::domain::{notice::OutboxEntry, Action, Change, Creation, Event, Transition};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -386,14 +386,14 @@ fn run(conn: &Connection, sql: &str) -> StoreResult<()> {
 /// A transition's rows, encoded by the caller: the writer thread, which every write of the
 /// process queues for, only runs SQL.
 struct Encoded {
-    t: Transition,
+    t: Change,
     body: Vec<u8>,
     event: Vec<u8>,
     sweep_at: Option<String>,
 }
 
 impl Encoded {
-    fn of(t: &Transition) -> Self {
+    fn of(t: &Change) -> Self {
         Encoded {
             t: t.clone(),
             body: t.action.to_stored(),
@@ -431,7 +431,7 @@ fn conflict_or_unavailable(e: rusqlite::Error) -> StoreError {
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn create(&self, t: &Transition, idem: Option<&IdempotencyRecord>) -> StoreResult<()> {
+    async fn create(&self, t: &Creation, idem: Option<&IdempotencyRecord>) -> StoreResult<()> {
         let (e, idem) = (Encoded::of(t), idem.cloned());
         self.write(move |tx| {
             let a = &e.t.action;
@@ -466,11 +466,7 @@ impl Store for SqliteStore {
     }
 
     async fn commit(&self, t: &Transition) -> StoreResult<()> {
-        let Some((state, version)) = t.expected else {
-            return Err(StoreError::Malformed(
-                "commit needs an expected state".into(),
-            ));
-        };
+        let (state, version) = t.expected;
         let e = Encoded::of(t);
         self.write(move |tx| {
             let a = &e.t.action;

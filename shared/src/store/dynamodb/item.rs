@@ -727,7 +727,8 @@ mod tests {
     }
 
     use crate::domain::{
-        action::Approval, transition::TicketTerms, Decision, SealReason, Transition,
+        action::Approval, transition::TicketTerms, Change, Creation, Decision, SealReason,
+        Transition,
     };
 
     fn t(s: &str) -> Timestamp {
@@ -736,7 +737,7 @@ mod tests {
 
     /// A stand-in for the table: the state item after a create and after each commit, as
     /// `UpdateItem` would leave it (SET, REMOVE, the event appended).
-    fn store(transitions: &[Transition]) -> Item {
+    fn store(transitions: &[Change]) -> Item {
         let (first, rest) = transitions.split_first().unwrap();
         let mut state = state_item(&first.action, &first.event, None);
         for tr in rest {
@@ -804,7 +805,7 @@ mod tests {
             not_after: t("2026-10-21T18:00:00Z"),
         };
         let create = |w| {
-            Transition::create(
+            Creation::new(
                 submitted(w),
                 Actor::agent("agent-1"),
                 Some("approval_required"),
@@ -835,7 +836,12 @@ mod tests {
             Ok(json!({"sent": true})),
             t("2026-10-21T16:03:01Z"),
         );
-        let lifecycle = [c.clone(), a.clone(), cl.clone(), re, done];
+        let changes = |first: &Creation, rest: Vec<Transition>| -> Vec<Change> {
+            std::iter::once((**first).clone())
+                .chain(rest.iter().map(|t| (**t).clone()))
+                .collect()
+        };
+        let lifecycle = changes(&c, vec![a.clone(), cl.clone(), re, done]);
         let c2 = create(None);
         let cancelled = Transition::seal(
             &c2.action,
@@ -843,7 +849,8 @@ mod tests {
             &SealReason::Cancelled,
             t("2026-10-21T12:01:00Z"),
         );
-        for path in [&lifecycle[..], &[c2, cancelled][..]] {
+        let cancel_path = changes(&c2, vec![cancelled]);
+        for path in [&lifecycle[..], &cancel_path[..]] {
             let call = call_item(&path[0].action);
             for upto in 1..=path.len() {
                 let state = store(&path[..upto]);

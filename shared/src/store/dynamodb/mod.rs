@@ -24,7 +24,7 @@ use super::{
     IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreResult, SweepRef,
     Unreadable,
 };
-use crate::domain::{notice::OutboxEntry, Action, Event, Transition};
+use crate::domain::{notice::OutboxEntry, Action, Creation, Event, Transition};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::{
     types::{AttributeValue, KeysAndAttributes, ReturnValue},
@@ -100,7 +100,7 @@ impl Pairing {
 
 #[async_trait]
 impl Store for DynamoStore {
-    async fn create(&self, t: &Transition, idem: Option<&IdempotencyRecord>) -> StoreResult<()> {
+    async fn create(&self, t: &Creation, idem: Option<&IdempotencyRecord>) -> StoreResult<()> {
         self.create_action(t, idem).await
     }
 

@@ -17,7 +17,7 @@ use super::item::{get_s, s, Item};
 use super::keys::{nanos, parse_state_keys, state_sk, sweep_shard, tenant_pk, SWEEP_SHARDS};
 use super::meter::{malformed, meter, unavailable, Units, CAPACITY};
 use super::DynamoStore;
-use crate::domain::{notice::OutboxEntry, Transition};
+use crate::domain::{notice::OutboxEntry, Change};
 use crate::store::{StoreError, StoreResult};
 use aws_sdk_dynamodb::{error::ProvideErrorMetadata, types::AttributeValue};
 use jiff::Timestamp;
@@ -53,8 +53,8 @@ fn entry_value(entry: &OutboxEntry) -> AttributeValue {
 }
 
 /// The outbox attributes of a new state item whose first event notifies.
-pub(super) fn first(t: &Transition) -> Vec<(&'static str, AttributeValue)> {
-    let Some(entry) = OutboxEntry::of(t) else {
+pub(super) fn first(t: &Change) -> Vec<(&'static str, AttributeValue)> {
+    let Some(entry) = t.outbox_entry() else {
         return Vec::new();
     };
     let a = &t.action;
@@ -75,8 +75,8 @@ pub(super) struct Append {
     pub values: Vec<(&'static str, AttributeValue)>,
 }
 
-pub(super) fn append(t: &Transition) -> Option<Append> {
-    let entry = OutboxEntry::of(t)?;
+pub(super) fn append(t: &Change) -> Option<Append> {
+    let entry = t.outbox_entry()?;
     let a = &t.action;
     Some(Append {
         clause: "#nq = list_append(if_not_exists(#nq, :nq_none), :nq_new), #nr = if_not_exists(#nr, :nr_zero) + :nr_one, #np = :np, #na = :na",

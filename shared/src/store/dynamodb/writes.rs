@@ -10,7 +10,7 @@ use super::item::{
 use super::keys::{call_sk, epoch_seconds, nanos, state_sk, tenant_pk};
 use super::meter::{malformed, meter, unavailable, Units, CAPACITY};
 use super::DynamoStore;
-use crate::domain::{Action, State, Transition};
+use crate::domain::{Action, Creation, State, Transition};
 use crate::store::{IdempotencyRecord, StoreError, StoreResult, Unreadable};
 use aws_sdk_dynamodb::{
     error::{DisplayErrorContext, ProvideErrorMetadata, SdkError},
@@ -125,7 +125,7 @@ impl DynamoStore {
     /// read as an action (reads need both).
     pub(super) async fn create_action(
         &self,
-        t: &Transition,
+        t: &Creation,
         idem: Option<&IdempotencyRecord>,
     ) -> StoreResult<()> {
         let a = &t.action;
@@ -159,11 +159,7 @@ impl DynamoStore {
     /// One `UpdateItem` of the state item: the new state, version and terms, the event
     /// appended, conditional on the expected (state, version).
     pub(super) async fn commit_transition(&self, t: &Transition) -> StoreResult<()> {
-        let Some((state, version)) = t.expected else {
-            return Err(StoreError::Malformed(
-                "commit needs an expected state".into(),
-            ));
-        };
+        let (state, version) = t.expected;
         let a = &t.action;
         let expires = self.expiry_of(a);
         let attributes = state_attributes(a, &t.event, expires);

@@ -3,7 +3,7 @@
 
 use super::{instant, malformed, unavailable, SqliteStore};
 use crate::{
-    domain::{notice::OutboxEntry, Transition},
+    domain::{notice::OutboxEntry, Change},
     store::{StoreError, StoreResult},
 };
 use jiff::Timestamp;
@@ -25,8 +25,8 @@ CREATE INDEX IF NOT EXISTS outbox_dead ON outbox (tenant, dead_at) WHERE dead_at
 ";
 
 /// Inside the transition's transaction: the notice lands with the transition or not at all.
-pub(super) fn insert(tx: &Connection, t: &Transition) -> StoreResult<()> {
-    let Some(entry) = OutboxEntry::of(t) else {
+pub(super) fn insert(tx: &Connection, t: &Change) -> StoreResult<()> {
+    let Some(entry) = t.outbox_entry() else {
         return Ok(());
     };
     tx.execute(

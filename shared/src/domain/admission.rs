@@ -1,0 +1,199 @@
+//! Intake's decision as a pure function (SPEC §4 Intake): stop, capability, then policy — in
+//! that order, each over facts the engine read just before. What it answers is what the first
+//! commit of the action will be; nothing here reads a store or a clock.
+
+use super::{policy::Gate, window::Window, Decision, SealReason};
+use jiff::{SignedDuration, Timestamp};
+use serde_json::Value;
+
+/// What intake knows when it decides.
+#[derive(Debug, Clone)]
+pub struct IntakeFacts<'a> {
+    /// A stop of the tenant or of this agent stands (read just now).
+    pub stopped: bool,
+    /// The call's `action_kind`, if any, is one the tenant declared.
+    pub kind_declared: bool,
+    /// The policy rule the call matched.
+    pub gate: &'a Gate,
+    /// The tool called, and whether it is in the tenant's catalog.
+    pub tool: &'a str,
+    pub in_catalog: bool,
+    pub window: Option<Window>,
+    pub now: Timestamp,
+    /// An allowed call whose window opens within this runs at once (SC-INT-05).
+    pub allow_now_within: SignedDuration,
+    /// The latest start of a ticket without a window.
+    pub run_deadline: SignedDuration,
+    /// How long a pending approval without a window waits (SC-APP-04).
+    pub approval_ttl: SignedDuration,
+}
+
+/// The action's first committed form, as the gate decided it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Admission {
+    /// Sealed `denied` at once with this reason (SC-INT-03/04/05); the agent is answered 403.
+    Refused(SealReason),
+    /// Sealed `succeeded` with the policy's result; no tool runs (SC-INT-08).
+    SetResult(Option<Value>),
+    /// A ticket committed by policy (`allow` or `schedule`, SC-INT-09): due at `due_at`, its
+    /// last start `deadline`; `reason` names the rule kind in the first audit event.
+    Ticket {
+        due_at: Timestamp,
+        deadline: Timestamp,
+        reason: &'static str,
+    },
+    /// Waits for a person's countersignature until `expires_at` (SC-APP-04).
+    Approval { expires_at: Timestamp },
+    /// The request cannot be decided as given: a validation error for `param`.
+    Invalid {
+        param: &'static str,
+        message: String,
+    },
+}
+
+/// The decision, in the contract's order: a stop, an undeclared kind, then the policy's rule.
+pub fn admit(f: &IntakeFacts<'_>) -> Admission {
+    if f.stopped {
+        return Admission::Refused(SealReason::Stopped);
+    }
+    if !f.kind_declared {
+        return Admission::Refused(SealReason::CapabilityBound);
+    }
+    let runs_a_tool = matches!(
+        f.gate.decision,
+        Decision::Allow | Decision::Schedule | Decision::RequireApproval
+    );
+    if runs_a_tool && !f.in_catalog {
+        return Admission::Invalid {
+            param: "tool",
+            message: format!("tool {:?} is not in the tenant's catalog", f.tool),
+        };
+    }
+    let later = |d: SignedDuration| f.now.saturating_add(d).unwrap_or(Timestamp::MAX);
+    match f.gate.decision {
+        Decision::Deny => Admission::Refused(SealReason::PolicyDenied),
+        Decision::SetResult => Admission::SetResult(f.gate.result.clone()),
+        Decision::Allow => match f.window {
+            Some(w) if w.not_before > later(f.allow_now_within) => {
+                Admission::Refused(SealReason::ScheduleNeedsApproval)
+            }
+            // Runs now, even if the window opens within the minute; the window stays recorded.
+            window => Admission::Ticket {
+                due_at: f.now,
+                deadline: window.map_or_else(|| later(f.run_deadline), |w| w.not_after).max(f.now),
+                reason: "policy_allow",
+            },
+        },
+        Decision::Schedule => match f.window {
+            Some(w) => Admission::Ticket {
+                due_at: w.not_before.max(f.now),
+                deadline: w.not_after,
+                reason: "policy_schedule",
+            },
+            None => Admission::Invalid {
+                param: "schedule",
+                message: "this tool runs unattended only inside a window: give schedule {not_before, not_after}".into(),
+            },
+        },
+        // A scheduled approval lapses with its window, others after the TTL.
+        Decision::RequireApproval => Admission::Approval {
+            expires_at: f.window.map_or_else(|| later(f.approval_ttl), |w| w.not_after),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + secs).unwrap()
+    }
+
+    fn gate(decision: Decision) -> Gate {
+        Gate {
+            decision,
+            result: (decision == Decision::SetResult).then(|| serde_json::json!({"shadow": true})),
+            rule: None,
+        }
+    }
+
+    /// Every branch of the order: stop before kind before catalog before the policy's rule.
+    #[test]
+    fn sc_int_05_admission_follows_the_contract_order() {
+        use Decision::*;
+        let w = |nb, na| {
+            Some(Window {
+                not_before: at(nb),
+                not_after: at(na),
+            })
+        };
+        let ticket = |due, deadline, reason| Admission::Ticket {
+            due_at: at(due),
+            deadline: at(deadline),
+            reason,
+        };
+        let invalid = |param: &'static str| move |a: &Admission| matches!(a, Admission::Invalid { param: p, .. } if *p == param);
+        #[rustfmt::skip]
+        let table: Vec<(bool, bool, Decision, bool, Option<Window>, Admission)> = vec![
+            // stopped, kind ok, decision, in catalog, window → admission
+            (true,  true,  Allow, true, None, Admission::Refused(SealReason::Stopped)),
+            (true,  false, Allow, true, None, Admission::Refused(SealReason::Stopped)),
+            (false, false, Allow, true, None, Admission::Refused(SealReason::CapabilityBound)),
+            (false, true,  Deny,  false, None, Admission::Refused(SealReason::PolicyDenied)),
+            (false, true,  SetResult, false, None, Admission::SetResult(Some(serde_json::json!({"shadow": true})))),
+            (false, true,  Allow, true, None, ticket(0, 60, "policy_allow")),
+            (false, true,  Allow, true, w(30, 600), ticket(0, 600, "policy_allow")),
+            (false, true,  Allow, true, w(61, 600), Admission::Refused(SealReason::ScheduleNeedsApproval)),
+            (false, true,  Schedule, true, w(300, 900), ticket(300, 900, "policy_schedule")),
+            (false, true,  Schedule, true, w(-10, 900), ticket(0, 900, "policy_schedule")),
+            (false, true,  RequireApproval, true, None, Admission::Approval { expires_at: at(3600) }),
+            (false, true,  RequireApproval, true, w(300, 900), Admission::Approval { expires_at: at(900) }),
+        ];
+        for (i, (stopped, kind_declared, decision, in_catalog, window, expected)) in
+            table.into_iter().enumerate()
+        {
+            let g = gate(decision);
+            let facts = IntakeFacts {
+                stopped,
+                kind_declared,
+                gate: &g,
+                tool: "mail.send",
+                in_catalog,
+                window,
+                now: at(0),
+                allow_now_within: SignedDuration::from_secs(60),
+                run_deadline: SignedDuration::from_secs(60),
+                approval_ttl: SignedDuration::from_hours(1),
+            };
+            assert_eq!(admit(&facts), expected, "row {i}");
+        }
+        let g = gate(Schedule);
+        let base = IntakeFacts {
+            stopped: false,
+            kind_declared: true,
+            gate: &g,
+            tool: "mail.send",
+            in_catalog: true,
+            window: None,
+            now: at(0),
+            allow_now_within: SignedDuration::from_secs(60),
+            run_deadline: SignedDuration::from_secs(60),
+            approval_ttl: SignedDuration::from_hours(1),
+        };
+        assert!(
+            invalid("schedule")(&admit(&base)),
+            "schedule without a window"
+        );
+        let g = gate(Allow);
+        let missing = IntakeFacts {
+            gate: &g,
+            in_catalog: false,
+            ..base
+        };
+        assert!(
+            invalid("tool")(&admit(&missing)),
+            "a tool to run must be in the catalog"
+        );
+    }
+}

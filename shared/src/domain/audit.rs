@@ -231,7 +231,7 @@ mod tests {
         events.push(t.event.clone());
         t = Transition::finish(&t.action, Ok(json!({"sent": true})), at(3));
         events.push(t.event.clone());
-        (t.action, events)
+        (t.action.clone(), events)
     }
 
     #[test]

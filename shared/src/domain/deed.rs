@@ -287,7 +287,7 @@ mod tests {
             &SealReason::Denied("not today".into()),
             at(5),
         );
-        (sealed.action, vec![created.event, sealed.event])
+        (sealed.action.clone(), vec![created.event.clone(), sealed.event.clone()])
     }
 
     fn signed() -> (Vec<u8>, DeedKey) {

@@ -280,7 +280,7 @@ async fn sc_not_01_dynamodb_a_crash_right_after_the_transition_still_notifies() 
         .await
         .unwrap()
         .unwrap()
-        .state
+        .state()
         != State::Denied
     {
         assert!(std::time::Instant::now() < until, "the denial commits");

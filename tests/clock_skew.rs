@@ -117,7 +117,7 @@ async fn sc_edge_09_scheduler_early_wake_replaces_the_fired_schedule_with_a_late
     .unwrap();
     let action = engine.submit(&agent, req, None).await.unwrap().action;
     let not_before = action.schedule.unwrap().not_before;
-    let ticket = action.ticket.as_ref().unwrap();
+    let ticket = action.ticket().unwrap();
     let wake = Wake {
         tenant: action.tenant.clone(),
         action_id: action.id.clone(),

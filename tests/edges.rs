@@ -127,7 +127,7 @@ impl Edge {
             .await
             .unwrap()
             .action;
-        assert_eq!(a.state, expected);
+        assert_eq!(a.state(), expected);
         a
     }
     /// A `report.build` ticket whose window [now+10 s, now+80 s] has just opened (the clock is
@@ -167,7 +167,7 @@ fn wake_of(a: &Action) -> Wake {
     Wake {
         tenant: a.tenant.clone(),
         action_id: a.id.clone(),
-        correlation_id: a.ticket.as_ref().unwrap().correlation_id().to_owned(),
+        correlation_id: a.ticket().unwrap().correlation_id().to_owned(),
     }
 }
 
@@ -190,7 +190,7 @@ async fn no_attempt_after_deadline(backend: Backend) {
 
     // (a) The claim commits, the window closes while its answer is on the way back.
     let a = e.report(10, 70).await;
-    e.set(a.ticket.as_ref().unwrap().deadline() - SignedDuration::from_secs(1));
+    e.set(a.ticket().unwrap().deadline() - SignedDuration::from_secs(1));
     let gate = Gate::new();
     e.store.inject(
         Matching::claim().of(&a.id),
@@ -205,13 +205,13 @@ async fn no_attempt_after_deadline(backend: Backend) {
     assert_eq!(e.tools.count_for(&a.id), 0, "no attempt after the deadline");
     let sealed = e.load(&a.id).await;
     assert_eq!(
-        (sealed.state, sealed.reason()),
+        (sealed.state(), sealed.reason()),
         (State::Cancelled, Some("schedule_missed"))
     );
 
     // (b) Attempt 1 answers 503 just before the deadline; the deadline passes in the backoff.
     let b = e.report(10, 70).await;
-    e.set(b.ticket.as_ref().unwrap().deadline() - SignedDuration::from_millis(500));
+    e.set(b.ticket().unwrap().deadline() - SignedDuration::from_millis(500));
     let run = e.spawn_resume(&b);
     e.tool_calls(&b.id, 1).await;
     tokio::time::sleep(Duration::from_millis(200)).await; // inside the 1 s backoff
@@ -219,7 +219,7 @@ async fn no_attempt_after_deadline(backend: Backend) {
     run.await.unwrap().unwrap();
     assert_eq!(e.tools.count_for(&b.id), 1, "no retry after the deadline");
     assert_eq!(
-        e.load(&b.id).await.state,
+        e.load(&b.id).await.state(),
         State::Failed,
         "attempt 1's answer is the outcome"
     );
@@ -252,7 +252,7 @@ async fn stop_is_final_once_answered(backend: Backend) {
     assert_eq!(e.tools.count_for(&a.id), 0, "no attempt after the stop");
     let sealed = e.load(&a.id).await;
     assert_eq!(
-        (sealed.state, sealed.reason()),
+        (sealed.state(), sealed.reason()),
         (State::Denied, Some("stopped"))
     );
     e.engine.lift_stop(&admin, "agent-1").await.unwrap();
@@ -265,7 +265,7 @@ async fn stop_is_final_once_answered(backend: Backend) {
     e.engine.stop(&admin, None).await.unwrap();
     run.await.unwrap().unwrap();
     assert_eq!(e.tools.count_for(&b.id), 1, "no retry after the stop");
-    assert_eq!(e.load(&b.id).await.state, State::Failed);
+    assert_eq!(e.load(&b.id).await.state(), State::Failed);
 }
 
 on_both_stores!(stop_is_final_once_answered: sc_edge_02_stop_is_final_once_answered_sqlite, sc_edge_02_stop_is_final_once_answered_dynamodb);
@@ -303,7 +303,7 @@ async fn results_survive_store_faults(backend: Backend) {
         ids.push(a.id);
     }
     for id in &ids {
-        assert_eq!(e.load(id).await.state, State::Succeeded, "{id}");
+        assert_eq!(e.load(id).await.state(), State::Succeeded, "{id}");
     }
     let injected = e.store.injected();
     assert_eq!((injected.failed, injected.ambiguous), (2, 4));
@@ -334,7 +334,7 @@ async fn drain_lets_runs_commit(backend: Backend) {
     e.tools.release();
     drained.await.unwrap();
     assert_eq!(
-        e.load(&a.id).await.state,
+        e.load(&a.id).await.state(),
         State::Succeeded,
         "committed before drain returned"
     );
@@ -343,7 +343,7 @@ async fn drain_lets_runs_commit(backend: Backend) {
         ResumeOutcome::Ran { .. }
     ));
     assert_eq!(
-        e.load(&b.id).await.state,
+        e.load(&b.id).await.state(),
         State::Approved,
         "no new claim while draining"
     );
@@ -398,7 +398,7 @@ async fn sc_edge_05_local_server_shutdown_lets_runs_commit() {
     let store = SqliteStore::open(&db).unwrap();
     let done = store.load("acme", &id).await.unwrap().unwrap();
     assert_eq!(
-        done.state,
+        done.state(),
         State::Succeeded,
         "the result committed before exit"
     );
@@ -451,7 +451,7 @@ async fn inline_runs_fit_the_request(backend: Backend) {
     let req = || serde_json::from_value(json!({"tool": "search.web", "args": {"q": "x"}})).unwrap();
     let a = e.engine.submit(&agent, req(), None).await.unwrap().action;
     assert_eq!(
-        a.state,
+        a.state(),
         State::Approved,
         "committed, not run in the request"
     );
@@ -491,7 +491,7 @@ async fn inline_runs_fit_the_request(backend: Backend) {
     gate.open();
     let b = submit.await.unwrap().unwrap().action;
     assert_eq!(
-        b.state,
+        b.state(),
         State::Succeeded,
         "the request ran it and answers the result"
     );
@@ -524,8 +524,8 @@ async fn scheduled_approval_lapses_at_its_expiry(backend: Backend) {
     e.set(e.at(120)); // inside the window: the timely one is due, the late one still waits
     let first = e.engine.sweep().await.unwrap();
     assert_eq!((first.resumed, first.expired), (1, 0), "{first:?}");
-    assert_eq!(e.load(&timely.id).await.state, State::Succeeded);
-    assert_eq!(e.load(&late.id).await.state, State::PendingApproval);
+    assert_eq!(e.load(&timely.id).await.state(), State::Succeeded);
+    assert_eq!(e.load(&late.id).await.state(), State::PendingApproval);
     let again = e.engine.sweep().await.unwrap();
     assert_eq!(again.due, 0, "deferred until its expiry: {again:?}");
 
@@ -534,7 +534,7 @@ async fn scheduled_approval_lapses_at_its_expiry(backend: Backend) {
     assert_eq!(lapsed.expired, 1, "{lapsed:?}");
     let sealed = e.load(&late.id).await;
     assert_eq!(
-        (sealed.state, sealed.reason()),
+        (sealed.state(), sealed.reason()),
         (State::Cancelled, Some("approval_expired"))
     );
 }
@@ -555,8 +555,8 @@ async fn worker_past_its_lease_yields(backend: Backend) {
     let a = e.due_report().await;
     let run = e.spawn_resume(&a);
     e.tool_calls(&a.id, 1).await;
-    let lease = e.load(&a.id).await.lease.expect("claimed");
-    assert!(lease.until < a.ticket.as_ref().unwrap().deadline());
+    let lease = e.load(&a.id).await.lease().cloned().expect("claimed");
+    assert!(lease.until < a.ticket().unwrap().deadline());
     // Inside attempt 1's backoff: the lease ends before attempt 2 could time out.
     e.set(lease.until - SignedDuration::from_millis(500));
     let outcome = run.await.unwrap().unwrap();
@@ -568,7 +568,7 @@ async fn worker_past_its_lease_yields(backend: Backend) {
     );
     let held = e.load(&a.id).await;
     assert_eq!(
-        (held.state, held.lease.map(|l| l.epoch)),
+        (held.state(), held.lease().map(|l| l.epoch)),
         (State::Executing, Some(lease.epoch)),
         "nothing committed"
     );
@@ -579,7 +579,7 @@ async fn worker_past_its_lease_yields(backend: Backend) {
     assert_eq!(swept.recovered, 1, "{swept:?}");
     let done = e.load(&a.id).await;
     assert_eq!(
-        done.state,
+        done.state(),
         State::Failed,
         "the 503s of the re-run are its outcome"
     );
@@ -669,7 +669,7 @@ impl Edge {
             .submit(&self.who(keys::AGENT), req, None)
             .await
             .unwrap();
-        assert_eq!(a.action.state, State::PendingApproval);
+        assert_eq!(a.action.state(), State::PendingApproval);
         a.action
     }
     fn digest(a: &Action) -> String {
@@ -693,7 +693,7 @@ impl Edge {
         }
         run.abort();
         let held = self.load(&a.id).await;
-        let lease = held.lease.clone().expect("claimed");
+        let lease = held.lease().clone().expect("claimed");
         self.set(lease.until + SignedDuration::from_secs(1));
         held
     }
@@ -712,7 +712,7 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
             e.next_create(fault);
             let req = e.submit_req("search.web", json!({"q": ctx}));
             let a = e.engine.submit(&agent, req, None).await.expect(&ctx).action;
-            assert_eq!(a.state, State::Succeeded, "{ctx}");
+            assert_eq!(a.state(), State::Succeeded, "{ctx}");
             assert_eq!(e.tools.count_for(&a.id), 1, "{ctx}: ran once");
         }
         // Caught: with an Idempotency-Key the conflict was taken for a concurrent request's
@@ -723,14 +723,14 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
             let key = format!("key-{}", ulid::Ulid::new());
             let a = e.engine.submit(&agent, req, Some(&key)).await.expect(&ctx);
             assert!(!a.replayed, "{ctx}: the first answer is no replay");
-            assert_eq!(a.action.state, State::Succeeded, "{ctx}");
+            assert_eq!(a.action.state(), State::Succeeded, "{ctx}");
             assert_eq!(e.tools.count_for(&a.action.id), 1, "{ctx}: ran once");
         }
         WriteKind::CreatePending => {
             e.next_create(fault);
             let req = e.submit_req("mail.send", json!({"to": ctx}));
             let a = e.engine.submit(&agent, req, None).await.expect(&ctx).action;
-            assert_eq!(a.state, State::PendingApproval, "{ctx}");
+            assert_eq!(a.state(), State::PendingApproval, "{ctx}");
             assert_eq!(e.load(&a.id).await.version, 1, "{ctx}");
         }
         WriteKind::CreateDenied => {
@@ -738,7 +738,7 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
             let req = e.submit_req("unlisted.tool", json!({"q": ctx}));
             match e.engine.submit(&agent, req, None).await {
                 Err(countersign::Error::Refused { action_id, .. }) => {
-                    assert_eq!(e.load(&action_id).await.state, State::Denied, "{ctx}");
+                    assert_eq!(e.load(&action_id).await.state(), State::Denied, "{ctx}");
                 }
                 other => panic!("{ctx}: {other:?}"),
             }
@@ -760,7 +760,7 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
                 .approve(&approver, &a.id, &Edge::digest(&a))
                 .await
                 .expect(&ctx);
-            assert_eq!(approved.state, State::Approved, "{ctx}");
+            assert_eq!(approved.state(), State::Approved, "{ctx}");
             let armed = e.waker.armed.lock().unwrap().clone();
             assert!(
                 armed.iter().any(|(w, _)| w.action_id == a.id),
@@ -778,7 +778,7 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
                 .approve(&approver, &a.id, &Edge::digest(&a))
                 .await
                 .expect(&ctx);
-            assert_eq!(done.state, State::Succeeded, "{ctx}");
+            assert_eq!(done.state(), State::Succeeded, "{ctx}");
             assert_eq!(e.tools.count_for(&a.id), 1, "{ctx}: ran once");
         }
         WriteKind::Deny => {
@@ -789,7 +789,7 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
                 .deny(&approver, &a.id, "not today")
                 .await
                 .expect(&ctx);
-            assert_eq!(denied.state, State::Denied, "{ctx}");
+            assert_eq!(denied.state(), State::Denied, "{ctx}");
         }
         // Caught (defect 2): a re-sent cancel that met its own applied write answered
         // `409 action_sealed {cancelled}` and skipped deleting the wake.
@@ -797,7 +797,7 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
             let a = e.report(10, 80).await;
             e.next_to(&a.id, None, State::Cancelled, fault);
             let cancelled = e.engine.cancel(&agent, &a.id).await.expect(&ctx);
-            assert_eq!(cancelled.state, State::Cancelled, "{ctx}");
+            assert_eq!(cancelled.state(), State::Cancelled, "{ctx}");
             let disarmed = e.waker.disarmed.lock().unwrap().clone();
             assert!(
                 disarmed.iter().any(|w| w.action_id == a.id),
@@ -831,7 +831,7 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
             assert_eq!(swept.failed, 0, "{ctx}: {swept:?}");
             let sealed = e.load(&a.id).await;
             assert_eq!(
-                (sealed.state, sealed.reason()),
+                (sealed.state(), sealed.reason()),
                 (State::Cancelled, Some("approval_expired")),
                 "{ctx}"
             );
@@ -871,7 +871,11 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
             let swept = e.engine.sweep().await.expect(&ctx);
             assert_eq!((swept.recovered, swept.failed), (1, 0), "{ctx}: {swept:?}");
             let done = e.load(&a.id).await;
-            assert_eq!((done.state, done.lease), (State::Succeeded, None), "{ctx}");
+            assert_eq!(
+                (done.state(), done.lease()),
+                (State::Succeeded, None),
+                "{ctx}"
+            );
             assert_eq!(
                 e.tools.count_for(&a.id),
                 2,
@@ -898,7 +902,7 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
             assert_eq!((swept.recovered, swept.failed), (1, 0), "{ctx}: {swept:?}");
             let sealed = e.load(&a.id).await;
             assert_eq!(
-                (sealed.state, sealed.reason()),
+                (sealed.state(), sealed.reason()),
                 (State::Failed, Some("outcome_unknown")),
                 "{ctx}"
             );
@@ -962,13 +966,13 @@ async fn halted_recovery_is_outcome_unknown(backend: Backend) {
             "stop" => {
                 e.engine.stop(&admin, Some("agent-1")).await.unwrap();
             }
-            _ => e.set(a.ticket.as_ref().unwrap().deadline() + SignedDuration::from_secs(1)),
+            _ => e.set(a.ticket().unwrap().deadline() + SignedDuration::from_secs(1)),
         }
         gate.open();
         sweep.await.unwrap().unwrap();
         let sealed = e.load(&a.id).await;
         assert_eq!(
-            (sealed.state, sealed.reason()),
+            (sealed.state(), sealed.reason()),
             (State::Failed, Some("outcome_unknown")),
             "{halt}: epoch 1's attempt may have reached the tool"
         );

@@ -77,7 +77,7 @@ impl Rig {
             .await
             .unwrap()
             .action;
-        match submitted.state {
+        match submitted.state() {
             State::PendingApproval => {
                 let digest = submitted.approval.as_ref().unwrap().context_digest.clone();
                 self.engine
@@ -92,9 +92,9 @@ impl Rig {
     /// A worker claims `a` with a lease of `lease_secs` and dies before committing a result
     /// (SC-REC-02). Returns the record as that worker left it.
     async fn crash_after_claim(&self, a: &Action, lease_secs: i64) -> Action {
-        let claim = Transition::claim(a, "wrk_dead", self.at(lease_secs), self.at(0));
+        let claim = Transition::claim(a, "wrk_dead", self.at(lease_secs), self.at(0)).unwrap();
         self.store.commit(&claim).await.unwrap();
-        claim.action
+        claim.action.clone()
     }
 
     async fn load(&self, id: &str) -> Action {
@@ -123,7 +123,7 @@ fn wake_of(a: &Action) -> Wake {
         tenant: a.tenant.clone(),
         action_id: a.id.clone(),
         correlation_id: a
-            .ticket
+            .ticket()
             .as_ref()
             .expect("a committed ticket")
             .correlation_id()
@@ -198,7 +198,7 @@ async fn sc_res_01_no_waiting_ticket_is_rejected_and_changes_nothing() {
 async fn sc_res_02_stale_correlation_is_rejected() {
     let r = rig().await;
     let a = r.committed("mail.send", 0, 600).await;
-    assert_eq!(a.state, State::Succeeded, "due now: ran on approval");
+    assert_eq!(a.state(), State::Succeeded, "due now: ran on approval");
     let b = r.committed("mail.send", 60, 600).await;
     r.advance(60);
     let mut stale = wake_of(&b);
@@ -250,7 +250,7 @@ async fn sc_res_03_a_stop_seals_denied_without_running() {
         ResumeOutcome::Rejected { .. }
     ));
     r.engine.sweep().await.unwrap();
-    assert_eq!(r.load(&a.id).await.state, State::Denied);
+    assert_eq!(r.load(&a.id).await.state(), State::Denied);
 }
 
 #[tokio::test]
@@ -286,7 +286,7 @@ async fn sc_res_05_an_early_wake_re_arms_and_changes_nothing() {
     let a = r.committed("mail.send", 120, 900).await;
     r.advance(119);
     let out = r.engine.resume(&wake_of(&a)).await.unwrap();
-    let due = a.ticket.as_ref().unwrap().due_at();
+    let due = a.ticket().unwrap().due_at();
     assert!(
         matches!(out, ResumeOutcome::Waiting { until } if until == due),
         "{out:?}"
@@ -353,7 +353,7 @@ async fn sc_res_07_claim_run_commit_and_a_fenced_owner_is_refused() {
     let report = r.engine.sweep().await.unwrap();
     assert_eq!(report.recovered, 1);
     let done = r.load(&a.id).await;
-    assert_eq!(done.state, State::Succeeded);
+    assert_eq!(done.state(), State::Succeeded);
     let calls = r.tools.calls_for(&a.id);
     assert_eq!(calls.len(), 1);
     assert_eq!(
@@ -380,7 +380,7 @@ async fn sc_rec_01_a_lost_wake_is_found_by_the_sweep() {
     r.waker.fail.store(true, Ordering::SeqCst);
     let a = r.committed("mail.send", 60, 600).await;
     assert_eq!(
-        a.state,
+        a.state(),
         State::Approved,
         "the ticket committed although arming failed"
     );
@@ -389,7 +389,7 @@ async fn sc_rec_01_a_lost_wake_is_found_by_the_sweep() {
     assert_eq!(r.engine.sweep().await.unwrap().resumed, 0, "not due yet");
     r.advance(30);
     assert_eq!(r.engine.sweep().await.unwrap().resumed, 1);
-    assert_eq!(r.load(&a.id).await.state, State::Succeeded);
+    assert_eq!(r.load(&a.id).await.state(), State::Succeeded);
     assert_eq!(r.tools.count_for(&a.id), 1);
 }
 
@@ -410,7 +410,7 @@ async fn sc_rec_02_an_expired_lease_follows_the_tools_recovery_policy() {
     r.engine.sweep().await.unwrap();
     let failed = r.load(&a.id).await;
     assert_eq!(
-        (failed.state, failed.reason()),
+        (failed.state(), failed.reason()),
         (State::Failed, Some("outcome_unknown"))
     );
     assert_eq!(r.tools.count_for(&a.id), 0);
@@ -423,7 +423,7 @@ async fn sc_rec_02_an_expired_lease_follows_the_tools_recovery_policy() {
     r.engine.sweep().await.unwrap();
     let failed = r.load(&b.id).await;
     assert_eq!(
-        (failed.state, failed.reason()),
+        (failed.state(), failed.reason()),
         (State::Failed, Some("outcome_unknown"))
     );
     assert_eq!(r.tools.count_for(&b.id), 0);
@@ -492,7 +492,7 @@ async fn sc_app_04_pending_approvals_expire() {
     );
     let s = r.load(&scheduled.id).await;
     assert_eq!(
-        (s.state, s.reason(), s.actor.clone()),
+        (s.state(), s.reason(), s.actor.clone()),
         (
             State::Cancelled,
             Some("approval_expired"),
@@ -500,7 +500,7 @@ async fn sc_app_04_pending_approvals_expire() {
         )
     );
     assert_eq!(
-        r.load(&open.id).await.state,
+        r.load(&open.id).await.state(),
         State::PendingApproval,
         "the other waits for the 1 h TTL"
     );
@@ -566,9 +566,9 @@ async fn sc_can_03_cancel_races_the_worker_1000_pairs() {
             let (cancelled, resumed) = pair.await.unwrap();
             let end = r.load(&a.id).await;
             let ran = r.tools.count_for(&a.id);
-            match (&cancelled, end.state) {
+            match (&cancelled, end.state()) {
                 (Ok(c), State::Cancelled) => {
-                    assert_eq!(c.state, State::Cancelled);
+                    assert_eq!(c.state(), State::Cancelled);
                     assert_eq!(
                         ran, 0,
                         "the tool never runs after a winning cancel ({})",
@@ -633,13 +633,10 @@ async fn webhook_answers_are_classified_and_capped() {
         ..Behaviour::default()
     });
     let a = run("search.web").await;
-    assert_eq!(a.state, State::Failed);
+    assert_eq!(a.state(), State::Failed);
+    assert_eq!(a.outcome().unwrap().error.as_ref().unwrap()["status"], 422);
     assert_eq!(
-        a.outcome.as_ref().unwrap().error.as_ref().unwrap()["status"],
-        422
-    );
-    assert_eq!(
-        a.outcome.as_ref().unwrap().error.as_ref().unwrap()["body"],
+        a.outcome().unwrap().error.as_ref().unwrap()["body"],
         json!({"why": "bad address"})
     );
     assert_eq!(r.tools.count_for(&a.id), 1);
@@ -649,16 +646,16 @@ async fn webhook_answers_are_classified_and_capped() {
         ..Behaviour::default()
     });
     let b = run("search.web").await;
-    assert_eq!((b.state, r.tools.count_for(&b.id)), (State::Failed, 1));
+    assert_eq!((b.state(), r.tools.count_for(&b.id)), (State::Failed, 1));
     // Timeout (tool timeout is 2 s in this rig) → failed with kind timeout.
     r.tools.behave(Behaviour {
         delay_ms: 3000,
         ..Behaviour::default()
     });
     let c = run("search.web").await;
-    assert_eq!(c.state, State::Failed);
+    assert_eq!(c.state(), State::Failed);
     assert_eq!(
-        c.outcome.as_ref().unwrap().error.as_ref().unwrap()["kind"],
+        c.outcome().unwrap().error.as_ref().unwrap()["kind"],
         "timeout"
     );
     // A result over 64 KiB is not stored; the call still succeeded.
@@ -667,9 +664,9 @@ async fn webhook_answers_are_classified_and_capped() {
         ..Behaviour::default()
     });
     let d = run("search.web").await;
-    assert_eq!(d.state, State::Succeeded);
+    assert_eq!(d.state(), State::Succeeded);
     assert_eq!(
-        d.outcome.as_ref().unwrap().result.as_ref().unwrap()["truncated"],
+        d.outcome().unwrap().result.as_ref().unwrap()["truncated"],
         true
     );
     assert!(
@@ -716,11 +713,11 @@ async fn a_sweep_with_a_deadline_defers_runs_that_would_not_fit() {
     r.advance(60);
     let report = r.engine.sweep_until(Some(r.at(10))).await.unwrap();
     assert_eq!((report.deferred, report.resumed), (1, 0), "{report:?}");
-    assert_eq!(r.load(&a.id).await.state, State::Approved);
+    assert_eq!(r.load(&a.id).await.state(), State::Approved);
     assert_eq!(r.tools.count_for(&a.id), 0);
     let report = r.engine.sweep_until(Some(r.at(20))).await.unwrap();
     assert_eq!((report.deferred, report.resumed), (0, 1), "{report:?}");
-    assert_eq!(r.load(&a.id).await.state, State::Succeeded);
+    assert_eq!(r.load(&a.id).await.state(), State::Succeeded);
 }
 
 /// SC-REC-02 with SC-RES-03: an expired lease of a `retry` tool is not re-run for a stopped
@@ -739,7 +736,7 @@ async fn recovery_never_re_runs_for_a_stopped_agent() {
     r.engine.sweep().await.unwrap();
     let sealed = r.load(&a.id).await;
     assert_eq!(
-        (sealed.state, sealed.reason()),
+        (sealed.state(), sealed.reason()),
         (State::Failed, Some("outcome_unknown"))
     );
     assert_eq!(r.tools.count_for(&a.id), 0);
@@ -775,6 +772,9 @@ async fn a_non_json_result_is_capped_as_stored() {
         .await
         .unwrap()
         .action;
-    assert_eq!(a.state, State::Succeeded);
-    assert_eq!(a.outcome.unwrap().result.unwrap()["truncated"], true);
+    assert_eq!(a.state(), State::Succeeded);
+    assert_eq!(
+        a.outcome().unwrap().result.as_ref().unwrap()["truncated"],
+        true
+    );
 }

@@ -12,7 +12,7 @@ use countersign::{
         audit::{self, ChainError},
         canonical,
         transition::TicketTerms,
-        Action, Actor, Creation, Decision, SealReason, State, Transition, Window,
+        Action, Actor, Creation, Decision, SealReason, Stage, State, Transition, Window,
     },
     store::{
         dynamodb::DynamoStore, sqlite::SqliteStore, IdempotencyRecord, ListQuery, Stop, Store,
@@ -52,7 +52,7 @@ fn pending(tenant: &str, agent: &str, expires_at: Timestamp) -> Action {
         run: None,
         schedule: None,
         decision: Decision::RequireApproval,
-        state: State::PendingApproval,
+        stage: Stage::PendingApproval,
         approval: Some(Approval {
             context: json!({"tool": "mail.send"}),
             context_digest: "sha256:ctx".into(),
@@ -60,14 +60,10 @@ fn pending(tenant: &str, agent: &str, expires_at: Timestamp) -> Action {
             approver: None,
             decided_at: None,
         }),
-        outcome: None,
         actor: Actor::agent(agent),
         version: 0,
         created_at: t0(),
         updated_at: t0(),
-        sealed_at: None,
-        ticket: None,
-        lease: None,
         chain_head: String::new(),
     }
 }
@@ -85,7 +81,7 @@ async fn create_pending(
         t0(),
     );
     store.create(&t, None).await.expect("create");
-    t.action
+    t.action.clone()
 }
 
 fn approve(a: &Action, due_at: Timestamp, deadline: Timestamp, now: Timestamp) -> Transition {
@@ -140,7 +136,7 @@ async fn conflicts(store: &dyn Store) {
         "tenant is part of the key"
     );
 
-    let base = t.action;
+    let base = t.action.clone();
     let mut stale = approve(&base, plus(t0(), 60), plus(t0(), 3600), t0());
     stale.expected = (State::PendingApproval, 7);
     assert!(matches!(
@@ -182,7 +178,8 @@ async fn event_and_transition_are_atomic(store: &dyn Store) {
     let approved = approve(&a, plus(t0(), 60), plus(t0(), 3600), t0());
     store.commit(&approved).await.unwrap();
 
-    let mut claim = Transition::claim(&approved.action, "wrk_1", plus(t0(), 120), plus(t0(), 61));
+    let mut claim =
+        Transition::claim(&approved.action, "wrk_1", plus(t0(), 120), plus(t0(), 61)).unwrap();
     claim.event.seq = 2; // collides with the approval's event
     assert!(matches!(
         store.commit(&claim).await,
@@ -195,12 +192,13 @@ async fn event_and_transition_are_atomic(store: &dyn Store) {
     );
     assert_eq!(store.events(&tn, &a.id).await.unwrap().len(), 2);
 
-    let claim = Transition::claim(&approved.action, "wrk_1", plus(t0(), 120), plus(t0(), 61));
+    let claim =
+        Transition::claim(&approved.action, "wrk_1", plus(t0(), 120), plus(t0(), 61)).unwrap();
     store.commit(&claim).await.unwrap();
     let done = Transition::finish(&claim.action, Ok(json!({"ok": true})), plus(t0(), 62));
     store.commit(&done).await.unwrap();
     let stored = store.load(&tn, &a.id).await.unwrap().unwrap();
-    assert_eq!(stored.state, State::Succeeded);
+    assert_eq!(stored.state(), State::Succeeded);
     assert_eq!(stored.chain_head, done.event.hash);
     let events = store.events(&tn, &a.id).await.unwrap();
     assert_eq!(
@@ -235,7 +233,7 @@ async fn racing_commits_have_one_winner(store: Arc<dyn Store>) {
         assert!(x.is_ok() != y.is_ok(), "exactly one winner: {x:?} {y:?}");
         let loser = if x.is_ok() { y } else { x };
         assert!(matches!(loser, Err(StoreError::Conflict)), "{loser:?}");
-        let winner = if store.load(&tn, &a.id).await.unwrap().unwrap().state == State::Cancelled {
+        let winner = if store.load(&tn, &a.id).await.unwrap().unwrap().state() == State::Cancelled {
             &cancel
         } else {
             &deny
@@ -294,7 +292,7 @@ async fn concurrent_writes_each_get_their_own_outcome(store: Arc<dyn Store>) {
         );
         let stored = store.load(&tn, &a.id).await.unwrap().unwrap();
         assert_eq!(
-            stored.state.to_string(),
+            stored.state().to_string(),
             if won[0] == "cancel" {
                 "cancelled"
             } else {
@@ -551,7 +549,7 @@ async fn sweep(store: &dyn Store) {
     let running = create_pending(store, &tn, "a1", far()).await;
     let running = approve(&running, b, plus(b, 3600), b);
     store.commit(&running).await.unwrap();
-    let running = Transition::claim(&running.action, "wrk_1", plus(b, 120), plus(b, 1));
+    let running = Transition::claim(&running.action, "wrk_1", plus(b, 120), plus(b, 1)).unwrap();
     store.commit(&running).await.unwrap();
     let sealed = create_pending(store, &tn, "a1", plus(b, 60)).await;
     store
@@ -723,17 +721,18 @@ async fn tampered_chains_fail(store: &dyn Store) {
 
     // Moved: the record and its events stored under another id.
     let moved = format!("act_{}", ulid::Ulid::new());
-    for t in &chain {
-        let mut forged = t.clone();
-        forged.action.id.clone_from(&moved);
-        write(forged).await;
-    }
+    let mut forged = chain.0.clone();
+    forged.action.id.clone_from(&moved);
+    create(forged).await;
+    let mut forged = chain.1.clone();
+    forged.action.id.clone_from(&moved);
+    write(forged).await;
     assert_eq!(verified(moved).await, Err(ChainError::Hash { seq: 1 }));
 
     // Cut: the record counts two events, the store holds the first and a later one.
-    let [first, mut last] = real();
+    let (first, mut last) = real();
     let cut = first.action.id.clone();
-    write(first).await;
+    create(first).await;
     last.event.seq = 3;
     write(last).await;
     assert_eq!(

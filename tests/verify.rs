@@ -76,7 +76,8 @@ async fn invariants_hold_on_sqlite_and_each_damage_is_named() {
         "wrk_dead",
         past,
         past.checked_sub(SignedDuration::from_secs(1)).unwrap(),
-    );
+    )
+    .unwrap();
     store.commit(&claim).await.unwrap();
     let conn = rusqlite::Connection::open(&db).unwrap();
     // An edited audit event.

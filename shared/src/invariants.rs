@@ -112,7 +112,7 @@ async fn check_tenant(
             report.actions += 1;
             *report
                 .states
-                .entry(action.state.as_str().to_owned())
+                .entry(action.state().as_str().to_owned())
                 .or_default() += 1;
             match store.events(tenant, &action.id).await {
                 Ok(events) => {
@@ -132,7 +132,7 @@ async fn check_tenant(
                 )),
                 Err(e) => return Err(e),
             }
-            if let Some(lease) = action.lease.as_ref().filter(|l| l.until < now) {
+            if let Some(lease) = action.lease().filter(|l| l.until < now) {
                 report.violations.push(violation(
                     &action.id,
                     Rule::ExpiredLease,

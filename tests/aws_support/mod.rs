@@ -335,11 +335,15 @@ impl AwsWorld {
             .await
             .unwrap()
             .expect("action exists");
-        let ticket = action.ticket.expect("a committed ticket");
+        let correlation_id = action
+            .ticket()
+            .expect("a committed ticket")
+            .correlation_id()
+            .to_owned();
         Wake {
             tenant: action.tenant,
             action_id: action.id,
-            correlation_id: ticket.correlation_id().to_owned(),
+            correlation_id,
         }
     }
 }

@@ -669,11 +669,11 @@ async fn check_attempts(
         }
         // Cancelled and denied actions never started an attempt (a cancel only wins before the
         // claim; a stopped claim is sealed before its first attempt).
-        if matches!(action.state, State::Cancelled | State::Denied) {
+        if matches!(action.state(), State::Cancelled | State::Denied) {
             broken.push(format!(
                 "{id}: {} attempts although sealed {}",
                 tries.len(),
-                action.state
+                action.state()
             ));
         }
     }

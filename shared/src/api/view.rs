@@ -55,15 +55,15 @@ impl From<&Action> for ActionView {
             run: a.run.clone(),
             schedule: a.schedule,
             decision: a.decision,
-            state: a.state,
+            state: a.state(),
             next_action: a.next_action(),
             approval: a.approval.clone(),
-            outcome: a.outcome.clone(),
+            outcome: a.outcome().cloned(),
             actor: a.actor.clone(),
             version: a.version,
             created_at: a.created_at,
             updated_at: a.updated_at,
-            sealed_at: a.sealed_at,
+            sealed_at: a.sealed_at(),
         }
     }
 }

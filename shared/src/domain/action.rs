@@ -155,7 +155,30 @@ pub struct Lease {
     pub until: Timestamp,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Where an action stands, with what only that state holds: a ticket exists only while
+/// approved or executing, a lease only while executing, an outcome only once sealed. Made by
+/// transitions (and intake's first commit); a stored record loads into one of them or is
+/// refused (SC-EDGE-08).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stage {
+    /// Waits for a countersignature; its context is the action's `approval`.
+    PendingApproval,
+    /// A committed ticket waits for its wake.
+    Approved { ticket: Ticket },
+    /// A worker holds the claim under `lease`.
+    Executing { ticket: Ticket, lease: Lease },
+    /// Sealed in `state` (succeeded, failed, cancelled or denied) at `at`: it never changes again.
+    Sealed {
+        state: State,
+        outcome: Outcome,
+        at: Timestamp,
+    },
+}
+
+/// An action record: the committed call, where it stands, and its audit head. Stored and
+/// answered in one flat JSON shape (`state`, `ticket`, `lease`, `outcome`, `sealed_at` beside
+/// the call); [`Stage`] is how the code holds it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Action {
     pub id: String,
     pub tenant: String,
@@ -164,29 +187,166 @@ pub struct Action {
     pub args: Value,
     pub args_digest: String,
     pub action_kind: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<RunRef>,
     pub schedule: Option<Window>,
     pub decision: Decision,
-    pub state: State,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Stage,
+    /// The countersignature: asked for while pending, kept once decided.
     pub approval: Option<Approval>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<Outcome>,
     pub actor: Actor,
     pub version: u64,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sealed_at: Option<Timestamp>,
-    /// The committed ticket while `approved` or `executing`; absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ticket: Option<Ticket>,
-    /// Held while `executing`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lease: Option<Lease>,
     /// Hash of the last audit event: the next event chains onto it.
     pub chain_head: String,
+}
+
+/// The stored shape of an action, as read: checked into an [`Action`] by `TryFrom`.
+#[derive(Deserialize)]
+struct Stored {
+    id: String,
+    tenant: String,
+    agent_id: String,
+    tool: String,
+    args: Value,
+    args_digest: String,
+    action_kind: Option<String>,
+    #[serde(default)]
+    run: Option<RunRef>,
+    schedule: Option<Window>,
+    decision: Decision,
+    state: State,
+    #[serde(default)]
+    approval: Option<Approval>,
+    #[serde(default)]
+    outcome: Option<Outcome>,
+    actor: Actor,
+    version: u64,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    #[serde(default)]
+    sealed_at: Option<Timestamp>,
+    #[serde(default)]
+    ticket: Option<Ticket>,
+    #[serde(default)]
+    lease: Option<Lease>,
+    chain_head: String,
+}
+
+/// The stored shape of an action, as written (borrowed: no copy of the args).
+#[derive(Serialize)]
+struct StoredRef<'a> {
+    id: &'a str,
+    tenant: &'a str,
+    agent_id: &'a str,
+    tool: &'a str,
+    args: &'a Value,
+    args_digest: &'a str,
+    action_kind: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: &'a Option<RunRef>,
+    schedule: &'a Option<Window>,
+    decision: Decision,
+    state: State,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval: &'a Option<Approval>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<&'a Outcome>,
+    actor: &'a Actor,
+    version: u64,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sealed_at: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ticket: Option<&'a Ticket>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease: Option<&'a Lease>,
+    chain_head: &'a str,
+}
+
+impl Serialize for Action {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        StoredRef {
+            id: &self.id,
+            tenant: &self.tenant,
+            agent_id: &self.agent_id,
+            tool: &self.tool,
+            args: &self.args,
+            args_digest: &self.args_digest,
+            action_kind: &self.action_kind,
+            run: &self.run,
+            schedule: &self.schedule,
+            decision: self.decision,
+            state: self.state(),
+            approval: &self.approval,
+            outcome: self.outcome(),
+            actor: &self.actor,
+            version: self.version,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            sealed_at: self.sealed_at(),
+            ticket: self.ticket(),
+            lease: self.lease(),
+            chain_head: &self.chain_head,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Action {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Action::try_from(Stored::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+impl TryFrom<Stored> for Action {
+    type Error = Malformed;
+
+    /// One stage from the stored fields, or a refusal naming what does not fit.
+    fn try_from(r: Stored) -> Result<Self, Malformed> {
+        let stage = match (r.state, r.ticket, r.lease, r.sealed_at) {
+            (State::PendingApproval, None, None, None) => Stage::PendingApproval,
+            (State::Approved, Some(ticket), None, None) => Stage::Approved { ticket },
+            (State::Executing, Some(ticket), Some(lease), None) => {
+                Stage::Executing { ticket, lease }
+            }
+            (state, None, None, Some(at)) if state.is_sealed() => Stage::Sealed {
+                state,
+                outcome: r.outcome.unwrap_or_default(),
+                at,
+            },
+            (state, ticket, lease, sealed_at) => {
+                return Err(Malformed(format!(
+                    "{state} with{} a ticket, with{} a lease, with{} a seal time",
+                    if ticket.is_some() { "" } else { "out" },
+                    if lease.is_some() { "" } else { "out" },
+                    if sealed_at.is_some() { "" } else { "out" },
+                )))
+            }
+        };
+        let action = Action {
+            id: r.id,
+            tenant: r.tenant,
+            agent_id: r.agent_id,
+            tool: r.tool,
+            args: r.args,
+            args_digest: r.args_digest,
+            action_kind: r.action_kind,
+            run: r.run,
+            schedule: r.schedule,
+            decision: r.decision,
+            stage,
+            approval: r.approval,
+            actor: r.actor,
+            version: r.version,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            chain_head: r.chain_head,
+        };
+        action.check_invariants()?;
+        Ok(action)
+    }
 }
 
 /// An executing action's claim: its committed ticket and the lease it runs under.
@@ -204,49 +364,86 @@ pub struct Malformed(pub String);
 impl Action {
     /// Load a stored record, failing closed on anything inconsistent (SPEC §1.2).
     pub fn from_stored(bytes: &[u8]) -> Result<Action, Malformed> {
-        let action: Action = serde_json::from_slice(bytes).map_err(|e| Malformed(e.to_string()))?;
-        action.check_invariants()?;
-        Ok(action)
+        let stored: Stored = serde_json::from_slice(bytes).map_err(|e| Malformed(e.to_string()))?;
+        Action::try_from(stored)
     }
 
     pub fn to_stored(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("an action serializes")
     }
 
+    pub fn state(&self) -> State {
+        match &self.stage {
+            Stage::PendingApproval => State::PendingApproval,
+            Stage::Approved { .. } => State::Approved,
+            Stage::Executing { .. } => State::Executing,
+            Stage::Sealed { state, .. } => *state,
+        }
+    }
+
+    /// The committed ticket while approved or executing.
+    pub fn ticket(&self) -> Option<&Ticket> {
+        match &self.stage {
+            Stage::Approved { ticket } | Stage::Executing { ticket, .. } => Some(ticket),
+            _ => None,
+        }
+    }
+
+    /// The claim's lease while executing.
+    pub fn lease(&self) -> Option<&Lease> {
+        match &self.stage {
+            Stage::Executing { lease, .. } => Some(lease),
+            _ => None,
+        }
+    }
+
+    /// How it ended, once sealed.
+    pub fn outcome(&self) -> Option<&Outcome> {
+        match &self.stage {
+            Stage::Sealed { outcome, .. } => Some(outcome),
+            _ => None,
+        }
+    }
+
+    pub fn sealed_at(&self) -> Option<Timestamp> {
+        match &self.stage {
+            Stage::Sealed { at, .. } => Some(*at),
+            _ => None,
+        }
+    }
+
+    /// The ticket and lease of an executing action: what a worker holding its claim runs.
+    pub fn held(&self) -> Option<Held<'_>> {
+        match &self.stage {
+            Stage::Executing { ticket, lease } => Some(Held { ticket, lease }),
+            _ => None,
+        }
+    }
+
+    /// The stage's own consistency is its type; what is left is that the ticket is this
+    /// action's call, and that a pending action has its approval context.
     fn check_invariants(&self) -> Result<(), Malformed> {
-        let waiting = matches!(self.state, State::Approved | State::Executing);
-        match (&self.ticket, waiting) {
-            (Some(_), false) => return Err(Malformed(format!("{} holds a ticket", self.state))),
-            (None, true) => return Err(Malformed(format!("{} without a ticket", self.state))),
-            (Some(ticket), true) => {
-                if ticket.action_id() != self.id || ticket.tenant() != self.tenant {
-                    return Err(Malformed("ticket belongs to another action".into()));
-                }
-                if ticket.pending_tool() != self.tool || ticket.target().args != self.args {
-                    return Err(Malformed("ticket call differs from the action".into()));
-                }
-                let call_id = self.run.as_ref().and_then(|r| r.call_id.as_deref());
-                if ticket.call_id() != call_id.unwrap_or(&self.id) {
-                    return Err(Malformed("ticket call id differs from the action".into()));
-                }
-                // A ticket never runs past the window the action was submitted with.
-                if self
-                    .schedule
-                    .is_some_and(|w| ticket.deadline() != w.not_after)
-                {
-                    return Err(Malformed("ticket deadline differs from the window".into()));
-                }
+        if let Some(ticket) = self.ticket() {
+            if ticket.action_id() != self.id || ticket.tenant() != self.tenant {
+                return Err(Malformed("ticket belongs to another action".into()));
             }
-            (None, false) => {}
+            if ticket.pending_tool() != self.tool || ticket.target().args != self.args {
+                return Err(Malformed("ticket call differs from the action".into()));
+            }
+            let call_id = self.run.as_ref().and_then(|r| r.call_id.as_deref());
+            if ticket.call_id() != call_id.unwrap_or(&self.id) {
+                return Err(Malformed("ticket call id differs from the action".into()));
+            }
+            // A ticket never runs past the window the action was submitted with.
+            if self
+                .schedule
+                .is_some_and(|w| ticket.deadline() != w.not_after)
+            {
+                return Err(Malformed("ticket deadline differs from the window".into()));
+            }
         }
-        if (self.state == State::Executing) != self.lease.is_some() {
-            return Err(Malformed(format!("lease inconsistent with {}", self.state)));
-        }
-        if self.state == State::PendingApproval && self.approval.is_none() {
+        if self.stage == Stage::PendingApproval && self.approval.is_none() {
             return Err(Malformed("pending without approval context".into()));
-        }
-        if self.state.is_sealed() != self.sealed_at.is_some() {
-            return Err(Malformed("sealed_at inconsistent with state".into()));
         }
         Ok(())
     }
@@ -254,34 +451,26 @@ impl Action {
     /// When the sweep must look at this action next; `None` once sealed. One sparse index
     /// serves the three sweeps: due tickets, expired leases and lapsed approvals.
     pub fn sweep_at(&self) -> Option<Timestamp> {
-        match self.state {
-            State::PendingApproval => self.approval.as_ref().map(|a| a.expires_at),
-            State::Approved => self.ticket.as_ref().map(|t| t.due_at()),
-            State::Executing => self.lease.as_ref().map(|l| l.until),
-            _ => None,
-        }
-    }
-
-    /// The ticket and lease of an executing action: what a worker holding its claim runs.
-    pub fn held(&self) -> Option<Held<'_>> {
-        match (self.state, &self.ticket, &self.lease) {
-            (State::Executing, Some(ticket), Some(lease)) => Some(Held { ticket, lease }),
-            _ => None,
+        match &self.stage {
+            Stage::PendingApproval => self.approval.as_ref().map(|a| a.expires_at),
+            Stage::Approved { ticket } => Some(ticket.due_at()),
+            Stage::Executing { lease, .. } => Some(lease.until),
+            Stage::Sealed { .. } => None,
         }
     }
 
     /// The reason code of the outcome, if any.
     pub fn reason(&self) -> Option<&str> {
-        self.outcome.as_ref().and_then(|o| o.reason.as_deref())
+        self.outcome().and_then(|o| o.reason.as_deref())
     }
 
     /// `next_action` of the API: what this action waits for.
     pub fn next_action(&self) -> NextAction {
-        match (self.state, &self.approval, &self.ticket) {
-            (State::PendingApproval, Some(approval), _) => NextAction::Approval {
+        match (&self.stage, &self.approval, self.ticket()) {
+            (Stage::PendingApproval, Some(approval), _) => NextAction::Approval {
                 context_digest: approval.context_digest.clone(),
             },
-            (State::Approved | State::Executing, _, Some(ticket)) => NextAction::Scheduled {
+            (_, _, Some(ticket)) => NextAction::Scheduled {
                 not_before: ticket.due_at(),
                 not_after: ticket.deadline(),
             },

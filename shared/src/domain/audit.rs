@@ -131,7 +131,7 @@ pub fn verify(action: &Action, events: &[Event]) -> Result<(), ChainError> {
         context_digest: action.approval.as_ref().map(|a| a.context_digest.as_str()),
         version: action.version,
         head: &action.chain_head,
-        state: action.state,
+        state: action.state(),
     }
     .verify(events)
 }
@@ -227,7 +227,7 @@ mod tests {
         events.push(c.event.clone());
         let mut t = Transition::approve(&c.action, "approver-1", terms, at(1));
         events.push(t.event.clone());
-        t = Transition::claim(&t.action, "wrk", at(60), at(2));
+        t = Transition::claim(&t.action, "wrk", at(60), at(2)).unwrap();
         events.push(t.event.clone());
         t = Transition::finish(&t.action, Ok(json!({"sent": true})), at(3));
         events.push(t.event.clone());

@@ -186,11 +186,11 @@ impl Deed {
                 decided_at: a.decided_at,
             }),
             schedule: action.schedule,
-            state: action.state,
-            outcome: action.outcome.clone(),
+            state: action.state(),
+            outcome: action.outcome().cloned(),
             version: action.version,
             created_at: action.created_at,
-            sealed_at: action.sealed_at?,
+            sealed_at: action.sealed_at()?,
             events: events.to_vec(),
             chain_head: action.chain_head.clone(),
         })
@@ -287,7 +287,10 @@ mod tests {
             &SealReason::Denied("not today".into()),
             at(5),
         );
-        (sealed.action.clone(), vec![created.event.clone(), sealed.event.clone()])
+        (
+            sealed.action.clone(),
+            vec![created.event.clone(), sealed.event.clone()],
+        )
     }
 
     fn signed() -> (Vec<u8>, DeedKey) {

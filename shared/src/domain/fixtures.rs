@@ -1,7 +1,7 @@
 //! Test fixtures shared by the domain's unit tests.
 
 use super::{
-    action::{Action, Actor, Approval, Decision, State},
+    action::{Action, Actor, Approval, Decision, Stage},
     canonical,
 };
 use jiff::Timestamp;
@@ -26,7 +26,7 @@ pub fn pending(id: &str, args: Value) -> Action {
         run: None,
         schedule: None,
         decision: Decision::RequireApproval,
-        state: State::PendingApproval,
+        stage: Stage::PendingApproval,
         approval: Some(Approval {
             context_digest: canonical::digest(&context),
             context,
@@ -34,14 +34,10 @@ pub fn pending(id: &str, args: Value) -> Action {
             approver: None,
             decided_at: None,
         }),
-        outcome: None,
         actor: Actor::agent("agent-1"),
         version: 0,
         created_at: at(0),
         updated_at: at(0),
-        sealed_at: None,
-        ticket: None,
-        lease: None,
         chain_head: String::new(),
     }
 }

@@ -14,7 +14,9 @@ pub mod ticket;
 pub mod transition;
 pub mod window;
 
-pub use action::{Action, Actor, ActorKind, Decision, Lease, NextAction, Outcome, RunRef, State};
+pub use action::{
+    Action, Actor, ActorKind, Decision, Lease, NextAction, Outcome, RunRef, Stage, State,
+};
 pub use audit::Event;
 pub use seal::SealReason;
 pub use ticket::{AwaitReason, Ticket};

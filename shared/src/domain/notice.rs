@@ -139,7 +139,7 @@ impl Notice<'_> {
 
 /// `result` (the tool answered), `error` (the tool failed) or `reason` (sealed without a run).
 fn outcome_kind(action: &Action) -> &'static str {
-    match &action.outcome {
+    match &action.outcome() {
         Some(o) if o.result.is_some() => "result",
         Some(o) if o.error.is_some() => "error",
         _ => "reason",

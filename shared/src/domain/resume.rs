@@ -7,7 +7,7 @@
 //! - [`check_attempt`]: a claim is held, an attempt is next (SC-EDGE-01/02) — start it or not.
 
 use super::{
-    action::{Action, State},
+    action::{Action, Stage, State},
     seal::SealReason,
     ticket::Ticket,
 };
@@ -71,8 +71,8 @@ pub fn check(wake: &Wake, facts: Facts<'_>) -> Verdict {
     let Some(action) = facts.action else {
         return Verdict::Reject(Rejection::NoWaitingTicket);
     };
-    let ticket = match (&action.ticket, action.state) {
-        (Some(ticket), State::Approved) if action.tenant == wake.tenant => ticket,
+    let ticket = match &action.stage {
+        Stage::Approved { ticket } if action.tenant == wake.tenant => ticket,
         _ => return Verdict::Reject(Rejection::NoWaitingTicket),
     };
     // SC-RES-02
@@ -125,7 +125,7 @@ pub struct RecoveryFacts<'a> {
 /// as an unknown outcome: the first attempt may have reached the tool.
 pub fn check_recovery(f: &RecoveryFacts<'_>) -> RecoveryVerdict {
     let (State::Executing, Some(ticket), Some(lease)) =
-        (f.action.state, &f.action.ticket, &f.action.lease)
+        (f.action.state(), &f.action.ticket(), &f.action.lease())
     else {
         return RecoveryVerdict::Leave;
     };
@@ -219,16 +219,12 @@ mod tests {
             run: None,
             schedule: None,
             decision: Decision::Schedule,
-            state: State::Approved,
+            stage: Stage::PendingApproval,
             approval: None,
-            outcome: None,
             actor: Actor::system(),
             version: 1,
             created_at: t(0),
             updated_at: t(0),
-            sealed_at: None,
-            ticket: None,
-            lease: None,
             chain_head: String::new(),
         };
         let terms = TicketTerms {
@@ -236,7 +232,9 @@ mod tests {
             due_at: t(100),
             deadline: t(200),
         };
-        a.ticket = Some(terms.build(&a));
+        a.stage = Stage::Approved {
+            ticket: terms.build(&a),
+        };
         a
     }
 
@@ -244,7 +242,7 @@ mod tests {
         Wake {
             tenant: a.tenant.clone(),
             action_id: a.id.clone(),
-            correlation_id: a.ticket.as_ref().unwrap().correlation_id().into(),
+            correlation_id: a.ticket().unwrap().correlation_id().into(),
         }
     }
 
@@ -272,9 +270,11 @@ mod tests {
         let a = approved();
         let wake = wake_of(&a);
         let mut sealed = a.clone();
-        sealed.state = State::Cancelled;
-        sealed.ticket = None;
-        sealed.sealed_at = Some(t(5));
+        sealed.stage = Stage::Sealed {
+            state: State::Cancelled,
+            outcome: Default::default(),
+            at: t(5),
+        };
         let other_wake = Wake {
             correlation_id: "cor_older".into(),
             ..wake.clone()
@@ -389,15 +389,16 @@ mod tests {
     #[test]
     fn recovery_reruns_only_a_clean_retry_tool_inside_its_window() {
         let mut a = approved();
-        a.state = State::Executing;
-        a.lease = Some(Lease {
-            owner: "wrk".into(),
-            epoch: 1,
-            until: t(150),
-        });
-        let mut approved_only = a.clone();
-        approved_only.state = State::Approved;
-        approved_only.lease = None;
+        let approved_only = a.clone();
+        let ticket = a.ticket().unwrap().clone();
+        a.stage = Stage::Executing {
+            ticket,
+            lease: Lease {
+                owner: "wrk".into(),
+                epoch: 1,
+                until: t(150),
+            },
+        };
         // (action, retry policy, stopped, fingerprint, now, expected)
         use RecoveryVerdict::*;
         let table = [
@@ -427,7 +428,7 @@ mod tests {
     #[test]
     fn an_attempt_starts_only_unstopped_inside_its_window() {
         let a = approved();
-        let ticket = a.ticket.as_ref().unwrap();
+        let ticket = a.ticket().unwrap();
         let late = t(200) + SignedDuration::from_nanos(1);
         // The lease ends at t(300); an attempt takes up to 10 s.
         let table = [

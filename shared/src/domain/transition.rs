@@ -3,7 +3,7 @@
 //! record must still be at its expected `(state, version)`) in one conditional write.
 
 use super::{
-    action::{Action, Actor, Lease, Outcome, State},
+    action::{Action, Actor, Lease, Outcome, Stage, State},
     audit::{self, Entry, Event},
     notice::{NoticeKind, OutboxEntry},
     seal::SealReason,
@@ -75,13 +75,15 @@ impl Creation {
         action.actor = actor.clone();
         action.created_at = now;
         action.updated_at = now;
-        action.sealed_at = action.state.is_sealed().then_some(now);
+        if let Stage::Sealed { at, .. } = &mut action.stage {
+            *at = now;
+        }
         let event = Entry {
             seq: 1,
             at: now,
             actor,
             from: None,
-            to: action.state,
+            to: action.state(),
             reason: reason.map(str::to_owned),
             context_digest: None,
         }
@@ -100,36 +102,31 @@ impl Creation {
 }
 
 impl Transition {
-    /// Move `current` to `to`. Sealing clears the ticket and lease: a sealed action has
-    /// nothing left to wake.
+    /// Move `current` to `stage`; `edit` changes what else the move changes (the approval).
     fn advance(
         current: &Action,
-        to: State,
+        stage: Stage,
         actor: Actor,
         reason: Option<&str>,
         now: Timestamp,
         edit: impl FnOnce(&mut Action),
     ) -> Self {
         let mut next = current.clone();
-        next.state = to;
+        next.stage = stage;
         next.version = current.version + 1;
         next.actor = actor.clone();
         next.updated_at = now;
         edit(&mut next);
-        if to.is_sealed() {
-            next.sealed_at = Some(now);
-            next.ticket = None;
-            next.lease = None;
-        }
+        let (from, to) = (current.state(), next.state());
         // The countersignature names what was countersigned (SC-SEC-06).
-        let context_digest = super::audit::countersigns(Some(current.state), to)
+        let context_digest = super::audit::countersigns(Some(from), to)
             .then(|| next.approval.as_ref().map(|a| a.context_digest.clone()))
             .flatten();
         let event = Entry {
             seq: next.version,
             at: now,
             actor,
-            from: Some(current.state),
+            from: Some(from),
             to,
             reason: reason.map(str::to_owned),
             context_digest,
@@ -137,7 +134,7 @@ impl Transition {
         .chain(&current.chain_head);
         next.chain_head = event.hash.clone();
         Transition {
-            expected: (current.state, current.version),
+            expected: (from, current.version),
             change: Change {
                 action: next,
                 notify: NoticeKind::of(&event).is_some(),
@@ -147,24 +144,21 @@ impl Transition {
     }
 
     /// Seal with a reason (cancel, deny, expiry, stop, missed window, …), in the reason's state.
+    /// Sealing drops the ticket and lease: a sealed action has nothing left to wake.
     pub fn seal(current: &Action, actor: Actor, reason: &SealReason, now: Timestamp) -> Self {
-        Self::advance(
-            current,
-            reason.state(),
-            actor,
-            Some(reason.as_str()),
-            now,
-            |a| {
-                let outcome = a.outcome.get_or_insert_with(Outcome::default);
-                outcome.reason = Some(reason.as_str().to_owned());
-                if *reason == SealReason::OutcomeUnknown {
-                    outcome.error = Some(json!({
-                        "kind": "outcome_unknown",
-                        "message": "an attempt may have reached the tool and no result committed; reconcile with the tool (its Idempotency-Key is the action id)",
-                    }));
-                }
-            },
-        )
+        let mut outcome = reason.outcome();
+        if *reason == SealReason::OutcomeUnknown {
+            outcome.error = Some(json!({
+                "kind": "outcome_unknown",
+                "message": "an attempt may have reached the tool and no result committed; reconcile with the tool (its Idempotency-Key is the action id)",
+            }));
+        }
+        let stage = Stage::Sealed {
+            state: reason.state(),
+            outcome,
+            at: now,
+        };
+        Self::advance(current, stage, actor, Some(reason.as_str()), now, |_| {})
     }
 
     /// Countersign: `pending_approval → approved`, committing the ticket.
@@ -197,13 +191,13 @@ impl Transition {
         now: Timestamp,
     ) -> Self {
         let ticket = ticket.build(current);
-        let to = match lease {
-            Some(_) => State::Executing,
-            None => State::Approved,
+        let stage = match lease {
+            Some(lease) => Stage::Executing { ticket, lease },
+            None => Stage::Approved { ticket },
         };
         Self::advance(
             current,
-            to,
+            stage,
             Actor::user(approver),
             Some("approved"),
             now,
@@ -212,42 +206,48 @@ impl Transition {
                     approval.approver = Some(approver.to_owned());
                     approval.decided_at = Some(now);
                 }
-                a.ticket = Some(ticket);
-                a.lease = lease;
             },
         )
     }
 
     /// Claim: `approved → executing` (or a recovery re-claim of an expired lease with a new
-    /// epoch). The version bump fences every earlier holder.
-    pub fn claim(current: &Action, owner: &str, lease_until: Timestamp, now: Timestamp) -> Self {
-        let epoch = current.lease.as_ref().map_or(0, |l| l.epoch) + 1;
+    /// epoch). The version bump fences every earlier holder. `None` for an action without a
+    /// committed ticket: there is nothing to claim.
+    pub fn claim(
+        current: &Action,
+        owner: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> Option<Self> {
+        let ticket = current.ticket()?.clone();
+        let epoch = current.lease().map_or(0, |l| l.epoch) + 1;
         let reason = if epoch == 1 { "claimed" } else { "reclaimed" };
-        Self::advance(
+        let lease = Lease {
+            owner: owner.to_owned(),
+            epoch,
+            until: lease_until,
+        };
+        let stage = Stage::Executing { ticket, lease };
+        Some(Self::advance(
             current,
-            State::Executing,
+            stage,
             Actor::system(),
             Some(reason),
             now,
-            |a| {
-                a.lease = Some(Lease {
-                    owner: owner.to_owned(),
-                    epoch,
-                    until: lease_until,
-                });
-            },
-        )
+            |_| {},
+        ))
     }
 
     /// The tool answered: `executing → succeeded | failed`.
     pub fn finish(current: &Action, result: Result<Value, Value>, now: Timestamp) -> Self {
-        let (to, outcome) = match result {
+        let (state, outcome, reason) = match result {
             Ok(result) => (
                 State::Succeeded,
                 Outcome {
                     result: Some(result),
                     ..Outcome::default()
                 },
+                "tool_succeeded",
             ),
             Err(error) => (
                 State::Failed,
@@ -255,16 +255,15 @@ impl Transition {
                     error: Some(error),
                     ..Outcome::default()
                 },
+                "tool_failed",
             ),
         };
-        let reason = if to == State::Succeeded {
-            "tool_succeeded"
-        } else {
-            "tool_failed"
+        let stage = Stage::Sealed {
+            state,
+            outcome,
+            at: now,
         };
-        Self::advance(current, to, Actor::system(), Some(reason), now, |a| {
-            a.outcome = Some(outcome)
-        })
+        Self::advance(current, stage, Actor::system(), Some(reason), now, |_| {})
     }
 }
 

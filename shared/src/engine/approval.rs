@@ -24,7 +24,7 @@ impl Engine {
         }
         let tenant = self.tenant(&action.tenant)?;
         let now = self.clock.now();
-        let approval = match (action.state, &action.approval) {
+        let approval = match (action.state(), &action.approval) {
             (State::PendingApproval, Some(approval)) => approval,
             // A retried approve of the same context is answered, not refused.
             (State::Approved | State::Executing, Some(a)) if a.context_digest == context_digest => {
@@ -48,7 +48,7 @@ impl Engine {
                 .seal(&action, Actor::system(), &SealReason::ApprovalExpired)
                 .await?;
             return Err(Error::ActionSealed {
-                state: sealed.into_action().state,
+                state: sealed.into_action().state(),
             });
         }
         // SC-APP-02
@@ -62,7 +62,7 @@ impl Engine {
                 .seal(&action, Actor::system(), &SealReason::CatalogChanged)
                 .await?;
             return Err(Error::ActionSealed {
-                state: sealed.into_action().state,
+                state: sealed.into_action().state(),
             });
         };
         // SC-APP-03; due now and fitting the request: committed already claimed (SC-EDGE-07).
@@ -86,8 +86,8 @@ impl Engine {
                     .hand_off(approved, inline.map(|(running, _)| running))
                     .await)
             }
-            Committed::LostTo(current) if current.state.is_sealed() => Err(Error::ActionSealed {
-                state: current.state,
+            Committed::LostTo(current) if current.state().is_sealed() => Err(Error::ActionSealed {
+                state: current.state(),
             }),
             Committed::LostTo(current) => Ok(current),
         }
@@ -108,7 +108,7 @@ impl Engine {
             ));
         }
         let action = self.load(&who.tenant, action_id).await?;
-        match action.state {
+        match action.state() {
             State::PendingApproval => {}
             State::Approved => {
                 return Err(Error::validation(
@@ -124,7 +124,7 @@ impl Engine {
         match self.seal(&action, Actor::user(&who.id), &denial).await? {
             Committed::Landed(sealed) => Ok(sealed),
             Committed::LostTo(current) => Err(Error::ActionSealed {
-                state: current.state,
+                state: current.state(),
             }),
         }
     }

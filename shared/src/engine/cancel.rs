@@ -21,7 +21,7 @@ impl Engine {
             }
             Role::Approver | Role::Admin => Actor::user(&who.id),
         };
-        match action.state {
+        match action.state() {
             State::PendingApproval | State::Approved => {}
             State::Executing => return Err(Error::ActionExecuting),
             state => return Err(Error::ActionSealed { state }),
@@ -37,7 +37,7 @@ impl Engine {
                 }
                 Ok(cancelled)
             }
-            Committed::LostTo(current) => match current.state {
+            Committed::LostTo(current) => match current.state() {
                 State::Executing => Err(Error::ActionExecuting),
                 state if state.is_sealed() => Err(Error::ActionSealed { state }),
                 // Changed but still cancellable (e.g. approved meanwhile): try again on the new record.

@@ -127,7 +127,7 @@ impl Engine {
                     return Ok(Sent::Committed(Committed::Landed(current)));
                 }
                 Ok(Some(current)) if expected.is_none_or(|v| current.version != v) => {
-                    tracing::info!(tenant = %tenant, action_id = %id, state = %current.state, "lost a race; reporting the winner");
+                    tracing::info!(tenant = %tenant, action_id = %id, state = %current.state(), "lost a race; reporting the winner");
                     return Ok(Sent::Committed(Committed::LostTo(current)));
                 }
                 Ok(None) if expected.is_some() => {
@@ -165,7 +165,7 @@ impl Engine {
         let t = Transition::seal(action, actor, reason, self.clock.now());
         let committed = self.commit_now(&t).await?;
         if let Committed::Landed(a) = &committed {
-            tracing::info!(tenant = %a.tenant, action_id = %a.id, state = %a.state, %reason, "sealed");
+            tracing::info!(tenant = %a.tenant, action_id = %a.id, state = %a.state(), %reason, "sealed");
         }
         Ok(committed)
     }
@@ -178,7 +178,7 @@ impl Engine {
         action: &Action,
         reason: SealReason,
     ) -> Result<(Committed, SealReason), Error> {
-        let reason = match &action.lease {
+        let reason = match &action.lease() {
             Some(lease) if lease.epoch > 1 => SealReason::OutcomeUnknown,
             _ => reason,
         };
@@ -228,5 +228,5 @@ pub(super) fn later(now: Timestamp, d: SignedDuration) -> Timestamp {
 fn landed(ours: &Action, current: &Action) -> bool {
     current.version == ours.version
         && current.chain_head == ours.chain_head
-        && current.lease == ours.lease
+        && current.lease() == ours.lease()
 }

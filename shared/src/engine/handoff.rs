@@ -39,7 +39,7 @@ impl Engine {
     /// Never an error: the ticket is committed, so the caller is answered with it (the sweep
     /// performs it if the wake is lost, SC-REC-01) rather than invited to submit it again.
     pub(super) async fn hand_off(&self, action: Action, inline: Option<Running<'_>>) -> Action {
-        match (action.state, inline) {
+        match (action.state(), inline) {
             (State::Executing, Some(_running)) => self.run_inline(action).await,
             (State::Approved, _) => {
                 self.arm(&action).await;
@@ -68,7 +68,7 @@ impl Engine {
     /// Arm the wake for a committed ticket. A failure is logged, not returned: the ticket is
     /// committed and the sweep rediscovers it (SC-REC-01).
     pub(super) async fn arm(&self, action: &Action) {
-        let (Some(ticket), Some(wake)) = (&action.ticket, super::wake_of(action)) else {
+        let (Some(ticket), Some(wake)) = (&action.ticket(), super::wake_of(action)) else {
             return;
         };
         if let Err(e) = self
@@ -87,7 +87,7 @@ impl Engine {
 
     /// The catalog entry of the tool an action's committed ticket calls.
     pub(super) fn tool_of(&self, action: &Action) -> Option<&ToolEntry> {
-        let ticket = action.ticket.as_ref()?;
+        let ticket = action.ticket()?;
         self.tool_named(&action.tenant, ticket.pending_tool())
     }
 }

@@ -10,7 +10,7 @@ use crate::{
         policy,
         transition::TicketTerms,
         window::Window,
-        Action, Actor, Creation, Decision, Outcome, RunRef, SealReason, State,
+        Action, Actor, Creation, Decision, Outcome, RunRef, SealReason, Stage, State,
     },
     error::Refusal,
     store::IdempotencyRecord,
@@ -104,33 +104,31 @@ impl Engine {
             action_kind: req.action_kind.clone(),
             run: req.run.clone(),
             schedule: window,
+            // The call as submitted; `decide` gives it its decision and first stage.
             decision: Decision::Deny,
-            state: State::Denied,
+            stage: Stage::PendingApproval,
             approval: None,
-            outcome: None,
             actor: Actor::agent(&who.id),
             version: 0,
             created_at: now,
             updated_at: now,
-            sealed_at: None,
-            ticket: None,
-            lease: None,
             // Set by the first transition (the chain's genesis binds this action).
             chain_head: String::new(),
         };
         let (mut first, reason) = self.decide(tenant, draft, now).await?;
         // SC-EDGE-07: a due ticket whose tool fits the request is committed already claimed.
         let inline = first
-            .ticket
-            .as_ref()
+            .ticket()
             .zip(self.tool_named(&first.tenant, &first.tool))
             .and_then(|(ticket, tool)| self.inline_claim(tool, ticket.due_at(), now));
-        if let Some((_, lease)) = &inline {
-            first.state = State::Executing;
-            first.lease = Some(lease.clone());
+        if let (Some((_, lease)), Stage::Approved { ticket }) = (&inline, &first.stage) {
+            first.stage = Stage::Executing {
+                ticket: ticket.clone(),
+                lease: lease.clone(),
+            };
         }
         // A ticket committed by policy is the system's decision (SC-INT-09); the rest is the agent's.
-        let actor = match first.state {
+        let actor = match first.state() {
             State::Approved | State::Executing => Actor::system(),
             _ => Actor::agent(&who.id),
         };
@@ -161,7 +159,7 @@ impl Engine {
             }
         };
         tracing::info!(tenant = %action.tenant, action_id = %action.id, tool = %action.tool,
-            decision = ?action.decision, state = %action.state, "action submitted");
+            decision = ?action.decision, state = %action.state(), "action submitted");
 
         let action = self
             .hand_off(action, inline.map(|(running, _)| running))
@@ -222,16 +220,15 @@ impl Engine {
             (Admission::Invalid { param, message }, _) => Err(Error::validation(param, message)),
             (Admission::Refused(reason), _) => {
                 a.decision = Decision::Deny;
-                a.state = reason.state();
-                a.outcome = Some(reason.outcome());
+                a.stage = sealed(reason.state(), reason.outcome(), now);
                 Ok((a, reason.to_string()))
             }
             (Admission::SetResult(result), _) => {
-                a.state = State::Succeeded;
-                a.outcome = Some(Outcome {
+                let outcome = Outcome {
                     result,
                     ..SealReason::SetResult.outcome()
-                });
+                };
+                a.stage = sealed(State::Succeeded, outcome, now);
                 Ok((a, SealReason::SetResult.to_string()))
             }
             (
@@ -247,8 +244,9 @@ impl Engine {
                     due_at,
                     deadline,
                 };
-                a.ticket = Some(terms.build(&a));
-                a.state = State::Approved;
+                a.stage = Stage::Approved {
+                    ticket: terms.build(&a),
+                };
                 Ok((a, reason.into()))
             }
             (Admission::Approval { expires_at }, _) => {
@@ -261,7 +259,7 @@ impl Engine {
                     time_zone: &tenant.time_zone,
                     time_zone_name: &tenant.time_zone_name,
                 });
-                a.state = State::PendingApproval;
+                a.stage = Stage::PendingApproval;
                 a.approval = Some(crate::domain::action::Approval {
                     context,
                     context_digest,
@@ -280,9 +278,13 @@ impl Engine {
     }
 }
 
+fn sealed(state: State, outcome: Outcome, at: Timestamp) -> Stage {
+    Stage::Sealed { state, outcome, at }
+}
+
 /// The intake answer for an action, the same on first sight and on replay.
 fn answer(action: Action, replayed: bool) -> Result<Submitted, Error> {
-    if action.state == State::Denied && action.decision == Decision::Deny {
+    if action.state() == State::Denied && action.decision == Decision::Deny {
         if let Some(refusal) = action.reason().and_then(Refusal::from_reason) {
             return Err(Error::Refused {
                 code: refusal,

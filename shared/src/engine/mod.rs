@@ -128,7 +128,7 @@ pub(crate) fn is_action_id(id: &str) -> bool {
 
 /// The wake that finds this action's committed ticket.
 fn wake_of(action: &Action) -> Option<Wake> {
-    action.ticket.as_ref().map(|t| Wake {
+    action.ticket().map(|t| Wake {
         tenant: action.tenant.clone(),
         action_id: action.id.clone(),
         correlation_id: t.correlation_id().to_owned(),

@@ -87,7 +87,7 @@ impl Engine {
         };
         let Some(tool) = self.tool_of(&action) else {
             // A lapsed claim's attempts may have reached the tool that has since left.
-            let reason = match action.lease {
+            let reason = match action.lease() {
                 Some(_) => SealReason::OutcomeUnknown,
                 None => SealReason::CatalogChanged,
             };
@@ -120,11 +120,18 @@ impl Engine {
     /// The claim: `approved` (or expired `executing`) → `executing` under a new lease.
     async fn claim(&self, action: &Action, tool: &ToolEntry) -> Result<Committed, Error> {
         let now = self.clock.now();
-        let t = Transition::claim(action, &self.claim_owner(), self.lease_end(tool, now), now);
+        let Some(t) =
+            Transition::claim(action, &self.claim_owner(), self.lease_end(tool, now), now)
+        else {
+            return Err(Error::Internal(format!(
+                "{} has no ticket to claim",
+                action.id
+            )));
+        };
         let give_up = super::commit::later(now, CLAIM_RETRY_FOR);
         let committed = self.commit(&t, give_up).await?;
         if let Committed::Landed(c) = &committed {
-            let epoch = c.lease.as_ref().map(|l| l.epoch);
+            let epoch = c.lease().map(|l| l.epoch);
             tracing::info!(tenant = %c.tenant, action_id = %c.id, tool = %tool.name, epoch, "claimed");
         }
         Ok(committed)
@@ -209,11 +216,11 @@ impl Engine {
         let t = Transition::finish(claimed, result, self.clock.now());
         match self.commit(&t, held.lease.until).await? {
             Committed::Landed(done) => {
-                tracing::info!(tenant = %done.tenant, action_id = %done.id, state = %done.state, "result committed");
+                tracing::info!(tenant = %done.tenant, action_id = %done.id, state = %done.state(), "result committed");
                 Ok(Performed::Ran(done))
             }
             Committed::LostTo(current) => {
-                tracing::warn!(tenant = %current.tenant, action_id = %current.id, state = %current.state, "lease superseded; result not committed");
+                tracing::warn!(tenant = %current.tenant, action_id = %current.id, state = %current.state(), "lease superseded; result not committed");
                 Ok(Performed::Lost(current))
             }
         }

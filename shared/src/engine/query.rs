@@ -23,7 +23,7 @@ pub const SCAN_FACTOR: usize = 5;
 
 impl ListFilter {
     fn matches(&self, a: &Action) -> bool {
-        self.state.is_none_or(|s| a.state == s)
+        self.state.is_none_or(|s| a.state() == s)
             && self.agent_id.as_ref().is_none_or(|id| &a.agent_id == id)
     }
 
@@ -96,9 +96,9 @@ impl Engine {
         })?;
         match Deed::of(&action, &events, &key.kid) {
             Some(deed) => Ok(deed.sign(key)),
-            None if action.state == State::Executing => Err(Error::ActionExecuting),
+            None if action.state() == State::Executing => Err(Error::ActionExecuting),
             None => Err(Error::ActionNotSealed {
-                state: action.state,
+                state: action.state(),
             }),
         }
     }
@@ -117,7 +117,7 @@ impl Engine {
             let events = self.store.events(tenant, action_id).await?;
             match audit::verify(&action, &events) {
                 Ok(()) => return Ok((action, events)),
-                Err(e) if attempt < READS_PER_AUDIT && !action.state.is_sealed() => {
+                Err(e) if attempt < READS_PER_AUDIT && !action.state().is_sealed() => {
                     tracing::debug!(tenant, action_id, error = %e, "chain read mid-transition; reading again");
                     attempt += 1;
                 }

@@ -37,12 +37,12 @@ pub enum ResumeOutcome {
 impl From<Performed> for ResumeOutcome {
     fn from(p: Performed) -> Self {
         match p {
-            Performed::Ran(a) => ResumeOutcome::Ran { state: a.state },
+            Performed::Ran(a) => ResumeOutcome::Ran { state: a.state() },
             Performed::Sealed(a, reason) => ResumeOutcome::Sealed {
-                state: a.state,
+                state: a.state(),
                 reason,
             },
-            Performed::Lost(a) => ResumeOutcome::Lost { state: a.state },
+            Performed::Lost(a) => ResumeOutcome::Lost { state: a.state() },
             Performed::Deferred(_) => ResumeOutcome::Deferred,
             Performed::Yielded(_) => ResumeOutcome::Yielded,
         }
@@ -91,7 +91,7 @@ impl Engine {
             Verdict::Reject(reason) => Ok(ResumeOutcome::Rejected { reason }),
             Verdict::Seal(action, reason) => Ok(self.sealed_unrun(&action, reason).await?.into()),
             Verdict::Wait(action, until) => {
-                let deadline = action.ticket.as_ref().map_or(until, |t| t.deadline());
+                let deadline = action.ticket().map_or(until, |t| t.deadline());
                 // The wake that came early has fired: re-arm strictly later (SC-EDGE-09).
                 self.waker
                     .rearm(wake, until, deadline)

@@ -87,7 +87,7 @@ impl Engine {
             Loaded::Missing => return Ok(Swept::Nothing),
             Loaded::Quarantined => return Ok(Swept::Quarantined),
         };
-        match action.state {
+        match action.state() {
             // Listed before its approval lapses (an adapter may index a scheduled approval
             // from its window's start, where its ticket will be due: Store::defer_sweep).
             State::PendingApproval if action.sweep_at().is_some_and(|at| at > self.clock.now()) => {
@@ -176,7 +176,7 @@ impl Engine {
         let (mut armed, mut quarantined) = (0, 0);
         for r in waiting {
             match self.load_or_quarantine(&r.tenant, &r.action_id).await? {
-                Loaded::Found(action) if action.state == State::Approved => {
+                Loaded::Found(action) if action.state() == State::Approved => {
                     self.arm(&action).await;
                     armed += 1;
                 }

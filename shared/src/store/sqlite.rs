@@ -440,7 +440,7 @@ impl Store for SqliteStore {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
             .and_then(|mut s| {
-                s.execute(params![a.tenant, a.id, a.agent_id, a.state.as_str(),
+                s.execute(params![a.tenant, a.id, a.agent_id, a.state().as_str(),
                                   a.version as i64, e.sweep_at, e.body])
             })
             .map_err(conflict_or_unavailable)?;
@@ -477,7 +477,7 @@ impl Store for SqliteStore {
                 )
                 .and_then(|mut s| {
                     s.execute(params![
-                        a.state.as_str(),
+                        a.state().as_str(),
                         a.version as i64,
                         e.sweep_at,
                         e.body,

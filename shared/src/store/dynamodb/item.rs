@@ -281,8 +281,8 @@ pub(super) fn call_digest(a: &Action) -> AttributeValue {
 /// transitions leave the key alone and move only `at`: one index write, not a delete and a put.
 pub(super) fn sweep_entry(a: &Action) -> Option<(String, Timestamp, Timestamp)> {
     let exact = a.sweep_at()?;
-    let due = a.ticket.as_ref().map(|t| t.due_at());
-    let at = match (a.state, due, a.schedule) {
+    let due = a.ticket().map(|t| t.due_at());
+    let at = match (a.state(), due, a.schedule) {
         (State::Executing, Some(due), _) => due.min(exact),
         (State::PendingApproval, _, Some(w)) => w.not_before.min(exact),
         _ => exact,
@@ -411,7 +411,7 @@ pub(super) fn state_attributes(
     expires: Option<Timestamp>,
 ) -> StateAttributes {
     let mut set = vec![
-        ("s", state_value(a.state)),
+        ("s", state_value(a.state())),
         ("v", n(a.version)),
         ("cd", call_digest(a)),
     ];
@@ -420,8 +420,8 @@ pub(super) fn state_attributes(
         Some(v) => set.push((name, v)),
         None => remove.push(name),
     };
-    optional("t", a.ticket.as_ref().map(|t| ticket_value(a, t)));
-    optional("l", a.lease.as_ref().map(json_text));
+    optional("t", a.ticket().map(|t| ticket_value(a, t)));
+    optional("l", a.lease().map(json_text));
     optional(
         "ap",
         a.approval
@@ -429,18 +429,18 @@ pub(super) fn state_attributes(
             .and_then(|ap| leftovers(to_json(ap), &ASKED_FIELDS))
             .map(|m| json_text(&m)),
     );
-    optional("o", a.outcome.as_ref().map(json_text));
+    optional("o", a.outcome().map(json_text));
     // Derived from the last event unless they differ.
     optional(
         "ac",
         (a.actor != last.actor).then(|| s(actor_code(&a.actor))),
     );
     optional("up", (a.updated_at != last.at).then(|| nanos(a.updated_at)));
-    let sealed_default = a.state.is_sealed().then_some(last.at);
+    let sealed_default = a.state().is_sealed().then_some(last.at);
     optional(
         "sl",
-        (a.sealed_at != sealed_default)
-            .then_some(a.sealed_at)
+        (a.sealed_at() != sealed_default)
+            .then_some(a.sealed_at())
             .flatten()
             .map(nanos),
     );
@@ -727,7 +727,7 @@ mod tests {
     }
 
     use crate::domain::{
-        action::Approval, transition::TicketTerms, Change, Creation, Decision, SealReason,
+        action::Approval, transition::TicketTerms, Change, Creation, Decision, SealReason, Stage,
         Transition,
     };
 
@@ -776,7 +776,7 @@ mod tests {
             }),
             schedule,
             decision: Decision::RequireApproval,
-            state: State::PendingApproval,
+            stage: Stage::PendingApproval,
             approval: Some(Approval {
                 context: json!({"tool": "mail.send", "args": args, "agent_id": "agent-1"}),
                 context_digest: format!("sha256:{}", "ab".repeat(32)),
@@ -784,14 +784,10 @@ mod tests {
                 approver: None,
                 decided_at: None,
             }),
-            outcome: None,
             actor: Actor::agent("agent-1"),
             version: 0,
             created_at: t("2026-10-21T12:00:00Z"),
             updated_at: t("2026-10-21T12:00:00Z"),
-            sealed_at: None,
-            ticket: None,
-            lease: None,
             chain_head: String::new(),
         }
     }
@@ -824,13 +820,15 @@ mod tests {
             "wrk_1",
             t("2026-10-21T16:02:00Z"),
             t("2026-10-21T16:00:01Z"),
-        );
+        )
+        .unwrap();
         let re = Transition::claim(
             &cl.action,
             "wrk_2",
             t("2026-10-21T16:05:00Z"),
             t("2026-10-21T16:03:00Z"),
-        );
+        )
+        .unwrap();
         let done = Transition::finish(
             &re.action,
             Ok(json!({"sent": true})),

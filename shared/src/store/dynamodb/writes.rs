@@ -115,7 +115,7 @@ impl DynamoStore {
 
     /// Sealed actions expire this long after sealing, under a retention.
     fn expiry_of(&self, a: &Action) -> Option<Timestamp> {
-        let (retention, sealed_at) = (self.retention?, a.sealed_at?);
+        let (retention, sealed_at) = (self.retention?, a.sealed_at()?);
         sealed_at.checked_add(retention).ok()
     }
 
@@ -241,7 +241,7 @@ impl DynamoStore {
             return Ok(());
         };
         let condition = Condition::At {
-            state: a.state,
+            state: a.state(),
             version: a.version,
             seq: a.version + 1,
         }

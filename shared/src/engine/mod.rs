@@ -128,11 +128,15 @@ pub(crate) fn is_action_id(id: &str) -> bool {
 
 /// The wake that finds this action's committed ticket.
 fn wake_of(action: &Action) -> Option<Wake> {
-    action.ticket().map(|t| Wake {
+    action.ticket().map(|t| wake_with(action, t))
+}
+
+fn wake_with(action: &Action, ticket: &crate::domain::Ticket) -> Wake {
+    Wake {
         tenant: action.tenant.clone(),
         action_id: action.id.clone(),
-        correlation_id: t.correlation_id().to_owned(),
-    })
+        correlation_id: ticket.correlation_id().to_owned(),
+    }
 }
 
 fn require(who: &Principal, roles: &[Role], what: &str) -> Result<(), Error> {

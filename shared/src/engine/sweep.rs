@@ -1,12 +1,12 @@
 //! Recovery (SPEC §4 Recovery): the sweep rediscovers what a lost wake or a dead worker left
 //! behind, through the same checks as a wake; on start every waiting ticket is re-armed.
 
-use super::{quarantine::Loaded, wake_of, Engine};
+use super::{quarantine::Loaded, wake_with, Engine};
 use crate::{
     config::Recovery,
     domain::{
         resume::{check_recovery, RecoveryFacts, RecoveryVerdict, Verdict},
-        Action, Actor, SealReason, State,
+        Action, Actor, SealReason, Stage, State,
     },
     Error,
 };
@@ -87,21 +87,21 @@ impl Engine {
             Loaded::Missing => return Ok(Swept::Nothing),
             Loaded::Quarantined => return Ok(Swept::Quarantined),
         };
-        match action.state() {
+        match &action.stage {
             // Listed before its approval lapses (an adapter may index a scheduled approval
             // from its window's start, where its ticket will be due: Store::defer_sweep).
-            State::PendingApproval if action.sweep_at().is_some_and(|at| at > self.clock.now()) => {
+            Stage::PendingApproval if action.sweep_at().is_some_and(|at| at > self.clock.now()) => {
                 self.defer(&action).await;
                 Ok(Swept::Nothing)
             }
-            State::PendingApproval => {
+            Stage::PendingApproval => {
                 self.seal(&action, Actor::system(), &SealReason::ApprovalExpired)
                     .await?;
                 Ok(Swept::Expired)
             }
             // SC-REC-01: a due ticket whose wake was lost goes through the same checks.
-            State::Approved => {
-                let wake = wake_of(&action).expect("an approved action has a wake");
+            Stage::Approved { ticket } => {
+                let wake = wake_with(&action, ticket);
                 let verdict = self.judge(&wake).await?;
                 // Only a run is deferred; sealing verdicts apply at once.
                 if matches!(&verdict, Verdict::Claim(a) if !self.fits(a, stop_by)) {
@@ -110,7 +110,7 @@ impl Engine {
                 self.apply(&wake, verdict).await?;
                 Ok(Swept::Resumed)
             }
-            State::Executing => match self.recovery_verdict(&action).await? {
+            Stage::Executing { .. } => match self.recovery_verdict(&action).await? {
                 RecoveryVerdict::Leave => {
                     // Listed before its lease ends (Store::defer_sweep): look again when it does.
                     self.defer(&action).await;
@@ -129,7 +129,7 @@ impl Engine {
                     Ok(Swept::Recovered)
                 }
             },
-            _ => Ok(Swept::Nothing),
+            Stage::Sealed { .. } => Ok(Swept::Nothing),
         }
     }
 

@@ -26,6 +26,9 @@ use std::sync::{mpsc, Arc, Mutex};
 use tokio::sync::oneshot;
 
 mod outbox;
+mod threads;
+
+use threads::{Queued, Read};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS actions (
@@ -83,28 +86,9 @@ pub const SYNCHRONOUS: &str = "FULL";
 /// (up to ≈ 2 KB in the page). An existing database keeps its page size.
 const PAGE_SIZE: i64 = 8192;
 
-/// Most writes one group commit takes; the rest wait for the next (bounds a batch's latency).
-const MAX_BATCH: usize = 256;
-
 /// Reader threads of a file database, each with its own connection. Reads are short point or
 /// bounded range reads; a few threads keep one slow read from holding up the wakes' reads.
 const READERS: usize = 4;
-
-/// How often the checkpoint thread copies the log back into the database while writes go on.
-/// (SQLite's automatic checkpoint runs inside the commit that crosses 1,000 pages of log, and
-/// holds up every write of that batch; a burst of claims crosses it every few batches.)
-const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
-
-/// One read: runs on a reader thread, answers its caller itself.
-type Read = Box<dyn FnOnce(&mut Connection) + Send>;
-
-/// One write: runs inside the batch's transaction, returns the rows it changed.
-type Write = Box<dyn FnOnce(&Connection) -> StoreResult<usize> + Send>;
-
-struct Queued {
-    write: Write,
-    answer: oneshot::Sender<StoreResult<usize>>,
-}
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -140,7 +124,7 @@ impl SqliteStore {
         let writer = configure(writer)?;
         writer.execute_batch(SCHEMA).map_err(unavailable)?;
         writer.execute_batch(outbox::SCHEMA).map_err(unavailable)?;
-        // The checkpoint thread checkpoints instead (see CHECKPOINT_EVERY).
+        // The checkpoint thread checkpoints instead (see threads::CHECKPOINT_EVERY).
         writer
             .pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(unavailable)?;
@@ -169,29 +153,7 @@ impl SqliteStore {
         readers: Vec<Arc<Mutex<Connection>>>,
         checkpointer: Option<Connection>,
     ) -> Self {
-        // Every thread ends when the last clone of the store (its last sender) is dropped.
-        let (writes, queue) = mpsc::channel();
-        let committer = writer.clone();
-        let (wrote, written) = mpsc::sync_channel(1);
-        std::thread::Builder::new()
-            .name("countersign-sqlite-writer".into())
-            .spawn(move || group_commit(&committer, &queue, &wrote))
-            .expect("spawn the SQLite writer thread");
-        if let Some(conn) = checkpointer {
-            std::thread::Builder::new()
-                .name("countersign-sqlite-checkpoint".into())
-                .spawn(move || checkpoints(&conn, &written))
-                .expect("spawn the SQLite checkpoint thread");
-        }
-        let (reads, jobs) = mpsc::channel::<Read>();
-        let jobs = Arc::new(Mutex::new(jobs));
-        for conn in readers {
-            let jobs = jobs.clone();
-            std::thread::Builder::new()
-                .name("countersign-sqlite-reader".into())
-                .spawn(move || serve_reads(&conn, &jobs))
-                .expect("spawn an SQLite reader thread");
-        }
+        let (reads, writes) = threads::spawn(writer.clone(), readers, checkpointer);
         SqliteStore {
             reads,
             writer,
@@ -268,119 +230,6 @@ fn configure(conn: Connection) -> StoreResult<Connection> {
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(unavailable)?;
     Ok(conn)
-}
-
-/// A reader thread: one read at a time from the shared queue, until the store is dropped.
-fn serve_reads(conn: &Mutex<Connection>, jobs: &Mutex<mpsc::Receiver<Read>>) {
-    loop {
-        // The queue's lock is held only while taking a job, not while running it.
-        let next = match jobs.lock() {
-            Ok(jobs) => jobs.recv(),
-            Err(_) => return,
-        };
-        let Ok(read) = next else { return };
-        match conn.lock() {
-            Ok(mut conn) => read(&mut conn),
-            // Dropping the read answers its caller with "stopped".
-            Err(_) => return,
-        }
-    }
-}
-
-/// The checkpoint thread: after writes, at most every [`CHECKPOINT_EVERY`], copy the log back
-/// into the database (PASSIVE: never waits for, nor holds up, the writer or the readers; once
-/// all is copied the writer starts the log from its beginning again). Ends with the writer.
-fn checkpoints(conn: &Connection, written: &mpsc::Receiver<()>) {
-    let mut next = std::time::Instant::now();
-    while written.recv().is_ok() {
-        while let Some(left) = next.checked_duration_since(std::time::Instant::now()) {
-            if let Err(mpsc::RecvTimeoutError::Disconnected) = written.recv_timeout(left) {
-                return;
-            }
-        }
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            tracing::warn!(error = %e, "SQLite checkpoint failed; the next one retries");
-        }
-        next = std::time::Instant::now() + CHECKPOINT_EVERY;
-    }
-}
-
-/// The writer thread: take what has queued (at least one write), run each in its own savepoint
-/// of one transaction, commit once, then answer every caller with its own outcome.
-fn group_commit(
-    conn: &Mutex<Connection>,
-    queue: &mpsc::Receiver<Queued>,
-    wrote: &mpsc::SyncSender<()>,
-) {
-    while let Ok(first) = queue.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
-            }
-        }
-        let answers = match lock(conn) {
-            Ok(conn) => commit_batch(&conn, batch),
-            Err(e) => {
-                let e = e.to_string();
-                batch
-                    .into_iter()
-                    .map(|q| (q.answer, Err(StoreError::Unavailable(e.clone()))))
-                    .collect()
-            }
-        };
-        for (answer, outcome) in answers {
-            // A caller that gave up (its request was dropped) needs no answer.
-            let _ = answer.send(outcome);
-        }
-        // Full: a checkpoint is due anyway. Disconnected: in memory, no log.
-        let _ = wrote.try_send(());
-    }
-}
-
-type Answer = (oneshot::Sender<StoreResult<usize>>, StoreResult<usize>);
-
-fn commit_batch(conn: &Connection, batch: Vec<Queued>) -> Vec<Answer> {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-        let e = e.to_string();
-        return batch
-            .into_iter()
-            .map(|q| (q.answer, Err(StoreError::Unavailable(e.clone()))))
-            .collect();
-    }
-    let mut answers: Vec<Answer> = batch
-        .into_iter()
-        .map(|q| (q.answer, in_savepoint(conn, q.write)))
-        .collect();
-    if let Err(e) = conn.execute_batch("COMMIT") {
-        // Nothing of the batch is durable: every write fails, even those whose condition held.
-        let _ = conn.execute_batch("ROLLBACK");
-        for (_, outcome) in &mut answers {
-            *outcome = Err(StoreError::Unavailable(format!("group commit failed: {e}")));
-        }
-    }
-    answers
-}
-
-/// One write in its own savepoint: on any error only this write is undone.
-fn in_savepoint(conn: &Connection, write: Write) -> StoreResult<usize> {
-    run(conn, "SAVEPOINT write")?;
-    let outcome = write(conn);
-    let ended = if outcome.is_ok() {
-        run(conn, "RELEASE write")
-    } else {
-        run(conn, "ROLLBACK TO write").and_then(|()| run(conn, "RELEASE write"))
-    };
-    ended.and(outcome)
-}
-
-/// A statement without parameters, from the connection's statement cache.
-fn run(conn: &Connection, sql: &str) -> StoreResult<()> {
-    conn.prepare_cached(sql)
-        .and_then(|mut s| s.execute([]))
-        .map(drop)
-        .map_err(unavailable)
 }
 
 /// A transition's rows, encoded by the caller: the writer thread, which every write of the

@@ -2,7 +2,7 @@
 //! action kinds and the tool catalog. Validated once at load; every error names its entry.
 
 use crate::domain::{canonical, deed::DeedKey, policy::Rule, window::WindowRules, Decision};
-use crate::tools::target;
+use crate::target;
 use jiff::{tz::TimeZone, SignedDuration};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -27,6 +27,7 @@ pub mod faults;
 pub mod invariants;
 pub mod notify;
 pub mod store;
+pub mod target;
 pub mod tools;
 pub mod wake;
 

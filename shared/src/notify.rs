@@ -9,7 +9,8 @@ use crate::{
     config::{Config, Endpoint, Format},
     domain::notice::{Notice, OutboxEntry, Settled},
     store::{Store, StoreError},
-    tools::{target, webhook::signature},
+    target,
+    tools::webhook::signature,
     Clock,
 };
 use serde::Serialize;

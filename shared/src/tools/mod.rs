@@ -2,7 +2,6 @@
 
 pub mod echo;
 pub mod secrets;
-pub mod target;
 pub mod webhook;
 
 use crate::config::{Executor, ToolEntry};

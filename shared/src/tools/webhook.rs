@@ -2,7 +2,8 @@
 //! (SC-EDGE-06) — with `Idempotency-Key`, `Countersign-Attempt` and an HMAC-SHA256
 //! `Countersign-Signature`, a per-tool timeout and a 64 KiB result cap.
 
-use super::{target, Call, ToolAnswer};
+use super::{Call, ToolAnswer};
+use crate::target;
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;

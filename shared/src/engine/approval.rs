@@ -4,7 +4,9 @@
 use super::{commit::Committed, require, Engine};
 use crate::{
     config::{Principal, Role},
-    domain::{transition::TicketTerms, Action, Actor, SealReason, State, Transition},
+    domain::{
+        action::Approval, transition::TicketTerms, Action, Actor, SealReason, State, Transition,
+    },
     Error,
 };
 
@@ -24,32 +26,15 @@ impl Engine {
         }
         let tenant = self.tenant(&action.tenant)?;
         let now = self.clock.now();
-        let approval = match (action.state(), &action.approval) {
-            (State::PendingApproval, Some(approval)) => approval,
-            // A retried approve of the same context is answered, not refused.
-            (State::Approved | State::Executing, Some(a)) if a.context_digest == context_digest => {
-                return Ok(action)
-            }
-            (State::Approved | State::Executing, None) => {
-                return Err(Error::Forbidden(
-                    "this action was committed by policy; it takes no countersignature".into(),
-                ))
-            }
-            (State::Approved | State::Executing, _) => {
-                return Err(Error::ContextChanged {
-                    current_digest: current_digest(&action),
-                })
-            }
-            (state, _) => return Err(Error::ActionSealed { state }),
+        let approval = match awaiting(&action, context_digest)? {
+            Awaiting::Countersignature(approval) => approval,
+            Awaiting::AlreadyApproved => return Ok(action),
         };
         // SC-APP-04: a lapsed approval is sealed here too, not only by the sweep.
         if now >= approval.expires_at {
-            let sealed = self
-                .seal(&action, Actor::system(), &SealReason::ApprovalExpired)
-                .await?;
-            return Err(Error::ActionSealed {
-                state: sealed.into_action().state(),
-            });
+            return Err(self
+                .seal_refused(&action, SealReason::ApprovalExpired)
+                .await);
         }
         // SC-APP-02
         if approval.context_digest != context_digest {
@@ -58,12 +43,7 @@ impl Engine {
             });
         }
         let Some(tool) = tenant.tool(&action.tool) else {
-            let sealed = self
-                .seal(&action, Actor::system(), &SealReason::CatalogChanged)
-                .await?;
-            return Err(Error::ActionSealed {
-                state: sealed.into_action().state(),
-            });
+            return Err(self.seal_refused(&action, SealReason::CatalogChanged).await);
         };
         // SC-APP-03; due now and fitting the request: committed already claimed (SC-EDGE-07).
         let due_at = action.schedule.map_or(now, |w| w.not_before.max(now));
@@ -90,6 +70,16 @@ impl Engine {
                 state: current.state(),
             }),
             Committed::LostTo(current) => Ok(current),
+        }
+    }
+
+    /// Seal an approval that can no longer be given and answer why the approve is refused.
+    async fn seal_refused(&self, action: &Action, reason: SealReason) -> Error {
+        match self.seal(action, Actor::system(), &reason).await {
+            Ok(sealed) => Error::ActionSealed {
+                state: sealed.into_action().state(),
+            },
+            Err(e) => e,
         }
     }
 
@@ -127,6 +117,30 @@ impl Engine {
                 state: current.state(),
             }),
         }
+    }
+}
+
+/// What an approve meets.
+enum Awaiting<'a> {
+    Countersignature(&'a Approval),
+    /// A retried approve of the same context: answered, not refused.
+    AlreadyApproved,
+}
+
+/// Whether `action` waits for the countersignature of `context_digest`.
+fn awaiting<'a>(action: &'a Action, context_digest: &str) -> Result<Awaiting<'a>, Error> {
+    match (action.state(), &action.approval) {
+        (State::PendingApproval, Some(approval)) => Ok(Awaiting::Countersignature(approval)),
+        (State::Approved | State::Executing, Some(a)) if a.context_digest == context_digest => {
+            Ok(Awaiting::AlreadyApproved)
+        }
+        (State::Approved | State::Executing, None) => Err(Error::Forbidden(
+            "this action was committed by policy; it takes no countersignature".into(),
+        )),
+        (State::Approved | State::Executing, _) => Err(Error::ContextChanged {
+            current_digest: current_digest(action),
+        }),
+        (state, _) => Err(Error::ActionSealed { state }),
     }
 }
 

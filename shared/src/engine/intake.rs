@@ -72,99 +72,104 @@ impl Engine {
         let tenant = self.tenant(&who.tenant)?;
         let payload_digest = canonical::digest(&req);
         let now = self.clock.now();
-
-        if let Some(key) = idempotency_key {
-            check_idempotency_key(key)?;
-            if let Some(replay) = self.replay(who, key, &payload_digest, now).await? {
-                return replay;
+        let key = match idempotency_key {
+            Some(key) => {
+                check_idempotency_key(key)?;
+                if let Some(replay) = self.replay(who, key, &payload_digest, now).await? {
+                    return replay;
+                }
+                Some((key, payload_digest.as_str()))
             }
-        }
-
-        let window = req
-            .schedule
-            .as_ref()
-            .map(|w| {
-                Window::requested(
-                    w.not_before.as_deref(),
-                    w.not_after.as_deref(),
-                    now,
-                    self.config.limits.window,
-                )
-                .map_err(|m| Error::validation("schedule", m))
-            })
-            .transpose()?;
-
-        let draft = Action {
-            id: format!("act_{}", ulid::Ulid::new()),
-            tenant: who.tenant.clone(),
-            agent_id: who.id.clone(),
-            tool: req.tool.clone(),
-            args_digest: canonical::digest(&req.args),
-            args: Value::Object(req.args.clone()),
-            action_kind: req.action_kind.clone(),
-            run: req.run.clone(),
-            schedule: window,
-            // The call as submitted; `decide` gives it its decision and first stage.
-            decision: Decision::Deny,
-            stage: Stage::PendingApproval,
-            approval: None,
-            actor: Actor::agent(&who.id),
-            version: 0,
-            created_at: now,
-            updated_at: now,
-            // Set by the first transition (the chain's genesis binds this action).
-            chain_head: String::new(),
+            None => None,
         };
-        let (mut first, reason) = self.decide(tenant, draft, now).await?;
+        let window = self.window_of(&req, now)?;
+        let (first, reason) = self
+            .decide(tenant, draft(who, req, window, now), now)
+            .await?;
         // SC-EDGE-07: a due ticket whose tool fits the request is committed already claimed.
-        let inline = first
-            .ticket()
-            .zip(self.tool_named(&first.tenant, &first.tool))
-            .and_then(|(ticket, tool)| self.inline_claim(tool, ticket.due_at(), now));
-        if let (Some((_, lease)), Stage::Approved { ticket }) = (&inline, &first.stage) {
-            first.stage = Stage::Executing {
-                ticket: ticket.clone(),
-                lease: lease.clone(),
-            };
-        }
+        let (first, inline) = self.claimed_inline(first, now);
         // A ticket committed by policy is the system's decision (SC-INT-09); the rest is the agent's.
         let actor = match first.state() {
             State::Approved | State::Executing => Actor::system(),
             _ => Actor::agent(&who.id),
         };
         let t = Creation::new(first, actor, Some(&reason), now);
-        let idem = idempotency_key.map(|key| IdempotencyRecord {
-            tenant: who.tenant.clone(),
-            agent_id: who.id.clone(),
-            key: key.to_owned(),
-            payload_digest: payload_digest.clone(),
-            action_id: t.action.id.clone(),
-            expires_at: now.saturating_add(IDEMPOTENCY_TTL).expect("in range"),
-        });
-        let action = match (self.create(&t, idem.as_ref()).await?, idempotency_key) {
-            (Some(action), _) => action,
+        let Some(action) = self.create_keyed(who, &t, key, now).await? else {
             // The same key committed first in a concurrent request: answer as it did.
-            (None, Some(key)) => {
-                return match self.replay(who, key, &payload_digest, now).await? {
+            return match key {
+                Some((key, digest)) => match self.replay(who, key, digest, now).await? {
                     Some(replay) => replay,
                     None => Err(Error::Unavailable(
                         "idempotency record vanished; retry".into(),
                     )),
-                };
-            }
-            (None, None) => {
-                return Err(Error::Internal(
+                },
+                None => Err(Error::Internal(
                     "an action without a key was refused".into(),
-                ))
-            }
+                )),
+            };
         };
         tracing::info!(tenant = %action.tenant, action_id = %action.id, tool = %action.tool,
             decision = ?action.decision, state = %action.state(), "action submitted");
-
-        let action = self
-            .hand_off(action, inline.map(|(running, _)| running))
-            .await;
+        let action = self.hand_off(action, inline).await;
         answer(action, false)
+    }
+
+    /// The requested window, checked against the window rules (SC-INT-02).
+    fn window_of(&self, req: &SubmitRequest, now: Timestamp) -> Result<Option<Window>, Error> {
+        let Some(w) = &req.schedule else {
+            return Ok(None);
+        };
+        Window::requested(
+            w.not_before.as_deref(),
+            w.not_after.as_deref(),
+            now,
+            self.config.limits.window,
+        )
+        .map(Some)
+        .map_err(|m| Error::validation("schedule", m))
+    }
+
+    /// A due ticket whose tool fits the request, committed already claimed by this request
+    /// (SC-EDGE-07); the run guard travels with it to [`Engine::hand_off`].
+    fn claimed_inline(
+        &self,
+        mut first: Action,
+        now: Timestamp,
+    ) -> (Action, Option<super::runs::Running<'_>>) {
+        let Stage::Approved { ticket } = &first.stage else {
+            return (first, None);
+        };
+        let inline = self
+            .tool_named(&first.tenant, &first.tool)
+            .and_then(|tool| self.inline_claim(tool, ticket.due_at(), now));
+        let Some((running, lease)) = inline else {
+            return (first, None);
+        };
+        first.stage = Stage::Executing {
+            ticket: ticket.clone(),
+            lease,
+        };
+        (first, Some(running))
+    }
+
+    /// Create the action with its idempotency record, if keyed. `None`: the key is another
+    /// request's.
+    async fn create_keyed(
+        &self,
+        who: &Principal,
+        t: &Creation,
+        key: Option<(&str, &str)>,
+        now: Timestamp,
+    ) -> Result<Option<Action>, Error> {
+        let idem = key.map(|(key, payload_digest)| IdempotencyRecord {
+            tenant: who.tenant.clone(),
+            agent_id: who.id.clone(),
+            key: key.to_owned(),
+            payload_digest: payload_digest.to_owned(),
+            action_id: t.action.id.clone(),
+            expires_at: super::commit::later(now, IDEMPOTENCY_TTL),
+        });
+        self.create(t, idem.as_ref()).await
     }
 
     /// The original answer for a known key, or a conflict if the payload differs.
@@ -250,23 +255,8 @@ impl Engine {
                 Ok((a, reason.into()))
             }
             (Admission::Approval { expires_at }, _) => {
-                let (context, context_digest) = approval_context(&ContextInput {
-                    tool: &a.tool,
-                    args: &a.args,
-                    agent_id: &a.agent_id,
-                    action_kind: a.action_kind.as_deref(),
-                    schedule: a.schedule.as_ref(),
-                    time_zone: &tenant.time_zone,
-                    time_zone_name: &tenant.time_zone_name,
-                });
+                a.approval = Some(asked(tenant, &a, expires_at));
                 a.stage = Stage::PendingApproval;
-                a.approval = Some(crate::domain::action::Approval {
-                    context,
-                    context_digest,
-                    expires_at,
-                    approver: None,
-                    decided_at: None,
-                });
                 Ok((a, "approval_required".into()))
             }
             // `admit` answers a ticket only for a tool in the catalog.
@@ -275,6 +265,50 @@ impl Engine {
                 a.tool
             ))),
         }
+    }
+}
+
+/// The call as submitted, before the gate: `decide` gives it its decision and first stage.
+fn draft(who: &Principal, req: SubmitRequest, window: Option<Window>, now: Timestamp) -> Action {
+    Action {
+        id: format!("act_{}", ulid::Ulid::new()),
+        tenant: who.tenant.clone(),
+        agent_id: who.id.clone(),
+        tool: req.tool,
+        args_digest: canonical::digest(&req.args),
+        args: Value::Object(req.args),
+        action_kind: req.action_kind,
+        run: req.run,
+        schedule: window,
+        decision: Decision::Deny,
+        stage: Stage::PendingApproval,
+        approval: None,
+        actor: Actor::agent(&who.id),
+        version: 0,
+        created_at: now,
+        updated_at: now,
+        // Set by the first transition (the chain's genesis binds this action).
+        chain_head: String::new(),
+    }
+}
+
+/// The countersignature asked for: the context the approver is shown, and its digest.
+fn asked(tenant: &Tenant, a: &Action, expires_at: Timestamp) -> crate::domain::action::Approval {
+    let (context, context_digest) = approval_context(&ContextInput {
+        tool: &a.tool,
+        args: &a.args,
+        agent_id: &a.agent_id,
+        action_kind: a.action_kind.as_deref(),
+        schedule: a.schedule.as_ref(),
+        time_zone: &tenant.time_zone,
+        time_zone_name: &tenant.time_zone_name,
+    });
+    crate::domain::action::Approval {
+        context,
+        context_digest,
+        expires_at,
+        approver: None,
+        decided_at: None,
     }
 }
 

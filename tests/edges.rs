@@ -693,7 +693,7 @@ impl Edge {
         }
         run.abort();
         let held = self.load(&a.id).await;
-        let lease = held.lease().clone().expect("claimed");
+        let lease = held.lease().cloned().expect("claimed");
         self.set(lease.until + SignedDuration::from_secs(1));
         held
     }

@@ -48,7 +48,8 @@ impl Committed {
 
 /// What sending one write came to.
 enum Sent {
-    Committed(Committed),
+    /// Boxed: the record is large beside the empty `Taken`.
+    Committed(Box<Committed>),
     /// A creation refused because its key is taken, by a write that is not ours: for intake,
     /// a concurrent request with the same Idempotency-Key.
     Taken,
@@ -67,7 +68,7 @@ impl Engine {
             .send(&t, expected, give_up, || self.store.commit(&t))
             .await?
         {
-            Sent::Committed(c) => Ok(c),
+            Sent::Committed(c) => Ok(*c),
             // A conditional update with the record still at its expected version is refused
             // only by a contender's write in flight: read once more and report it.
             Sent::Taken => Ok(Committed::LostTo(self.reload(&t.action).await?)),
@@ -90,9 +91,10 @@ impl Engine {
         let c = self.subscribed_creation(c);
         let give_up = later(self.clock.now(), WRITE_RETRY_FOR);
         let send = || self.store.create(&c, idempotency);
-        match self.send(&c, None, give_up, send).await? {
-            Sent::Committed(Committed::Landed(a)) => Ok(Some(a)),
-            Sent::Committed(Committed::LostTo(_)) | Sent::Taken => match idempotency {
+        let sent = self.send(&c, None, give_up, send).await?;
+        match sent {
+            Sent::Committed(c) if matches!(*c, Committed::Landed(_)) => Ok(Some(c.into_action())),
+            Sent::Committed(_) | Sent::Taken => match idempotency {
                 Some(_) => Ok(None),
                 None => Err(Error::Internal(format!("{} exists already", c.action.id))),
             },
@@ -117,18 +119,22 @@ impl Engine {
         let mut pause = FIRST_PAUSE;
         loop {
             let error = match write().await {
-                Ok(()) => return Ok(Sent::Committed(Committed::Landed(ours.action.clone()))),
+                Ok(()) => {
+                    return Ok(Sent::Committed(Box::new(Committed::Landed(
+                        ours.action.clone(),
+                    ))))
+                }
                 Err(e @ (StoreError::Conflict | StoreError::Unavailable(_))) => e,
                 Err(e) => return Err(e.into()),
             };
             match self.store.load(tenant, id).await {
                 Ok(Some(current)) if landed(&ours.action, &current) => {
                     tracing::warn!(tenant = %tenant, action_id = %id, error = %error, "the write applied despite the error");
-                    return Ok(Sent::Committed(Committed::Landed(current)));
+                    return Ok(Sent::Committed(Box::new(Committed::Landed(current))));
                 }
                 Ok(Some(current)) if expected.is_none_or(|v| current.version != v) => {
                     tracing::info!(tenant = %tenant, action_id = %id, state = %current.state(), "lost a race; reporting the winner");
-                    return Ok(Sent::Committed(Committed::LostTo(current)));
+                    return Ok(Sent::Committed(Box::new(Committed::LostTo(current))));
                 }
                 Ok(None) if expected.is_some() => {
                     return Err(Error::Internal(format!("{id} vanished")))

@@ -10,7 +10,7 @@
 
 use super::keys::{call_sk, epoch_seconds, nanos, state_sk, sweep_pk, sweep_shard, tenant_pk};
 use crate::domain::{Action, Actor, ActorKind, Decision, Event, RunRef, State, Window};
-use crate::store::{IdempotencyRecord, Quarantined, Stop, StoreError, StoreResult, Unreadable};
+use crate::store::{StoreError, StoreResult};
 use aws_sdk_dynamodb::{primitives::Blob, types::AttributeValue};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -27,7 +27,7 @@ pub(super) fn n(v: u64) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }
 
-fn malformed(what: impl std::fmt::Display) -> StoreError {
+pub(super) fn malformed(what: impl std::fmt::Display) -> StoreError {
     StoreError::Malformed(format!("stored item: {what}"))
 }
 
@@ -55,7 +55,7 @@ fn get_json(item: &Item, name: &str) -> StoreResult<Option<Value>> {
     }
 }
 
-fn get_instant(item: &Item, name: &str) -> StoreResult<Timestamp> {
+pub(super) fn get_instant(item: &Item, name: &str) -> StoreResult<Timestamp> {
     let ns: i128 = get_n(item, name)?;
     Timestamp::from_nanosecond(ns).map_err(|e| malformed(format!("{name}: {e}")))
 }
@@ -70,7 +70,7 @@ fn to_json(v: &impl Serialize) -> Value {
     serde_json::to_value(v).expect("a record serializes")
 }
 
-fn json_text(v: &impl Serialize) -> AttributeValue {
+pub(super) fn json_text(v: &impl Serialize) -> AttributeValue {
     s(serde_json::to_string(v).expect("a record serializes"))
 }
 
@@ -599,285 +599,8 @@ pub(super) fn action_of(tenant: &str, id: &str, call: &Item, state: &Item) -> St
     Action::from_stored(&bytes).map_err(|e| StoreError::Malformed(e.to_string()))
 }
 
-// ---------- quarantine (SC-EDGE-08) ----------
-
-/// Set on a quarantined action's state item: lists leave it out.
-pub(super) const QUARANTINED: &str = "qz";
-
-/// An action that does not load, named by its key (its items may hold anything).
-pub(super) fn unreadable(tenant: &str, action_id: &str, e: StoreError) -> Unreadable {
-    Unreadable {
-        tenant: tenant.to_owned(),
-        action_id: action_id.to_owned(),
-        reason: e.to_string(),
-    }
-}
-
-pub(super) fn quarantine_item(bad: &Unreadable, at: Timestamp) -> Item {
-    use super::keys::{quarantine_pk, quarantine_sk};
-    Item::from([
-        ("pk".into(), s(quarantine_pk(&bad.tenant))),
-        ("sk".into(), s(quarantine_sk(&bad.action_id))),
-        ("r".into(), s(&bad.reason)),
-        ("w".into(), nanos(at)),
-    ])
-}
-
-impl TryFrom<&Item> for Quarantined {
-    type Error = StoreError;
-
-    fn try_from(item: &Item) -> StoreResult<Self> {
-        Ok(Quarantined {
-            action_id: super::keys::quarantined_id(get_s(item, "sk")?),
-            reason: get_s(item, "r")?.to_owned(),
-            quarantined_at: get_instant(item, "w")?,
-        })
-    }
-}
-
-// ---------- idempotency records and stops ----------
-
-impl From<&IdempotencyRecord> for Item {
-    fn from(r: &IdempotencyRecord) -> Item {
-        use super::keys::{idempotency_pk, idempotency_sk};
-        Item::from([
-            ("pk".into(), s(idempotency_pk(&r.tenant, &r.agent_id))),
-            ("sk".into(), s(idempotency_sk(&r.key))),
-            ("d".into(), s(&r.payload_digest)),
-            ("a".into(), s(&r.action_id)),
-            ("x".into(), nanos(r.expires_at)),
-            ("ttl".into(), epoch_seconds(r.expires_at)),
-        ])
-    }
-}
-
-/// An idempotency record from its item; the scope (tenant, agent, key) is the caller's.
-pub(super) fn idempotency_of(
-    tenant: &str,
-    agent_id: &str,
-    key: &str,
-    item: &Item,
-) -> StoreResult<IdempotencyRecord> {
-    Ok(IdempotencyRecord {
-        tenant: tenant.to_owned(),
-        agent_id: agent_id.to_owned(),
-        key: key.to_owned(),
-        payload_digest: get_s(item, "d")?.to_owned(),
-        action_id: get_s(item, "a")?.to_owned(),
-        expires_at: get_instant(item, "x")?,
-    })
-}
-
-impl From<&Stop> for Item {
-    fn from(stop: &Stop) -> Item {
-        use super::keys::{stop_sk, stops_pk};
-        Item::from([
-            ("pk".into(), s(stops_pk(&stop.tenant))),
-            ("sk".into(), s(stop_sk(stop.scope()))),
-            ("b".into(), json_text(stop)),
-        ])
-    }
-}
-
-impl TryFrom<&Item> for Stop {
-    type Error = StoreError;
-
-    fn try_from(item: &Item) -> StoreResult<Self> {
-        serde_json::from_str(get_s(item, "b")?).map_err(|e| malformed(format!("stop: {e}")))
-    }
-}
+pub(super) use super::records::{idempotency_of, quarantine_item, unreadable, QUARANTINED};
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn compact_values_round_trip() {
-        for actor in [
-            Actor::system(),
-            Actor::agent("billing-agent"),
-            Actor::user("ana:ops"),
-        ] {
-            assert_eq!(actor_of(&actor_code(&actor)).unwrap(), actor);
-        }
-        for st in State::ALL {
-            assert_eq!(state_of(state_code(st)).unwrap(), st);
-        }
-        let hash = "ab".repeat(32);
-        assert!(matches!(hash_value(&hash), AttributeValue::B(_)));
-        assert_eq!(hash_of(&hash_value(&hash)).unwrap(), hash);
-        assert_eq!(hash_of(&hash_value("AB")).unwrap(), "AB");
-        let upper = "AB".repeat(32);
-        assert_eq!(
-            hash_of(&hash_value(&upper)).unwrap(),
-            upper,
-            "not lower hex: kept as text"
-        );
-        let digest = format!("sha256:{hash}");
-        assert!(matches!(digest_value(&digest), AttributeValue::B(_)));
-        assert_eq!(digest_of(&digest_value(&digest)).unwrap(), digest);
-        assert_eq!(digest_of(&digest_value("sha512:x")).unwrap(), "sha512:x");
-    }
-
-    #[test]
-    fn unknown_members_are_kept() {
-        let rest = leftovers(json!({"seq": 1, "new_field": [1]}), &EVENT_FIELDS).unwrap();
-        assert_eq!(Value::Object(rest), json!({"new_field": [1]}));
-        assert!(leftovers(json!({"seq": 1}), &EVENT_FIELDS).is_none());
-    }
-
-    use crate::domain::{
-        action::Approval, transition::TicketTerms, Change, Creation, Decision, SealReason, Stage,
-        Transition,
-    };
-
-    fn t(s: &str) -> Timestamp {
-        s.parse().unwrap()
-    }
-
-    /// A stand-in for the table: the state item after a create and after each commit, as
-    /// `UpdateItem` would leave it (SET, REMOVE, the event appended).
-    fn store(transitions: &[Change]) -> Item {
-        let (first, rest) = transitions.split_first().unwrap();
-        let mut state = state_item(&first.action, &first.event, None);
-        for tr in rest {
-            let attributes = state_attributes(&tr.action, &tr.event, None);
-            for (name, value) in attributes.set {
-                state.insert(name.into(), value);
-            }
-            for name in attributes.remove {
-                state.remove(name);
-            }
-            match state.get_mut("e") {
-                Some(AttributeValue::L(events)) => {
-                    let position = events.len() as u64 + 1;
-                    events.push(event_value(&tr.event, position))
-                }
-                _ => panic!("no events"),
-            }
-        }
-        state
-    }
-
-    fn submitted(schedule: Option<Window>) -> Action {
-        let args = json!({"to": "ops@example.com", "n": 1.5});
-        Action {
-            id: "act_01JD3N0000000000000000000A".into(),
-            tenant: "ac#me".into(),
-            agent_id: "agent-1".into(),
-            tool: "mail.send".into(),
-            args: args.clone(),
-            args_digest: format!("sha256:{}", "0f".repeat(32)),
-            action_kind: Some("email".into()),
-            run: Some(RunRef {
-                run_id: Some("run-1".into()),
-                thread_id: None,
-                call_id: None,
-            }),
-            schedule,
-            decision: Decision::RequireApproval,
-            stage: Stage::PendingApproval,
-            approval: Some(Approval {
-                context: json!({"tool": "mail.send", "args": args, "agent_id": "agent-1"}),
-                context_digest: format!("sha256:{}", "ab".repeat(32)),
-                expires_at: t("2026-10-21T18:00:00Z"),
-                approver: None,
-                decided_at: None,
-            }),
-            actor: Actor::agent("agent-1"),
-            version: 0,
-            created_at: t("2026-10-21T12:00:00Z"),
-            updated_at: t("2026-10-21T12:00:00Z"),
-            chain_head: String::new(),
-        }
-    }
-
-    /// Every step of the lifecycle, the cancel path and a recovery loads back exactly as
-    /// committed, and the sweep entry moves only where the design says it does.
-    #[test]
-    fn actions_round_trip_through_their_two_items() {
-        let window = Window {
-            not_before: t("2026-10-21T16:00:00Z"),
-            not_after: t("2026-10-21T18:00:00Z"),
-        };
-        let create = |w| {
-            Creation::new(
-                submitted(w),
-                Actor::agent("agent-1"),
-                Some("approval_required"),
-                t("2026-10-21T12:00:01Z"),
-            )
-        };
-        let terms = TicketTerms {
-            catalog_fingerprint: &format!("sha256:{}", "cd".repeat(32)),
-            due_at: window.not_before,
-            deadline: window.not_after,
-        };
-        let c = create(Some(window));
-        let a = Transition::approve(&c.action, "approver-1", terms, t("2026-10-21T13:00:00Z"));
-        let cl = Transition::claim(
-            &a.action,
-            "wrk_1",
-            t("2026-10-21T16:02:00Z"),
-            t("2026-10-21T16:00:01Z"),
-        )
-        .unwrap();
-        let re = Transition::claim(
-            &cl.action,
-            "wrk_2",
-            t("2026-10-21T16:05:00Z"),
-            t("2026-10-21T16:03:00Z"),
-        )
-        .unwrap();
-        let done = Transition::finish(
-            &re.action,
-            Ok(json!({"sent": true})),
-            t("2026-10-21T16:03:01Z"),
-        );
-        let changes = |first: &Creation, rest: Vec<Transition>| -> Vec<Change> {
-            std::iter::once((**first).clone())
-                .chain(rest.iter().map(|t| (**t).clone()))
-                .collect()
-        };
-        let lifecycle = changes(&c, vec![a.clone(), cl.clone(), re, done]);
-        let c2 = create(None);
-        let cancelled = Transition::seal(
-            &c2.action,
-            Actor::agent("agent-1"),
-            &SealReason::Cancelled,
-            t("2026-10-21T12:01:00Z"),
-        );
-        let cancel_path = changes(&c2, vec![cancelled]);
-        for path in [&lifecycle[..], &cancel_path[..]] {
-            let call = call_item(&path[0].action);
-            for upto in 1..=path.len() {
-                let state = store(&path[..upto]);
-                let expected = &path[upto - 1].action;
-                let loaded = action_of(&expected.tenant, &expected.id, &call, &state).unwrap();
-                assert_eq!(&loaded, expected, "after {upto} transitions");
-                let events: Vec<Event> = path[..upto].iter().map(|t| t.event.clone()).collect();
-                assert_eq!(events_of(&state).unwrap(), events);
-            }
-        }
-        // The context's args are stored once (in the call), and put back.
-        let AttributeValue::S(body) = &call_item(&c.action)["c"] else {
-            panic!("call body")
-        };
-        assert_eq!(body.matches("ops@example.com").count(), 1, "{body}");
-
-        // The sweep entry: the key stays at not_before; a pending scheduled approval is already
-        // at the due time its ticket gets when approved in time (its expiry, not_after, comes
-        // later; the sweep defers it there if it meets it first), so the approval and the claim
-        // leave the entry as it is (the sweep defers a claim to the lease's end if it meets it).
-        assert_eq!(c.action.sweep_at(), Some(window.not_after));
-        let (_, bound, at) = sweep_entry(&c.action).unwrap();
-        assert_eq!((bound, at), (window.not_before, window.not_before));
-        assert_eq!(sweep_entry(&a.action), sweep_entry(&c.action));
-        assert_eq!(sweep_entry(&cl.action), sweep_entry(&a.action));
-        assert_eq!(cl.action.sweep_at(), Some(t("2026-10-21T16:02:00Z")));
-        assert!(
-            sweep_entry(&lifecycle[4].action).is_none(),
-            "sealed: out of the index"
-        );
-    }
-}
+#[path = "item_tests.rs"]
+mod tests;

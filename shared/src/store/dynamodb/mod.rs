@@ -18,6 +18,7 @@ mod keys;
 mod meter;
 mod outbox;
 mod query;
+mod records;
 mod writes;
 
 use super::{

@@ -477,6 +477,106 @@ mod tests {
         assert_eq!(verify(&action, &events), Ok(()));
     }
 
+    /// The chain binds what a deed signs (issue 14, defect 7; before it the genesis held only
+    /// tenant, id and args digest, and no event the outcome): each member of the call and the
+    /// outcome, edited in the record alone, fails; so does an approval context that shows
+    /// another call, even with its digest and the whole chain recomputed onto it.
+    #[test]
+    fn sc_sec_06_the_chain_binds_the_whole_call_and_the_outcome() {
+        use crate::domain::{action::RunRef, window::Window};
+        let (action, events) = succeeded("act_A");
+        let hash_1 = ChainError::Hash { seq: 1 };
+        let cases: Vec<(&str, Tamper, ChainError)> = vec![
+            (
+                "tool",
+                Box::new(|a, _| a.tool = "mail.other".into()),
+                hash_1.clone(),
+            ),
+            (
+                "agent",
+                Box::new(|a, _| a.agent_id = "agent-2".into()),
+                hash_1.clone(),
+            ),
+            (
+                "kind",
+                Box::new(|a, _| a.action_kind = Some("email".into())),
+                hash_1.clone(),
+            ),
+            (
+                "window",
+                Box::new(|a, _| {
+                    a.schedule = Some(Window {
+                        not_before: at(10),
+                        not_after: at(900),
+                    })
+                }),
+                hash_1.clone(),
+            ),
+            (
+                "decision",
+                Box::new(|a, _| a.decision = Decision::Allow),
+                hash_1.clone(),
+            ),
+            (
+                "run ids",
+                Box::new(|a, _| {
+                    a.run = Some(RunRef {
+                        run_id: Some("run-9".into()),
+                        ..RunRef::default()
+                    })
+                }),
+                hash_1,
+            ),
+            (
+                "outcome result",
+                Box::new(|a, _| a.outcome.as_mut().unwrap().result = Some(json!({"sent": false}))),
+                ChainError::Outcome { seq: 4 },
+            ),
+            (
+                "outcome removed",
+                Box::new(|a, _| a.outcome = None),
+                ChainError::Outcome { seq: 4 },
+            ),
+            (
+                "the sealing event's outcome digest dropped, rehashed",
+                Box::new(|a, e| {
+                    e[3].outcome_digest = None;
+                    rehash(a, e, 3);
+                }),
+                ChainError::Outcome { seq: 4 },
+            ),
+            (
+                "context shows another tool, digests and chain recomputed",
+                Box::new(|a, e| {
+                    let approval = a.approval.as_mut().unwrap();
+                    approval.context["tool"] = json!("mail.other");
+                    approval.context_digest = canonical::digest(&approval.context);
+                    e[1].context_digest = Some(approval.context_digest.clone());
+                    rehash(a, e, 1);
+                }),
+                ChainError::Context { field: "tool" },
+            ),
+            (
+                "context shows a window the call does not have, recomputed",
+                Box::new(|a, e| {
+                    let approval = a.approval.as_mut().unwrap();
+                    approval.context["schedule"] =
+                        json!({"not_before": at(10), "not_after": at(900)});
+                    approval.context_digest = canonical::digest(&approval.context);
+                    e[1].context_digest = Some(approval.context_digest.clone());
+                    rehash(a, e, 1);
+                }),
+                ChainError::Context { field: "schedule" },
+            ),
+        ];
+        for (name, tamper, expected) in cases {
+            let (mut a, mut e) = (action.clone(), events.clone());
+            tamper(&mut a, &mut e);
+            assert_eq!(verify(&a, &e), Err(expected), "{name}");
+        }
+        assert_eq!(verify(&action, &events), Ok(()));
+    }
+
     /// Recompute the chain from `from` (an attacker who can hash but not re-sign).
     fn rehash(action: &mut Action, events: &mut [Event], from: usize) {
         let mut previous = events[from - 1].hash.clone();

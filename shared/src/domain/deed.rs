@@ -378,6 +378,60 @@ mod tests {
         );
     }
 
+    /// A deed re-signed by its own key after its call, schedule, outcome or shown context was
+    /// edited fails offline (before chain v2 the tool, agent, window and outcome were unbound).
+    #[test]
+    fn sc_sec_07_a_resigned_deed_with_another_call_or_outcome_fails() {
+        let key = DeedKey::from_seed("acme-1", &[7; 32]);
+        let (action, events) = denied();
+        let deed = Deed::of(&action, &events, "acme-1").unwrap();
+        let cases: Vec<(&str, fn(&mut Deed), ChainError)> = vec![
+            (
+                "tool",
+                |d| d.call.tool = "mail.other".into(),
+                ChainError::Hash { seq: 1 },
+            ),
+            (
+                "agent",
+                |d| d.call.agent_id = "agent-2".into(),
+                ChainError::Hash { seq: 1 },
+            ),
+            (
+                "schedule",
+                |d| {
+                    d.schedule = Some(Window {
+                        not_before: at(10),
+                        not_after: at(900),
+                    })
+                },
+                ChainError::Hash { seq: 1 },
+            ),
+            (
+                "outcome",
+                |d| d.outcome = Some(Outcome::reason(&SealReason::Cancelled)),
+                ChainError::Outcome { seq: 2 },
+            ),
+            (
+                "shown context",
+                |d| {
+                    let approval = d.approval.as_mut().unwrap();
+                    approval.context["agent_id"] = json!("agent-2");
+                    approval.context_digest = canonical::digest(&approval.context);
+                },
+                ChainError::Context { field: "agent_id" },
+            ),
+        ];
+        for (name, edit, expected) in cases {
+            let mut forged = deed.clone();
+            edit(&mut forged);
+            assert_eq!(
+                Deed::verify(&forged.sign(&key), &key.verifying_key()),
+                Err(DeedError::Chain(expected)),
+                "{name}"
+            );
+        }
+    }
+
     #[test]
     fn sc_sec_07_keys_load_from_pem() {
         let private = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIAPMcH0raIkxYyLt09QFKwHyNuoId7ncXzmxgYqosXJT\n-----END PRIVATE KEY-----\n";

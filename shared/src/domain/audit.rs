@@ -316,8 +316,8 @@ mod tests {
 
     use crate::domain::fixtures::{at, pending};
 
-    /// A countersigned, run and succeeded action with its chain, as the engine commits them.
-    fn succeeded(id: &str) -> (Action, Vec<Event>) {
+    /// A countersigned action claimed by a worker, with its chain, as the engine commits them.
+    fn claimed(id: &str) -> (Action, Vec<Event>) {
         let pending = pending(id, json!({"to": "ops@example.com"}));
         let terms = TicketTerms {
             catalog_fingerprint: "sha256:tool",
@@ -331,7 +331,13 @@ mod tests {
         events.push(t.event.clone());
         t = Transition::claim(&t.action, "wrk", at(60), at(2)).unwrap();
         events.push(t.event.clone());
-        t = Transition::finish(&t.action, Ok(json!({"sent": true})), at(3));
+        (t.action.clone(), events)
+    }
+
+    /// A countersigned, run and succeeded action with its chain.
+    fn succeeded(id: &str) -> (Action, Vec<Event>) {
+        let (claimed, mut events) = claimed(id);
+        let t = Transition::finish(&claimed, Ok(json!({"sent": true})), at(3));
         events.push(t.event.clone());
         (t.action.clone(), events)
     }
@@ -575,6 +581,19 @@ mod tests {
             assert_eq!(verify(&a, &e), Err(expected), "{name}");
         }
         assert_eq!(verify(&action, &events), Ok(()));
+    }
+
+    /// An unknown outcome's error is part of what its sealing event binds (the chaos run caught
+    /// the sweep adding it to the record after the event was hashed; the seal builds it now).
+    #[test]
+    fn sc_sec_06_an_unknown_outcome_is_sealed_with_its_error() {
+        let (claimed, mut events) = claimed("act_A");
+        let reason = crate::domain::SealReason::OutcomeUnknown;
+        let sealed = Transition::seal(&claimed, Actor::system(), &reason, at(61));
+        events.push(sealed.event.clone());
+        let error = sealed.action.outcome().and_then(|o| o.error.clone());
+        assert_eq!(error.unwrap()["kind"], "outcome_unknown");
+        assert_eq!(verify(&sealed.action, &events), Ok(()));
     }
 
     /// Recompute the chain from `from` (an attacker who can hash but not re-sign).

@@ -535,10 +535,10 @@ async fn run(seconds: u64, dir: &FsPath) -> std::process::ExitCode {
     let stop_answered = tally.lock().unwrap().stop_answered;
     let (mut broken, per_kind) = check_attempts(&store, &attempts, stop_answered).await;
     let all = all_actions(&store).await;
-    let t = tally.lock().unwrap();
-    let (wrong, outcomes) =
-        check_outcomes(&store, &all, &attempts, &killed_at, &t.cancel_refused).await;
+    let refused = tally.lock().unwrap().cancel_refused.clone();
+    let (wrong, outcomes) = check_outcomes(&store, &all, &attempts, &killed_at, &refused).await;
     broken.extend(wrong);
+    let t = tally.lock().unwrap();
     let actions = actions_per_kind(&all);
     let states: Vec<String> = report
         .states

@@ -385,7 +385,8 @@ mod tests {
         let key = DeedKey::from_seed("acme-1", &[7; 32]);
         let (action, events) = denied();
         let deed = Deed::of(&action, &events, "acme-1").unwrap();
-        let cases: Vec<(&str, fn(&mut Deed), ChainError)> = vec![
+        type Edit = fn(&mut Deed);
+        let cases: Vec<(&str, Edit, ChainError)> = vec![
             (
                 "tool",
                 |d| d.call.tool = "mail.other".into(),

@@ -1043,7 +1043,7 @@ async fn no_request_reaches_the_tool_after_the_deadline(backend: Backend) {
         .await
         .unwrap();
     let left = SignedDuration::from_millis(1);
-    e.set(approved.ticket.as_ref().unwrap().deadline() - left);
+    e.set(approved.ticket().unwrap().deadline() - left);
     let run = e.spawn_resume(&approved);
     let began = timed.first_began().await;
     // The server starts accepting before the client's SYN is retried (1 s after the first).
@@ -1065,9 +1065,9 @@ async fn no_request_reaches_the_tool_after_the_deadline(backend: Backend) {
         "the attempt began at {began}, 1 ms before its deadline; bodies arrived at {late:?}"
     );
     let sealed = e.load(&pending.id).await;
-    let error = sealed.outcome.as_ref().and_then(|o| o.error.clone());
+    let error = sealed.outcome().and_then(|o| o.error.clone());
     assert_eq!(
-        (sealed.state, error),
+        (sealed.state(), error),
         (State::Failed, Some(json!({"kind": "timeout"}))),
         "the attempt timed out at the deadline: its outcome is not known"
     );

@@ -693,7 +693,7 @@ async fn check_outcomes(
     }
     for id in cancel_refused {
         if let Some(a) = all.iter().find(|a| &a.id == id) {
-            if a.state == State::Cancelled && a.reason() == Some("cancelled") {
+            if a.state() == State::Cancelled && a.reason() == Some("cancelled") {
                 broken.push(format!(
                     "{id}: its cancel was answered 409, yet a cancel sealed it"
                 ));

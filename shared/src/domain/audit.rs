@@ -92,9 +92,9 @@ pub fn genesis(origin: &Origin<'_>) -> String {
 /// What the sealing event of `action` carries: the digest of its outcome (`None` until sealed).
 pub fn sealed_outcome(action: &Action) -> Option<String> {
     action
-        .state
+        .state()
         .is_sealed()
-        .then(|| canonical::digest(&action.outcome))
+        .then(|| canonical::digest(&action.outcome()))
 }
 
 fn link(previous_hash: &str, entry: &Entry) -> String {
@@ -177,7 +177,7 @@ pub fn verify(action: &Action, events: &[Event]) -> Result<(), ChainError> {
             .approval
             .as_ref()
             .map(|a| (&a.context, a.context_digest.as_str())),
-        outcome: action.outcome.as_ref(),
+        outcome: action.outcome(),
         version: action.version,
         head: &action.chain_head,
         state: action.state(),
@@ -489,7 +489,10 @@ mod tests {
     /// another call, even with its digest and the whole chain recomputed onto it.
     #[test]
     fn sc_sec_06_the_chain_binds_the_whole_call_and_the_outcome() {
-        use crate::domain::{action::RunRef, window::Window};
+        use crate::domain::{
+            action::{RunRef, Stage},
+            window::Window,
+        };
         let (action, events) = succeeded("act_A");
         let hash_1 = ChainError::Hash { seq: 1 };
         let cases: Vec<(&str, Tamper, ChainError)> = vec![
@@ -535,12 +538,20 @@ mod tests {
             ),
             (
                 "outcome result",
-                Box::new(|a, _| a.outcome.as_mut().unwrap().result = Some(json!({"sent": false}))),
+                Box::new(|a, _| {
+                    if let Stage::Sealed { outcome, .. } = &mut a.stage {
+                        outcome.result = Some(json!({"sent": false}));
+                    }
+                }),
                 ChainError::Outcome { seq: 4 },
             ),
             (
-                "outcome removed",
-                Box::new(|a, _| a.outcome = None),
+                "outcome emptied",
+                Box::new(|a, _| {
+                    if let Stage::Sealed { outcome, .. } = &mut a.stage {
+                        *outcome = Outcome::default();
+                    }
+                }),
                 ChainError::Outcome { seq: 4 },
             ),
             (

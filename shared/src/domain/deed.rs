@@ -409,7 +409,7 @@ mod tests {
             ),
             (
                 "outcome",
-                |d| d.outcome = Some(Outcome::reason(&SealReason::Cancelled)),
+                |d| d.outcome = Some(SealReason::Cancelled.outcome()),
                 ChainError::Outcome { seq: 2 },
             ),
             (

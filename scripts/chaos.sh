@@ -4,7 +4,9 @@
 # (slow, 5xx, refused, a 10 MB body, invalid JSON), store writes fail now and then, and the
 # server is killed (SIGKILL) and stopped (SIGTERM) and restarted mid-run. Then the store's
 # invariants are checked twice (by the run itself and by `countersign-local verify`), and every
-# tool attempt is held to the rules. Exits non-zero on any violation. Run it longer with e.g.
+# tool attempt is held to the rules, and every outcome to what happened (no `outcome_unknown`
+# that no attempt reached and no SIGKILL explains; no 409 to a cancel that sealed its action).
+# Exits non-zero on any violation. Run it longer with e.g.
 # `bash scripts/chaos.sh 600`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

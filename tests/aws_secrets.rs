@@ -43,6 +43,8 @@ async fn sc_sec_02_webhook_secret_from_ssm_signs_calls_and_is_needed_only_to_run
         tool: &mail,
         args: &args,
         attempt: 1,
+        at: jiff::Timestamp::now(),
+        not_after: jiff::Timestamp::now() + jiff::SignedDuration::from_secs(60),
     };
 
     let secrets = countersign::aws::load_secrets(&config, &sdk)

@@ -13,7 +13,7 @@ use countersign::{
     engine::ResumeOutcome,
     faults::{Fault, FaultyStore, Gate, Matching, Write},
     store::{dynamodb::DynamoStore, sqlite::SqliteStore, Store},
-    tools::Executors,
+    tools::{Call, Executors, ToolAnswer, ToolRunner},
     Clock, Engine,
 };
 use countersign_tests::{config_toml, keys, temp_db, Behaviour, RecordingWaker, ToolServer};
@@ -54,6 +54,16 @@ macro_rules! on_both_stores {
 /// `limits`: extra `[limits]` lines (e.g. a request budget).
 async fn edge(backend: Backend, limits: &str) -> Edge {
     let tools = ToolServer::start().await;
+    edge_with(backend, limits, tools, Arc::new(Executors::new())).await
+}
+
+/// As [`edge`], with the tool server and the tool port given.
+async fn edge_with(
+    backend: Backend,
+    limits: &str,
+    tools: ToolServer,
+    runner: Arc<dyn ToolRunner>,
+) -> Edge {
     let toml =
         config_toml(&tools, "1m", "2s").replacen("[limits]\n", &format!("[limits]\n{limits}\n"), 1);
     let config = Arc::new(Config::from_toml(&toml).unwrap());
@@ -76,7 +86,7 @@ async fn edge(backend: Backend, limits: &str) -> Edge {
         config.clone(),
         store.clone(),
         waker.clone(),
-        Arc::new(Executors::new()),
+        runner,
         clock.clone(),
     ));
     Edge {
@@ -984,3 +994,121 @@ async fn halted_recovery_is_outcome_unknown(backend: Backend) {
 }
 
 on_both_stores!(halted_recovery_is_outcome_unknown: sc_edge_11_halted_recovery_is_outcome_unknown_sqlite, sc_edge_11_halted_recovery_is_outcome_unknown_dynamodb);
+
+// ---------------------------------------------------------------------------------------------
+// SC-EDGE-01 at the receiver: an attempt's connect and send are over by the deadline.
+
+/// The tool port with a record of when each attempt began (real time): the receiver's side of
+/// a deadline is judged against it.
+#[derive(Default)]
+struct Timed {
+    inner: Executors,
+    began: std::sync::Mutex<Vec<Timestamp>>,
+    first: tokio::sync::Notify,
+}
+
+impl Timed {
+    /// When the first attempt began (waits for it).
+    async fn first_began(&self) -> Timestamp {
+        self.first.notified().await;
+        self.began.lock().unwrap()[0]
+    }
+}
+
+#[async_trait::async_trait]
+impl ToolRunner for Timed {
+    async fn run(&self, call: &Call<'_>) -> ToolAnswer {
+        self.began.lock().unwrap().push(Timestamp::now());
+        self.first.notify_one();
+        self.inner.run(call).await
+    }
+}
+
+/// Caught on main: the deadline was checked right before the attempt, but the request then had
+/// the tool's whole timeout (2 s here). At a tool server slow to accept, the connect went
+/// through when the SYN was retried a second later and the body reached the tool ≈ 1 s after
+/// `not_after`, although the attempt began 1 ms before it.
+async fn no_request_reaches_the_tool_after_the_deadline(backend: Backend) {
+    let (tools, door) = ToolServer::start_held().await;
+    let timed = Arc::new(Timed::default());
+    let e = edge_with(backend, "", tools, timed.clone()).await;
+    let args = json!({"to": "ops@example.com"});
+    let pending = e
+        .submit_in_window("mail.send", args, (10, 70), State::PendingApproval)
+        .await;
+    let digest = pending.approval.as_ref().unwrap().context_digest.clone();
+    let approved = e
+        .engine
+        .approve(&e.who(keys::APPROVER), &pending.id, &digest)
+        .await
+        .unwrap();
+    let left = SignedDuration::from_millis(1);
+    e.set(approved.ticket().unwrap().deadline() - left);
+    let run = e.spawn_resume(&approved);
+    let began = timed.first_began().await;
+    // The server starts accepting before the client's SYN is retried (1 s after the first).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    door.open();
+    run.await.unwrap().unwrap();
+    // Anything still on its way (a connect under way, a request in a buffer) arrives by now.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let deadline = began + left;
+    let late: Vec<Timestamp> = e
+        .tools
+        .calls_for(&pending.id)
+        .iter()
+        .map(|r| r.at)
+        .filter(|at| *at > deadline)
+        .collect();
+    assert!(
+        late.is_empty(),
+        "the attempt began at {began}, 1 ms before its deadline; bodies arrived at {late:?}"
+    );
+    let sealed = e.load(&pending.id).await;
+    let error = sealed.outcome().and_then(|o| o.error.clone());
+    assert_eq!(
+        (sealed.state(), error),
+        (State::Failed, Some(json!({"kind": "timeout"}))),
+        "the attempt timed out at the deadline: its outcome is not known"
+    );
+}
+
+on_both_stores!(no_request_reaches_the_tool_after_the_deadline: sc_edge_01_no_request_reaches_the_tool_after_the_deadline_sqlite, sc_edge_01_no_request_reaches_the_tool_after_the_deadline_dynamodb);
+
+// ---------------------------------------------------------------------------------------------
+// SC-EDGE-06: the signature's time is the engine's, and it covers the key receivers dedupe on.
+
+/// Caught on main: the signature's `t` was read from the wall clock (`Timestamp::now()`), not
+/// from the engine's clock that decides every other instant of the run (here 11 s apart).
+async fn signed_at_the_engines_clock_over_the_dedupe_key(backend: Backend) {
+    let e = edge(backend, "").await;
+    let a = e.due_report().await;
+    e.engine.resume(&wake_of(&a)).await.unwrap();
+    let calls = e.tools.calls_for(&a.id);
+    assert_eq!(calls.len(), 1);
+    let sent = calls[0].signature.clone().unwrap();
+    let t: i64 = sent
+        .strip_prefix("t=")
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap();
+    assert_eq!(t, e.clock.now().as_second(), "t is the engine's clock");
+    // The key to deduplicate on is inside the signed bytes: the body's `action_id`.
+    assert!(calls[0].signature_ok);
+    let body: serde_json::Value = serde_json::from_slice(&calls[0].raw).unwrap();
+    assert_eq!(body["action_id"], json!(a.id));
+    let other = String::from_utf8(calls[0].raw.clone())
+        .unwrap()
+        .replace(&a.id, "act_01J0000000000000000000000Z");
+    assert_ne!(
+        countersign::tools::webhook::signature(
+            countersign_tests::SECRET.as_bytes(),
+            t,
+            other.as_bytes()
+        ),
+        sent,
+        "another action id breaks the signature"
+    );
+}
+
+on_both_stores!(signed_at_the_engines_clock_over_the_dedupe_key: sc_edge_06_signed_at_the_engines_clock_over_the_dedupe_key_sqlite, sc_edge_06_signed_at_the_engines_clock_over_the_dedupe_key_dynamodb);

@@ -561,3 +561,53 @@ async fn sc_not_02_a_notice_of_an_unreadable_action_is_parked() {
     );
     server.shutdown().await.unwrap();
 }
+
+/// A notice is signed at the engine's clock (the injected one, here a day ahead of the wall
+/// clock), and the key to deduplicate on — the body's `id`, the action and its event seq — is
+/// inside the signed bytes: the same body under another id fails the receiver's check.
+#[tokio::test]
+async fn sc_not_01_signed_at_the_engines_clock_over_the_dedupe_key() {
+    let tools = ToolServer::start().await;
+    let receiver = Receiver::start(Mode::Up).await;
+    let config = config(&tools, &receiver.url(), "1s", 10);
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&temp_db("notify-clock")).unwrap());
+    let day_ahead = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24);
+    let clock = Arc::new(countersign::clock::ManualClock::new(day_ahead));
+    let engine = Engine::new(
+        config.clone(),
+        store.clone(),
+        Arc::new(RecordingWaker::default()),
+        Arc::new(Executors::new()),
+        clock.clone(),
+    );
+    let agent = config.principal(keys::AGENT).unwrap().clone();
+    let request: SubmitRequest = serde_json::from_value(pending(json!({"n": "clock"}))).unwrap();
+    let action = engine.submit(&agent, request, None).await.unwrap().action;
+    let notifier = Arc::new(countersign::notify::Notifier::new(
+        config,
+        store,
+        clock.clone(),
+        "http://page/",
+    ));
+    let report = notifier.deliver_due().await.unwrap();
+    assert_eq!(report.delivered, 1, "{report:?}");
+    let id = format!("ntf_{}_1", action.id.strip_prefix("act_").unwrap());
+    let taken = &receiver.taken(&id)[0];
+    let sent = taken.signature.clone().unwrap();
+    let t = sent.strip_prefix("t=").and_then(|r| r.split(',').next());
+    assert_eq!(t, Some(day_ahead.as_second().to_string().as_str()));
+    assert!(taken.signature_ok);
+    assert_eq!(taken.body["id"], json!(id));
+    assert_eq!(taken.body["action_id"], json!(action.id));
+    let mut other = taken.body.clone();
+    other["id"] = json!(format!("{id}0"));
+    let forged = serde_json::to_vec(&other).unwrap();
+    assert!(
+        !countersign_tests::receiver::verify(
+            countersign_tests::receiver::NOTIFY_SECRET.as_bytes(),
+            &sent,
+            &forged
+        ),
+        "another id breaks the signature"
+    );
+}

@@ -688,7 +688,11 @@ async fn tampered_chains_fail(store: &dyn Store) {
     let real = || {
         let mut a = pending(&tn, "a1", far());
         a.args_digest = canonical::digest(&a.args);
+        // The context as intake builds it: the call the approver is shown.
+        let shown =
+            json!({"tool": a.tool, "args": a.args, "agent_id": a.agent_id, "action_kind": null});
         let approval = a.approval.as_mut().unwrap();
+        approval.context = shown;
         approval.context_digest = canonical::digest(&approval.context);
         let created = Creation::new(a, Actor::agent("a1"), Some("approval_required"), t0());
         let denied = Transition::seal(

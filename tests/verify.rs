@@ -177,3 +177,184 @@ async fn invariants_hold_on_dynamodb_and_an_edited_event_is_named() {
         "{damaged:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// SC-SEC-06: the chain binds the whole committed call and the outcome.
+
+/// One edit of a sealed record behind the server's back. Caught on main: the chain's genesis
+/// bound only (tenant, id, args digest) and no event bound the outcome, so each edited record
+/// still verified and its deed was signed with the tenant's key.
+#[derive(Clone, Copy, Debug)]
+enum Edit {
+    Tool,
+    Outcome,
+    Schedule,
+    AgentId,
+}
+
+impl Edit {
+    const ALL: [Edit; 4] = [Edit::Tool, Edit::Outcome, Edit::Schedule, Edit::AgentId];
+
+    /// What is submitted (`at` renders an instant `secs` from the world's now) and whether it
+    /// is then cancelled: each edit meets a sealed record that holds what it changes.
+    fn submission(self, at: impl Fn(i64) -> String) -> (Value, bool) {
+        match self {
+            Edit::Tool | Edit::Outcome => (json!({"tool": "search.web", "args": {"q": 1}}), false),
+            Edit::Schedule => (
+                json!({"tool": "report.build", "args": {}, "schedule": {"not_before": at(3600), "not_after": at(7200)}}),
+                true,
+            ),
+            Edit::AgentId => (
+                json!({"tool": "mail.send", "args": {"to": "a@example.com"}}),
+                true,
+            ),
+        }
+    }
+
+    /// The edit on the action's record as the store holds it: the record's JSON on SQLite; on
+    /// DynamoDB the call item's `c` (short names) or the state item's outcome `o`.
+    fn apply(self, call: &mut Value, outcome: &mut Value, short_names: bool) {
+        let name = |long: &'static str, short: &'static str| if short_names { short } else { long };
+        match self {
+            Edit::Tool => call[name("tool", "t")] = json!("search.elsewhere"),
+            Edit::AgentId => call[name("agent_id", "g")] = json!("agent-2"),
+            Edit::Schedule => call[name("schedule", "w")]["not_after"] = json!(in_secs(9000)),
+            Edit::Outcome => outcome["result"] = json!({"forged": true}),
+        }
+    }
+}
+
+/// Every edited record is named by the store-wide check (an audit-chain violation each).
+async fn each_edit_is_named(
+    store: &dyn Store,
+    tenants: &[String],
+    edited: &[String],
+    now: jiff::Timestamp,
+) {
+    let report = invariants::check(store, tenants, now).await.unwrap();
+    let mut expected: Vec<(String, Rule)> = edited
+        .iter()
+        .map(|id| (id.clone(), Rule::AuditChain))
+        .collect();
+    expected.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(rules(&report), expected, "{report:?}");
+}
+
+#[tokio::test]
+async fn sc_sec_06_an_edited_call_or_outcome_fails_verification_and_its_deed_on_sqlite() {
+    let tools = ToolServer::start().await;
+    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let db = temp_db("verify-edits");
+    let server = Server::start(config.clone(), &db, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let api = Api::new(server.addr);
+    let mut edited = vec![];
+    for edit in Edit::ALL {
+        let (body, cancel) = edit.submission(in_secs);
+        let (_, a) = api.submit(keys::AGENT, body).await;
+        if cancel {
+            assert_eq!(api.cancel(&id(&a), keys::AGENT).await.0, 200, "{edit:?}");
+        }
+        let deed = format!("/v1/actions/{}/deed", id(&a));
+        assert_eq!(
+            api.get(&deed, keys::AGENT).await.0,
+            200,
+            "{edit:?}: sealed, served"
+        );
+        edited.push((edit, id(&a)));
+    }
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
+    for (edit, action) in &edited {
+        let body: Vec<u8> = conn
+            .query_row("SELECT body FROM actions WHERE id = ?1", [action], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        let mut record: Value = serde_json::from_slice(&body).unwrap();
+        let mut outcome = record["outcome"].take();
+        edit.apply(&mut record, &mut outcome, false);
+        record["outcome"] = outcome;
+        conn.execute(
+            "UPDATE actions SET body = ?1 WHERE id = ?2",
+            rusqlite::params![serde_json::to_vec(&record).unwrap(), action],
+        )
+        .unwrap();
+        let (status, answer) = api
+            .get(&format!("/v1/actions/{action}/deed"), keys::AGENT)
+            .await;
+        assert_eq!(
+            (status, &answer["error"]["code"]),
+            (500, &json!("internal")),
+            "{edit:?}: {answer}"
+        );
+    }
+    let ids: Vec<String> = edited.into_iter().map(|(_, id)| id).collect();
+    let tenants: Vec<String> = config.tenants.keys().cloned().collect();
+    let store = SqliteStore::open(&db).unwrap();
+    each_edit_is_named(&store, &tenants, &ids, SystemClock.now()).await;
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sc_sec_06_an_edited_call_or_outcome_fails_verification_and_its_deed_on_dynamodb() {
+    let w = AwsWorld::new("verify-edits").await;
+    let client = aws_sdk_dynamodb::Client::new(&w.sdk);
+    let mut ids = vec![];
+    for edit in Edit::ALL {
+        let (body, cancel) = edit.submission(|secs| w.at(secs));
+        let a = w
+            .v2("POST", "/v1/actions", keys::AGENT, Some(body))
+            .await
+            .body;
+        if cancel {
+            let path = format!("/v1/actions/{}/cancel", id(&a));
+            let cancelled = w.v2("POST", &path, keys::AGENT, Some(json!({}))).await;
+            assert_eq!(cancelled.status, 200, "{edit:?}: {:?}", cancelled.body);
+        }
+        let deed = format!("/v1/actions/{}/deed", id(&a));
+        assert_eq!(
+            w.v2("GET", &deed, keys::AGENT, None).await.status,
+            200,
+            "{edit:?}"
+        );
+        // The adapter's layout (docs/dynamodb.md): the call item `A#<id>` holds the call as
+        // JSON `c`; the state item `A#<id>#S` the outcome as JSON `o`.
+        let item = |sk: String| {
+            let get = client
+                .get_item()
+                .table_name(&w.table)
+                .key("pk", AttributeValue::S("T#acme".into()))
+                .key("sk", AttributeValue::S(sk));
+            async move { get.send().await.unwrap().item.unwrap() }
+        };
+        let text = |item: &std::collections::HashMap<String, AttributeValue>,
+                    name: &str|
+         -> Value { serde_json::from_str(item[name].as_s().unwrap()).unwrap() };
+        let (call_sk, state_sk) = (format!("A#{}", id(&a)), format!("A#{}#S", id(&a)));
+        let mut call = text(&item(call_sk.clone()).await, "c");
+        let mut outcome = text(&item(state_sk.clone()).await, "o");
+        edit.apply(&mut call, &mut outcome, true);
+        for (sk, name, value) in [(call_sk, "c", call), (state_sk, "o", outcome)] {
+            client
+                .update_item()
+                .table_name(&w.table)
+                .key("pk", AttributeValue::S("T#acme".into()))
+                .key("sk", AttributeValue::S(sk))
+                .update_expression("SET #a = :v")
+                .expression_attribute_names("#a", name)
+                .expression_attribute_values(":v", AttributeValue::S(value.to_string()))
+                .send()
+                .await
+                .unwrap();
+        }
+        let refused = w.v2("GET", &deed, keys::AGENT, None).await;
+        assert_eq!(refused.status, 500, "{edit:?}: {:?}", refused.body);
+        ids.push(id(&a));
+    }
+    let store = countersign::store::dynamodb::DynamoStore::new(client, &w.table);
+    let tenants: Vec<String> = w.settings.config.tenants.keys().cloned().collect();
+    each_edit_is_named(&store, &tenants, &ids, w.now()).await;
+}

@@ -4,7 +4,10 @@
 //! server is killed with SIGKILL (or stopped with SIGTERM) and restarted mid-run. Afterwards the
 //! store's invariants are checked and the tool server's record of every attempt is held to the
 //! rules: none before `not_before`, none after the deadline, none after an answered stop, none
-//! twice except for `retry` tools. Prints a summary; exits 1 on any violation.
+//! twice except for `retry` tools. The outcomes are held to what happened: none sealed
+//! `outcome_unknown` unless an attempt reached the tool or a SIGKILL fell while it was claimed,
+//! and no cancel answered 409 for an action its cancel sealed. Prints a summary; exits 1 on any
+//! violation.
 //!
 //! `chaos run --seconds N --dir D` drives; `chaos serve --db F --config C` is the server process
 //! it starts (the embedded server with a fault-injecting store).
@@ -12,7 +15,7 @@
 use axum::{body::Bytes, extract::Path, http::HeaderMap, routing::post, Router};
 use countersign::{
     config::Config,
-    domain::State,
+    domain::{Action, State},
     embedded::{Parts, Server},
     faults::{Chaos, FaultyStore},
     invariants,
@@ -302,6 +305,8 @@ struct Tally {
     denied: usize,
     cancel_won: usize,
     cancel_lost: usize,
+    /// The actions whose cancel was answered 409 (a conflict: executing or sealed already).
+    cancel_refused: Vec<String>,
     unavailable: usize,
     refused_by_server: usize,
     /// When the stop of STOPPED_AGENT was answered.
@@ -424,7 +429,11 @@ async fn agent(
                     .await
                 {
                     Some((200, _)) => tally.lock().unwrap().cancel_won += 1,
-                    Some((409, _)) => tally.lock().unwrap().cancel_lost += 1,
+                    Some((409, _)) => {
+                        let mut t = tally.lock().unwrap();
+                        t.cancel_lost += 1;
+                        t.cancel_refused.push(id);
+                    }
                     _ => {}
                 }
             });
@@ -461,6 +470,8 @@ async fn run(seconds: u64, dir: &FsPath) -> std::process::ExitCode {
 
     // Restarts: every third of the run, alternately SIGKILL and SIGTERM (graceful drain).
     let (mut kills, mut graceful, mut faults) = (0, 0, (0, 0));
+    // When each SIGKILL was sent: a claim held across one may end `outcome_unknown` unsent.
+    let mut killed_at = Vec::new();
     let mut stopped = false;
     for round in 1..=3u64 {
         let at = started + Duration::from_secs(seconds * round / 4);
@@ -482,6 +493,7 @@ async fn run(seconds: u64, dir: &FsPath) -> std::process::ExitCode {
         let f = *server.faults.lock().unwrap();
         faults = (faults.0 + f.0, faults.1 + f.1);
         if round % 2 == 1 {
+            killed_at.push(Timestamp::now());
             server.child.kill().ok(); // SIGKILL
             kills += 1;
         } else {
@@ -521,10 +533,13 @@ async fn run(seconds: u64, dir: &FsPath) -> std::process::ExitCode {
         .unwrap();
     let attempts = attempts.lock().unwrap().clone();
     let stop_answered = tally.lock().unwrap().stop_answered;
-    let (broken, per_kind) = check_attempts(&store, &attempts, stop_answered).await;
-
-    let actions = actions_per_kind(&store).await;
+    let (mut broken, per_kind) = check_attempts(&store, &attempts, stop_answered).await;
+    let all = all_actions(&store).await;
+    let refused = tally.lock().unwrap().cancel_refused.clone();
+    let (wrong, outcomes) = check_outcomes(&store, &all, &attempts, &killed_at, &refused).await;
+    broken.extend(wrong);
     let t = tally.lock().unwrap();
+    let actions = actions_per_kind(&all);
     let states: Vec<String> = report
         .states
         .iter()
@@ -552,6 +567,10 @@ async fn run(seconds: u64, dir: &FsPath) -> std::process::ExitCode {
     );
     let kinds: Vec<String> = per_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
     println!("chaos: tool attempts per kind: {}", kinds.join(", "));
+    println!("chaos: {outcomes}");
+    if let Some(latest) = latest_arrival(&all, &attempts) {
+        println!("chaos: latest arrival relative to its window's end: {latest}");
+    }
     let kinds: Vec<String> = actions.iter().map(|(k, n)| format!("{k} {n}")).collect();
     println!(
         "chaos: actions per tool kind (faults played by the tool server): {}",
@@ -575,9 +594,9 @@ async fn run(seconds: u64, dir: &FsPath) -> std::process::ExitCode {
     }
 }
 
-/// How many actions used each tool kind (`refused` ones never reach the tool server).
-async fn actions_per_kind(store: &SqliteStore) -> BTreeMap<String, usize> {
-    let mut per_kind = BTreeMap::new();
+/// Every action of the run, newest first.
+async fn all_actions(store: &SqliteStore) -> Vec<Action> {
+    let mut all = Vec::new();
     let mut before = None;
     loop {
         let page = store
@@ -590,15 +609,102 @@ async fn actions_per_kind(store: &SqliteStore) -> BTreeMap<String, usize> {
             )
             .await
             .unwrap();
-        for a in &page.actions {
-            let kind = a.tool.split('.').nth(1).unwrap_or_default().to_owned();
-            *per_kind.entry(kind).or_default() += 1;
-        }
+        all.extend(page.actions);
         match page.next {
             Some(next) => before = Some(next),
-            None => return per_kind,
+            None => return all,
         }
     }
+}
+
+/// The latest a scheduled action's attempt reached the tool server, relative to its window's
+/// end (negative: before it). Each attempt ends by then (SC-EDGE-01); the stamp trails by the
+/// tool server's own scheduling.
+fn latest_arrival(all: &[Action], attempts: &[Attempt]) -> Option<String> {
+    let windows: HashMap<&str, Timestamp> = all
+        .iter()
+        .filter_map(|a| a.schedule.map(|w| (a.id.as_str(), w.not_after)))
+        .collect();
+    let (late, a) = attempts
+        .iter()
+        .filter_map(|a| {
+            let end = windows.get(a.action_id.as_str())?;
+            Some((a.at.duration_since(*end), a))
+        })
+        .max_by_key(|(late, _)| *late)?;
+    Some(format!(
+        "{late:#} ({} attempt {}, signed at {:?})",
+        a.action_id, a.attempt, a.signed
+    ))
+}
+
+/// How many actions used each tool kind (`refused` ones never reach the tool server).
+fn actions_per_kind(all: &[Action]) -> BTreeMap<String, usize> {
+    let mut per_kind = BTreeMap::new();
+    for a in all {
+        let kind = a.tool.split('.').nth(1).unwrap_or_default().to_owned();
+        *per_kind.entry(kind).or_default() += 1;
+    }
+    per_kind
+}
+
+/// Outcomes held to what happened.
+/// - `outcome_unknown` says an attempt may have reached the tool: the tool server must have
+///   received one, or a SIGKILL must have fallen between the first claim and the seal (a
+///   worker that died may have sent it). Otherwise nobody ran a committed call and the sweep
+///   sealed it unknown (issue 14, defect 1). `refused` tools are held to it too: their
+///   attempts never reach the tool server, but fail at once and commit their answer.
+/// - A cancel answered 409 is a cancel that lost: the action must not then be sealed by a
+///   cancel (`cancelled`, reason `cancelled`; a missed window also seals `cancelled`, with
+///   its own reason), else the winning cancel was told it lost (defect 2).
+async fn check_outcomes(
+    store: &SqliteStore,
+    all: &[Action],
+    attempts: &[Attempt],
+    killed_at: &[Timestamp],
+    cancel_refused: &[String],
+) -> (Vec<String>, String) {
+    let mut broken = Vec::new();
+    let (mut unknown, mut reached_tool, mut across_kill) = (0, 0, 0);
+    let reached: std::collections::HashSet<&str> =
+        attempts.iter().map(|a| a.action_id.as_str()).collect();
+    for a in all.iter().filter(|a| a.reason() == Some("outcome_unknown")) {
+        unknown += 1;
+        if reached.contains(a.id.as_str()) {
+            reached_tool += 1;
+            continue;
+        }
+        let events = store.events(&a.tenant, &a.id).await.unwrap_or_default();
+        let claimed = events
+            .iter()
+            .find(|e| e.to == State::Executing)
+            .map(|e| e.at);
+        let sealed = events.last().map(|e| e.at);
+        let held =
+            |k: &Timestamp| claimed.is_some_and(|c| c <= *k) && sealed.is_some_and(|s| *k <= s);
+        if killed_at.iter().any(held) {
+            across_kill += 1;
+        } else {
+            broken.push(format!(
+                "{}: sealed outcome_unknown, but no attempt reached the tool and no SIGKILL fell while it was claimed (claimed {claimed:?}, sealed {sealed:?})",
+                a.id
+            ));
+        }
+    }
+    for id in cancel_refused {
+        if let Some(a) = all.iter().find(|a| &a.id == id) {
+            if a.state() == State::Cancelled && a.reason() == Some("cancelled") {
+                broken.push(format!(
+                    "{id}: its cancel was answered 409, yet a cancel sealed it"
+                ));
+            }
+        }
+    }
+    let summary = format!(
+        "sealed outcome_unknown {unknown} (an attempt reached the tool {reached_tool}, claimed across a SIGKILL {across_kill}); cancels answered 409 {}",
+        cancel_refused.len()
+    );
+    (broken, summary)
 }
 
 /// The tool server's record against the rules.

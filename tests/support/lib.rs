@@ -63,6 +63,8 @@ pub struct Received {
     /// The `Countersign-Attempt` header (0 if absent).
     pub attempt: u64,
     pub signature_ok: bool,
+    /// The `Countersign-Signature` header as sent.
+    pub signature: Option<String>,
     pub at: Timestamp,
     pub body: Value,
     /// The body's bytes as sent (SC-EDGE-06 compares them across attempts).
@@ -107,16 +109,44 @@ pub struct ToolServer {
 
 impl ToolServer {
     pub async fn start() -> ToolServer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind tool server");
+        let (server, app) = Self::on(&listener);
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        server
+    }
+
+    /// A tool server slow to accept (SC-EDGE-01 at the receiver): nothing connects until
+    /// [`Door::open`]. Its accept queue is held full, so the kernel drops a client's SYN and
+    /// the client retries it a second later, as at a loaded server.
+    pub async fn start_held() -> (ToolServer, Door) {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = socket.listen(0).expect("listen");
+        let (server, app) = Self::on(&listener);
+        // Queue connections until one is not let in: then the queue is full.
+        let mut queued = Vec::new();
+        let wait = std::time::Duration::from_millis(200);
+        while let Ok(c) = std::net::TcpStream::connect_timeout(&server.addr, wait) {
+            queued.push(c);
+            assert!(queued.len() < 64, "the accept queue never fills");
+        }
+        let door = Door {
+            listener,
+            app,
+            queued,
+        };
+        (server, door)
+    }
+
+    fn on(listener: &tokio::net::TcpListener) -> (ToolServer, Router) {
         let state = ToolState::default();
         let app = Router::new()
             .route("/{*path}", post(receive))
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind tool server");
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        ToolServer { addr, state }
+        (ToolServer { addr, state }, app)
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -156,6 +186,27 @@ impl ToolServer {
     }
 }
 
+/// The held accept queue of [`ToolServer::start_held`].
+pub struct Door {
+    listener: tokio::net::TcpListener,
+    app: Router,
+    /// The connections that fill the queue.
+    queued: Vec<std::net::TcpStream>,
+}
+
+impl Door {
+    /// Start accepting: the queued connections are let go, and a client's retried SYN gets in.
+    pub fn open(self) {
+        let Door {
+            listener,
+            app,
+            queued,
+        } = self;
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        drop(queued);
+    }
+}
+
 async fn receive(
     State(state): State<ToolState>,
     headers: HeaderMap,
@@ -170,6 +221,10 @@ async fn receive(
             Some(signature(SECRET.as_bytes(), t, &body) == sig)
         })
         .unwrap_or(false);
+    let sent = headers
+        .get("countersign-signature")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     state.received.lock().unwrap().push(Received {
         action_id: parsed["action_id"].as_str().unwrap_or_default().to_owned(),
         idempotency_key: headers
@@ -182,6 +237,7 @@ async fn receive(
             .and_then(|v| v.parse().ok())
             .unwrap_or(0),
         signature_ok,
+        signature: sent,
         at: Timestamp::now(),
         body: parsed,
         raw: body.to_vec(),

@@ -19,6 +19,8 @@ pub const NOTIFY_SECRET: &str = "notify-secret-81d0";
 pub struct Delivery {
     pub event_id: Option<String>,
     pub signature_ok: bool,
+    /// The `Countersign-Signature` header as sent.
+    pub signature: Option<String>,
     pub body: Value,
     /// The status the receiver answered (503 while down).
     pub status: u16,
@@ -148,6 +150,7 @@ async fn receive(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
         event_id: header("countersign-event-id"),
         signature_ok: header("countersign-signature")
             .is_some_and(|sig| verify(NOTIFY_SECRET.as_bytes(), &sig, &body)),
+        signature: header("countersign-signature"),
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
         status,
         at: std::time::Instant::now(),

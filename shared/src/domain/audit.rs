@@ -1,13 +1,21 @@
 //! Audit events: one per transition, hash-chained per action so tampering shows. The chain
-//! starts from a hash of the action's identity and call (SC-SEC-06), so it cannot be moved to
-//! another action or kept after the args are edited; [`verify`] holds a chain to its record.
+//! starts from a hash of the whole committed call (SC-SEC-06: tenant, id, agent, tool, args
+//! digest, kind, window, decision, run ids), so it cannot be moved to another action or kept
+//! after the call is edited; the sealing event binds a digest of the outcome, so a result cannot
+//! be rewritten either. [`verify`] holds a chain, and the approval context, to its record.
 
 use super::{
-    action::{Action, Actor, State},
+    action::{Action, Actor, Decision, Outcome, RunRef, State},
     canonical,
+    window::Window,
 };
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// The chain format this code writes and verifies; the genesis names it, so a chain of another
+/// format never verifies as this one (chains written before v2 hashed less and do not verify).
+pub const CHAIN_FORMAT: &str = "countersign.audit.v2";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Event {
@@ -22,6 +30,9 @@ pub struct Event {
     /// On the approve event: the `context_digest` the approver countersigned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_digest: Option<String>,
+    /// On the sealing event: the digest of the outcome the action sealed with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome_digest: Option<String>,
     /// sha256(previous hash ‖ canonical event without its hash), hex.
     pub hash: String,
 }
@@ -37,15 +48,53 @@ pub struct Entry {
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_digest: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome_digest: Option<String>,
 }
 
-/// The hash before the first event: binds the chain to its tenant, action and call.
-pub fn genesis(tenant: &str, action_id: &str, args_digest: &str) -> String {
-    canonical::sha256_hex(&canonical::to_canonical(&serde_json::json!({
-        "tenant": tenant,
-        "action_id": action_id,
-        "args_digest": args_digest,
-    })))
+/// The committed call the genesis binds: every member of an action that no transition changes.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Origin<'a> {
+    pub tenant: &'a str,
+    pub action_id: &'a str,
+    pub agent_id: &'a str,
+    pub tool: &'a str,
+    pub args_digest: &'a str,
+    pub action_kind: Option<&'a str>,
+    pub schedule: Option<&'a Window>,
+    pub decision: Decision,
+    pub run: Option<&'a RunRef>,
+}
+
+impl<'a> Origin<'a> {
+    pub fn of(action: &'a Action) -> Self {
+        Origin {
+            tenant: &action.tenant,
+            action_id: &action.id,
+            agent_id: &action.agent_id,
+            tool: &action.tool,
+            args_digest: &action.args_digest,
+            action_kind: action.action_kind.as_deref(),
+            schedule: action.schedule.as_ref(),
+            decision: action.decision,
+            run: action.run.as_ref(),
+        }
+    }
+}
+
+/// The hash before the first event: binds the chain to its tenant, action and whole call.
+pub fn genesis(origin: &Origin<'_>) -> String {
+    canonical::sha256_hex(&canonical::to_canonical(
+        &json!({"chain": CHAIN_FORMAT, "origin": origin}),
+    ))
+}
+
+/// What the sealing event of `action` carries: the digest of its outcome (`None` until sealed).
+pub fn sealed_outcome(action: &Action) -> Option<String> {
+    action
+        .state()
+        .is_sealed()
+        .then(|| canonical::digest(&action.outcome()))
 }
 
 fn link(previous_hash: &str, entry: &Entry) -> String {
@@ -66,6 +115,7 @@ impl Entry {
             to: self.to,
             reason: self.reason,
             context_digest: self.context_digest,
+            outcome_digest: self.outcome_digest,
             hash,
         }
     }
@@ -81,6 +131,7 @@ impl Event {
             to: self.to,
             reason: self.reason.clone(),
             context_digest: self.context_digest.clone(),
+            outcome_digest: self.outcome_digest.clone(),
         }
     }
 }
@@ -104,31 +155,29 @@ pub enum ChainError {
     Hash { seq: u64 },
     #[error("the approve event {seq} does not carry the approval's context_digest")]
     Approval { seq: u64 },
+    #[error("the sealing event {seq} does not carry the digest of the record's outcome")]
+    Outcome { seq: u64 },
     #[error("{events} events for version {version}")]
     Count { events: u64, version: u64 },
     #[error("the chain ends in another head than the record's")]
     Head,
     #[error("the chain ends in {chain:?}, the record is {record}")]
     State { chain: Option<State>, record: State },
+    #[error("the approval context shows another {field} than the record's")]
+    Context { field: &'static str },
 }
 
-/// Verify `events` as the whole audit of `action` (SC-SEC-06): the args still match their
-/// digest, the chain starts from the action's genesis, every event hashes onto the previous one
-/// and follows its state, the approve event carries the approval's digest, and the chain ends at
-/// the stored head, version and state. Pure: the engine runs it when serving events and deeds,
-/// operators from a store-wide check.
+/// Verify `events` as the whole audit of `action` (SC-SEC-06): see [`Chain::verify`]. Pure:
+/// the engine runs it when serving events and deeds, operators from a store-wide check.
 pub fn verify(action: &Action, events: &[Event]) -> Result<(), ChainError> {
-    if let Some(approval) = &action.approval {
-        if canonical::digest(&approval.context) != approval.context_digest {
-            return Err(ChainError::ContextDigest);
-        }
-    }
     Chain {
-        tenant: &action.tenant,
-        action_id: &action.id,
+        origin: Origin::of(action),
         args: &action.args,
-        args_digest: &action.args_digest,
-        context_digest: action.approval.as_ref().map(|a| a.context_digest.as_str()),
+        approval: action
+            .approval
+            .as_ref()
+            .map(|a| (&a.context, a.context_digest.as_str())),
+        outcome: action.outcome(),
         version: action.version,
         head: &action.chain_head,
         state: action.state(),
@@ -138,23 +187,35 @@ pub fn verify(action: &Action, events: &[Event]) -> Result<(), ChainError> {
 
 /// What a chain must end in, whoever holds it: a stored record or a deed.
 pub struct Chain<'a> {
-    pub tenant: &'a str,
-    pub action_id: &'a str,
-    pub args: &'a serde_json::Value,
-    pub args_digest: &'a str,
-    /// The approval's digest, which the approve event must carry.
-    pub context_digest: Option<&'a str>,
+    pub origin: Origin<'a>,
+    pub args: &'a Value,
+    /// The approval context and its digest, which the approve event must carry.
+    pub approval: Option<(&'a Value, &'a str)>,
+    /// The outcome the sealing event's digest must match.
+    pub outcome: Option<&'a Outcome>,
     pub version: u64,
     pub head: &'a str,
     pub state: State,
 }
 
 impl Chain<'_> {
+    /// The approval context still matches its digest and the args their digest; the chain
+    /// starts from the call's genesis, every event hashes onto the previous one and follows its
+    /// state, the approve event carries the approval's digest and the sealing event the
+    /// outcome's; the chain ends at the stored head, version and state; and the approval
+    /// context shows the record's own call (what the approver saw is what ran).
     pub fn verify(&self, events: &[Event]) -> Result<(), ChainError> {
-        if canonical::digest(self.args) != self.args_digest {
+        let context_digest = self.approval.map(|(_, digest)| digest);
+        if let Some((context, digest)) = self.approval {
+            if canonical::digest(context) != digest {
+                return Err(ChainError::ContextDigest);
+            }
+        }
+        if canonical::digest(self.args) != self.origin.args_digest {
             return Err(ChainError::ArgsDigest);
         }
-        let mut previous = genesis(self.tenant, self.action_id, self.args_digest);
+        let sealed_outcome = canonical::digest(&self.outcome);
+        let mut previous = genesis(&self.origin);
         let mut state = None;
         for (position, e) in (1u64..).zip(events) {
             if e.seq != position {
@@ -174,8 +235,11 @@ impl Chain<'_> {
                 return Err(ChainError::Hash { seq: e.seq });
             }
             let countersigned = countersigns(e.from, e.to);
-            if countersigned && e.context_digest.as_deref() != self.context_digest {
+            if countersigned && e.context_digest.as_deref() != context_digest {
                 return Err(ChainError::Approval { seq: e.seq });
+            }
+            if e.to.is_sealed() && e.outcome_digest.as_ref() != Some(&sealed_outcome) {
+                return Err(ChainError::Outcome { seq: e.seq });
             }
             previous.clone_from(&e.hash);
             state = Some(e.to);
@@ -195,8 +259,46 @@ impl Chain<'_> {
                 record: self.state,
             });
         }
-        Ok(())
+        match self.approval {
+            Some((context, _)) => shows_the_call(context, &self.origin),
+            None => Ok(()),
+        }
     }
+}
+
+/// The approval context names the record's own tool, agent, kind, args and window: a context
+/// built for one call never countersigns another (every field intake puts in it).
+fn shows_the_call(context: &Value, call: &Origin<'_>) -> Result<(), ChainError> {
+    let shown = |field: &str| context.get(field).unwrap_or(&Value::Null);
+    let differs = |field: &'static str, ok: bool| {
+        if ok {
+            Ok(())
+        } else {
+            Err(ChainError::Context { field })
+        }
+    };
+    differs("tool", shown("tool") == &json!(call.tool))?;
+    differs("agent_id", shown("agent_id") == &json!(call.agent_id))?;
+    differs(
+        "action_kind",
+        shown("action_kind") == &json!(call.action_kind),
+    )?;
+    differs("args", canonical::digest(shown("args")) == call.args_digest)?;
+    let instant = |end: &str| {
+        context
+            .get("schedule")
+            .and_then(|s| s.get(end))
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse::<Timestamp>().ok())
+    };
+    let window = match context.get("schedule") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some((instant("not_before"), instant("not_after"))),
+    };
+    let record = call
+        .schedule
+        .map(|w| (Some(w.not_before), Some(w.not_after)));
+    differs("schedule", window == record)
 }
 
 /// Whether a transition is the countersignature: `pending_approval` → `approved`, or straight
@@ -214,8 +316,8 @@ mod tests {
 
     use crate::domain::fixtures::{at, pending};
 
-    /// A countersigned, run and succeeded action with its chain, as the engine commits them.
-    fn succeeded(id: &str) -> (Action, Vec<Event>) {
+    /// A countersigned action claimed by a worker, with its chain, as the engine commits them.
+    fn claimed(id: &str) -> (Action, Vec<Event>) {
         let pending = pending(id, json!({"to": "ops@example.com"}));
         let terms = TicketTerms {
             catalog_fingerprint: "sha256:tool",
@@ -229,7 +331,13 @@ mod tests {
         events.push(t.event.clone());
         t = Transition::claim(&t.action, "wrk", at(60), at(2)).unwrap();
         events.push(t.event.clone());
-        t = Transition::finish(&t.action, Ok(json!({"sent": true})), at(3));
+        (t.action.clone(), events)
+    }
+
+    /// A countersigned, run and succeeded action with its chain.
+    fn succeeded(id: &str) -> (Action, Vec<Event>) {
+        let (claimed, mut events) = claimed(id);
+        let t = Transition::finish(&claimed, Ok(json!({"sent": true})), at(3));
         events.push(t.event.clone());
         (t.action.clone(), events)
     }
@@ -373,6 +481,130 @@ mod tests {
             assert_eq!(verify(&a, &e), Err(expected), "{name}");
         }
         assert_eq!(verify(&action, &events), Ok(()));
+    }
+
+    /// The chain binds what a deed signs (issue 14, defect 7; before it the genesis held only
+    /// tenant, id and args digest, and no event the outcome): each member of the call and the
+    /// outcome, edited in the record alone, fails; so does an approval context that shows
+    /// another call, even with its digest and the whole chain recomputed onto it.
+    #[test]
+    fn sc_sec_06_the_chain_binds_the_whole_call_and_the_outcome() {
+        use crate::domain::{
+            action::{RunRef, Stage},
+            window::Window,
+        };
+        let (action, events) = succeeded("act_A");
+        let hash_1 = ChainError::Hash { seq: 1 };
+        let cases: Vec<(&str, Tamper, ChainError)> = vec![
+            (
+                "tool",
+                Box::new(|a, _| a.tool = "mail.other".into()),
+                hash_1.clone(),
+            ),
+            (
+                "agent",
+                Box::new(|a, _| a.agent_id = "agent-2".into()),
+                hash_1.clone(),
+            ),
+            (
+                "kind",
+                Box::new(|a, _| a.action_kind = Some("email".into())),
+                hash_1.clone(),
+            ),
+            (
+                "window",
+                Box::new(|a, _| {
+                    a.schedule = Some(Window {
+                        not_before: at(10),
+                        not_after: at(900),
+                    })
+                }),
+                hash_1.clone(),
+            ),
+            (
+                "decision",
+                Box::new(|a, _| a.decision = Decision::Allow),
+                hash_1.clone(),
+            ),
+            (
+                "run ids",
+                Box::new(|a, _| {
+                    a.run = Some(RunRef {
+                        run_id: Some("run-9".into()),
+                        ..RunRef::default()
+                    })
+                }),
+                hash_1,
+            ),
+            (
+                "outcome result",
+                Box::new(|a, _| {
+                    if let Stage::Sealed { outcome, .. } = &mut a.stage {
+                        outcome.result = Some(json!({"sent": false}));
+                    }
+                }),
+                ChainError::Outcome { seq: 4 },
+            ),
+            (
+                "outcome emptied",
+                Box::new(|a, _| {
+                    if let Stage::Sealed { outcome, .. } = &mut a.stage {
+                        *outcome = Outcome::default();
+                    }
+                }),
+                ChainError::Outcome { seq: 4 },
+            ),
+            (
+                "the sealing event's outcome digest dropped, rehashed",
+                Box::new(|a, e| {
+                    e[3].outcome_digest = None;
+                    rehash(a, e, 3);
+                }),
+                ChainError::Outcome { seq: 4 },
+            ),
+            (
+                "context shows another tool, digests and chain recomputed",
+                Box::new(|a, e| {
+                    let approval = a.approval.as_mut().unwrap();
+                    approval.context["tool"] = json!("mail.other");
+                    approval.context_digest = canonical::digest(&approval.context);
+                    e[1].context_digest = Some(approval.context_digest.clone());
+                    rehash(a, e, 1);
+                }),
+                ChainError::Context { field: "tool" },
+            ),
+            (
+                "context shows a window the call does not have, recomputed",
+                Box::new(|a, e| {
+                    let approval = a.approval.as_mut().unwrap();
+                    approval.context["schedule"] =
+                        json!({"not_before": at(10), "not_after": at(900)});
+                    approval.context_digest = canonical::digest(&approval.context);
+                    e[1].context_digest = Some(approval.context_digest.clone());
+                    rehash(a, e, 1);
+                }),
+                ChainError::Context { field: "schedule" },
+            ),
+        ];
+        for (name, tamper, expected) in cases {
+            let (mut a, mut e) = (action.clone(), events.clone());
+            tamper(&mut a, &mut e);
+            assert_eq!(verify(&a, &e), Err(expected), "{name}");
+        }
+        assert_eq!(verify(&action, &events), Ok(()));
+    }
+
+    /// An unknown outcome's error is part of what its sealing event binds (the chaos run caught
+    /// the sweep adding it to the record after the event was hashed; the seal builds it now).
+    #[test]
+    fn sc_sec_06_an_unknown_outcome_is_sealed_with_its_error() {
+        let (claimed, mut events) = claimed("act_A");
+        let reason = crate::domain::SealReason::OutcomeUnknown;
+        let sealed = Transition::seal(&claimed, Actor::system(), &reason, at(61));
+        events.push(sealed.event.clone());
+        let error = sealed.action.outcome().and_then(|o| o.error.clone());
+        assert_eq!(error.unwrap()["kind"], "outcome_unknown");
+        assert_eq!(verify(&sealed.action, &events), Ok(()));
     }
 
     /// Recompute the chain from `from` (an attacker who can hash but not re-sign).

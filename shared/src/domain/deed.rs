@@ -21,8 +21,9 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The deed format this code writes and reads.
-pub const FORMAT: &str = "countersign.deed.v1";
+/// The deed format this code writes and reads. v2: the chain binds the whole call and the
+/// outcome (`audit::CHAIN_FORMAT`), and the countersignature carries the context shown.
+pub const FORMAT: &str = "countersign.deed.v2";
 pub const ALG: &str = "Ed25519";
 
 /// What a deed proves: the call, its countersignature, its schedule, how it ended, and its
@@ -63,10 +64,12 @@ pub struct Call {
     pub run: Option<RunRef>,
 }
 
-/// The approval as countersigned: the digest of the context the approver saw, and who.
+/// The approval as countersigned: the context the approver saw, its digest, and who.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Countersignature {
+    /// What the approver was shown; verification holds it to the call and the schedule.
+    pub context: Value,
     pub context_digest: String,
     pub approver: Option<String>,
     #[schema(value_type = Option<String>, format = DateTime)]
@@ -181,6 +184,7 @@ impl Deed {
             },
             decision: action.decision,
             approval: action.approval.as_ref().map(|a| Countersignature {
+                context: a.context.clone(),
                 context_digest: a.context_digest.clone(),
                 approver: a.approver.clone(),
                 decided_at: a.decided_at,
@@ -250,11 +254,23 @@ impl Deed {
 
     fn chain(&self) -> audit::Chain<'_> {
         audit::Chain {
-            tenant: &self.tenant,
-            action_id: &self.action_id,
+            origin: audit::Origin {
+                tenant: &self.tenant,
+                action_id: &self.action_id,
+                agent_id: &self.call.agent_id,
+                tool: &self.call.tool,
+                args_digest: &self.call.args_digest,
+                action_kind: self.call.action_kind.as_deref(),
+                schedule: self.schedule.as_ref(),
+                decision: self.decision,
+                run: self.call.run.as_ref(),
+            },
             args: &self.call.args,
-            args_digest: &self.call.args_digest,
-            context_digest: self.approval.as_ref().map(|a| a.context_digest.as_str()),
+            approval: self
+                .approval
+                .as_ref()
+                .map(|a| (&a.context, a.context_digest.as_str())),
+            outcome: self.outcome.as_ref(),
             version: self.version,
             head: &self.chain_head,
             state: self.state,
@@ -360,6 +376,61 @@ mod tests {
             Deed::verify(&deed.sign(&key), &key.verifying_key()),
             Err(DeedError::Chain(ChainError::Hash { seq: 1 }))
         );
+    }
+
+    /// A deed re-signed by its own key after its call, schedule, outcome or shown context was
+    /// edited fails offline (before chain v2 the tool, agent, window and outcome were unbound).
+    #[test]
+    fn sc_sec_07_a_resigned_deed_with_another_call_or_outcome_fails() {
+        let key = DeedKey::from_seed("acme-1", &[7; 32]);
+        let (action, events) = denied();
+        let deed = Deed::of(&action, &events, "acme-1").unwrap();
+        type Edit = fn(&mut Deed);
+        let cases: Vec<(&str, Edit, ChainError)> = vec![
+            (
+                "tool",
+                |d| d.call.tool = "mail.other".into(),
+                ChainError::Hash { seq: 1 },
+            ),
+            (
+                "agent",
+                |d| d.call.agent_id = "agent-2".into(),
+                ChainError::Hash { seq: 1 },
+            ),
+            (
+                "schedule",
+                |d| {
+                    d.schedule = Some(Window {
+                        not_before: at(10),
+                        not_after: at(900),
+                    })
+                },
+                ChainError::Hash { seq: 1 },
+            ),
+            (
+                "outcome",
+                |d| d.outcome = Some(SealReason::Cancelled.outcome()),
+                ChainError::Outcome { seq: 2 },
+            ),
+            (
+                "shown context",
+                |d| {
+                    let approval = d.approval.as_mut().unwrap();
+                    approval.context["agent_id"] = json!("agent-2");
+                    approval.context_digest = canonical::digest(&approval.context);
+                },
+                ChainError::Context { field: "agent_id" },
+            ),
+        ];
+        for (name, edit, expected) in cases {
+            let mut forged = deed.clone();
+            edit(&mut forged);
+            assert_eq!(
+                Deed::verify(&forged.sign(&key), &key.verifying_key()),
+                Err(DeedError::Chain(expected)),
+                "{name}"
+            );
+        }
     }
 
     #[test]

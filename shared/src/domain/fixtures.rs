@@ -14,7 +14,9 @@ pub fn at(secs: i64) -> Timestamp {
 
 /// An uncommitted action of tenant `acme` waiting for a countersignature of `mail.send(args)`.
 pub fn pending(id: &str, args: Value) -> Action {
-    let context = json!({"tool": "mail.send", "args": args});
+    // As intake builds it (domain::context): the call the approver is shown.
+    let context =
+        json!({"tool": "mail.send", "args": args, "agent_id": "agent-1", "action_kind": null});
     Action {
         id: id.into(),
         tenant: "acme".into(),

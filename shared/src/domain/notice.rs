@@ -301,6 +301,7 @@ mod tests {
             to,
             reason: None,
             context_digest: None,
+            outcome_digest: None,
         }
         .chain("")
     }

@@ -86,12 +86,9 @@ impl Creation {
             to: action.state(),
             reason: reason.map(str::to_owned),
             context_digest: None,
+            outcome_digest: audit::sealed_outcome(&action),
         }
-        .chain(&audit::genesis(
-            &action.tenant,
-            &action.id,
-            &action.args_digest,
-        ));
+        .chain(&audit::genesis(&audit::Origin::of(&action)));
         action.chain_head = event.hash.clone();
         Creation(Change {
             action,
@@ -130,6 +127,7 @@ impl Transition {
             to,
             reason: reason.map(str::to_owned),
             context_digest,
+            outcome_digest: audit::sealed_outcome(&next),
         }
         .chain(&current.chain_head);
         next.chain_head = event.hash.clone();

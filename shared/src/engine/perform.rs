@@ -184,6 +184,8 @@ impl Engine {
                 // Counts every attempt of this action across claims: 1, 2, 3 in the first
                 // claim of a retry tool, 4, 5, 6 after a recovery re-claim.
                 attempt: (epoch - 1) * attempts + attempt,
+                at: facts.now,
+                not_after: ticket.deadline(),
             };
             match self.tools.run(&call).await {
                 ToolAnswer::Retryable(e) if attempt < attempts => {

@@ -6,7 +6,9 @@ pub mod webhook;
 
 use crate::config::{Executor, ToolEntry};
 use async_trait::async_trait;
+use jiff::Timestamp;
 use serde_json::Value;
+use std::time::Duration;
 
 /// One attempt at the committed call.
 #[derive(Debug, Clone)]
@@ -16,6 +18,21 @@ pub struct Call<'a> {
     pub args: &'a Value,
     /// Counts every attempt at this action from 1, across in-window retries and recovery re-claims.
     pub attempt: u32,
+    /// The engine's clock as the attempt starts: a webhook signs with it (`t`), and the
+    /// attempt's time left is counted from it.
+    pub at: Timestamp,
+    /// The window's end (SC-EDGE-01): the attempt — connect, send, answer — is over by then.
+    pub not_after: Timestamp,
+}
+
+impl Call<'_> {
+    /// How long this attempt may take: the tool's timeout, cut at the deadline, so a slow
+    /// connect or a loaded receiver cannot carry the request past `not_after` (SC-EDGE-01).
+    /// Zero when no time is left: the attempt is not sent.
+    pub fn budget(&self) -> Duration {
+        let left = self.not_after.duration_since(self.at);
+        Duration::try_from(self.tool.timeout().min(left)).unwrap_or(Duration::ZERO)
+    }
 }
 
 /// How an attempt ended (SPEC §5 webhook classification).
@@ -69,13 +86,11 @@ impl ToolRunner for Executors {
             Executor::Webhook {
                 url,
                 secret,
-                timeout_ms,
                 allow_private,
+                ..
             } => {
                 let secret = self.secrets.value(secret);
-                self.webhook
-                    .run(call, url, secret, *timeout_ms, *allow_private)
-                    .await
+                self.webhook.run(call, url, secret, *allow_private).await
             }
         }
     }

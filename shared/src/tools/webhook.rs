@@ -1,6 +1,6 @@
 //! The webhook executor: `POST {action_id, tool, args}` — the same bytes on every attempt
 //! (SC-EDGE-06) — with `Idempotency-Key`, `Countersign-Attempt` and an HMAC-SHA256
-//! `Countersign-Signature`, a per-tool timeout and a 64 KiB result cap.
+//! `Countersign-Signature`, a per-tool timeout cut at the window's end and a 64 KiB result cap.
 
 use super::{Call, ToolAnswer};
 use crate::target;
@@ -37,7 +37,6 @@ impl Webhook {
         call: &Call<'_>,
         url: &str,
         secret: Option<String>,
-        timeout_ms: u64,
         allow_private: bool,
     ) -> ToolAnswer {
         let Some(http) = self.clients.for_url(url, allow_private) else {
@@ -47,8 +46,14 @@ impl Webhook {
         let Some(secret) = secret else {
             return ToolAnswer::Failed(json!({"kind": "misconfigured"}));
         };
-        // The attempt number travels in a header: a receiver deduplicating by Idempotency-Key
-        // sees the same bytes on every attempt (SC-EDGE-06).
+        // Connect, send and answer all end by the deadline (SC-EDGE-01); with no time left
+        // nothing is sent, and the answer says so.
+        let budget = call.budget();
+        if budget.is_zero() {
+            return ToolAnswer::Failed(json!({"kind": "deadline", "sent": false}));
+        }
+        // The attempt number travels in a header: the signed body a receiver deduplicates on
+        // (its `action_id`) is the same bytes on every attempt (SC-EDGE-06).
         let body = serde_json::to_vec(&json!({
             "action_id": call.action_id,
             "tool": call.tool.name,
@@ -57,13 +62,14 @@ impl Webhook {
         .expect("a call serializes");
         let sent = http
             .post(url)
-            .timeout(std::time::Duration::from_millis(timeout_ms))
+            .timeout(budget)
             .header("content-type", "application/json")
             .header("idempotency-key", call.action_id)
             .header("countersign-attempt", call.attempt)
             .header(
                 "countersign-signature",
-                signature(secret.as_bytes(), jiff::Timestamp::now().as_second(), &body),
+                // The engine's clock, as every other instant the engine records.
+                signature(secret.as_bytes(), call.at.as_second(), &body),
             )
             .body(body)
             .send()

@@ -4,6 +4,8 @@
 //! Scheduler's stored input delivered to the resume handler.
 #![allow(dead_code)]
 
+pub mod capacity;
+
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,

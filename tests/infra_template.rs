@@ -3,7 +3,10 @@
 //! (`infra/permissions.json`), the table (`infra/table.json`), and a Scheduler role that can
 //! invoke only the resume function. No AWS needed: the template is read as plain YAML.
 
-use countersign::{api::ROUTES, aws::ENV_VARS};
+use countersign::{
+    api::ROUTES,
+    aws::{ENV_VARS, HTTP_ENV},
+};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -293,6 +296,26 @@ fn issue4_every_env_var_a_function_reads_is_set_for_it() {
         resource(&t, &fns["resume"])["Properties"]["FunctionName"],
         sub("${AWS::StackName}-resume"),
         "COUNTERSIGN_RESUME_ARN is built from this name"
+    );
+}
+
+/// `lambda_http` leaves a REST API's stage out of the request path only where the function's
+/// environment says so; the wiring has no stage stripper of its own (issue 14).
+#[test]
+fn issue14_every_function_has_lambda_http_leave_the_stage_out() {
+    let t = template();
+    let (var, value) = HTTP_ENV;
+    assert_eq!(
+        t["Globals"]["Function"]["Environment"]["Variables"][var], value,
+        "the template sets {var} for every function"
+    );
+    for (name, id) in functions(&t) {
+        let own = &resource(&t, &id)["Properties"]["Environment"]["Variables"][var];
+        assert!(own.is_null(), "{name} ({id}) overrides {var}");
+    }
+    assert!(
+        !read("shared/src/aws.rs").contains("strip_prefix(&format!(\"/{stage}"),
+        "no hand-written stage stripper"
     );
 }
 

@@ -79,16 +79,39 @@ struct Pairing {
 
 /// What one item completed.
 enum Paired {
-    /// An action, or one that does not load.
-    Record(Result<Action, Unreadable>),
+    /// An action, or one that does not load (boxed: the other variant is small).
+    Record(Box<Result<Action, Unreadable>>),
     /// Items of this id that are no action to list, read all the same.
     Skipped(String),
 }
 
+impl Paired {
+    /// Put what was read into `page`; the id read (where the next page continues).
+    fn into_page(self, page: &mut ListPage) -> String {
+        match self {
+            Paired::Record(record) => match *record {
+                Ok(action) => {
+                    let id = action.id.clone();
+                    page.actions.push(action);
+                    id
+                }
+                Err(bad) => {
+                    let id = bad.action_id.clone();
+                    page.unreadable.push(bad);
+                    id
+                }
+            },
+            Paired::Skipped(id) => id,
+        }
+    }
+}
+
 impl Pairing {
     fn feed(&mut self, tenant: &str, item: &Item) -> Option<Paired> {
-        let bad =
-            |id: &str, why: &str| Some(Paired::Record(Err(unreadable(tenant, id, malformed(why)))));
+        let bad = |id: &str, why: &str| {
+            let e = unreadable(tenant, id, malformed(why));
+            Some(Paired::Record(Box::new(Err(e))))
+        };
         let sk = get_s(item, "sk").unwrap_or_default();
         let Some((id, is_state)) = parse_action_sk(sk) else {
             return bad(sk, "an item with a foreign key among the actions");
@@ -99,9 +122,11 @@ impl Pairing {
         }
         match self.state.take() {
             Some((_, state)) if state.contains_key(QUARANTINED) => Some(Paired::Skipped(id)),
-            Some((state_id, state)) if state_id == id => Some(Paired::Record(
-                action_of(tenant, &id, item, &state).map_err(|e| unreadable(tenant, &id, e)),
-            )),
+            Some((state_id, state)) if state_id == id => {
+                let action = action_of(tenant, &id, item, &state);
+                let record = action.map_err(|e| unreadable(tenant, &id, e));
+                Some(Paired::Record(Box::new(record)))
+            }
             Some((state_id, _)) => bad(&state_id, "state item without its call"),
             None => Some(Paired::Skipped(id)),
         }
@@ -195,17 +220,7 @@ impl Store for DynamoStore {
                     continue;
                 };
                 read += 1;
-                match paired {
-                    Paired::Record(Ok(action)) => {
-                        last = Some(action.id.clone());
-                        page.actions.push(action);
-                    }
-                    Paired::Record(Err(bad)) => {
-                        last = Some(bad.action_id.clone());
-                        page.unreadable.push(bad);
-                    }
-                    Paired::Skipped(id) => last = Some(id),
-                }
+                last = Some(paired.into_page(&mut page));
             }
             Ok(read < q.limit)
         })

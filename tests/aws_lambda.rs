@@ -1,7 +1,8 @@
-//! The compiled function binaries under a local Lambda Runtime API (`cargo lambda watch`),
-//! configured only through their environment, invoked over HTTP like Lambda invokes them.
-//! LocalStack cannot execute Lambda without Docker; this proves the binaries' wiring
-//! (env → clients → engine → handler) that the in-process tests bypass.
+//! The Lambda boundary. The compiled function binaries under a local Lambda Runtime API
+//! (`cargo lambda watch`), configured only through their environment, invoked over HTTP like
+//! Lambda invokes them: LocalStack cannot execute Lambda without Docker; this proves the
+//! binaries' wiring (env → clients → engine → handler) that the in-process tests bypass. And
+//! which resume errors fail an invocation (so that it is delivered again) and which are answered.
 //!
 //! Needs cargo-lambda: `bash localstack/install-cargo-lambda.sh` (found on `PATH`, in
 //! `$COUNTERSIGN_CACHE/bin` or `~/.cache/countersign/bin`, or at `$CARGO_LAMBDA`).
@@ -9,13 +10,23 @@
 #[path = "aws_support/mod.rs"]
 mod aws_support;
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use aws_support::{AwsWorld, RESUME_ARN, ROLE_ARN};
-use countersign_tests::{keys, SECRET, SECRET_ENV};
-use jiff::Timestamp;
+use countersign::{
+    aws::{self, ResumeEvent},
+    faults::{Fault, FaultyStore, Gate, Matching},
+    store::dynamodb::DynamoStore,
+    tools::Executors,
+    Engine,
+};
+use countersign_tests::{keys, RecordingWaker, SECRET, SECRET_ENV};
+use jiff::{SignedDuration, Timestamp};
+use lambda_http::lambda_runtime::Diagnostic;
 use serde_json::{json, Value};
 use std::{
     path::PathBuf,
     process::{Child, Command, Stdio},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -142,6 +153,8 @@ async fn compiled_functions_run_under_a_local_lambda_runtime() {
         .env("COUNTERSIGN_RESUME_ARN", RESUME_ARN)
         .env("COUNTERSIGN_SCHEDULER_ROLE_ARN", ROLE_ARN)
         .env("COUNTERSIGN_CONFIG", &config)
+        // As infra/template.yaml sets it for every function (tests/infra_template.rs).
+        .env(aws::HTTP_ENV.0, aws::HTTP_ENV.1)
         .env(SECRET_ENV, SECRET)
         .env("AWS_ENDPOINT_URL", aws_support::endpoint())
         .env("RUST_LOG", "info")
@@ -199,6 +212,112 @@ async fn compiled_functions_run_under_a_local_lambda_runtime() {
     assert_eq!(got["statusCode"], 200, "{got}");
     let action: Value = serde_json::from_str(got["body"].as_str().unwrap()).unwrap();
     assert_eq!(action["state"], "succeeded");
+
+    // A REST API (v1) event on stage `prod`: the library leaves the stage out of the path.
+    let (status, got) = invoke(
+        port,
+        "countersign-intake",
+        &aws_support::apigw_v1("GET", &format!("/v1/actions/{id}"), keys::AGENT, None, &[]),
+    )
+    .await;
+    assert_eq!(status, 200, "{got}");
+    assert_eq!(
+        got["statusCode"], 200,
+        "the stage is not in the route: {got}"
+    );
+
+    // The store gone: a wake fails the invocation, and the runtime says it is worth a retry.
+    aws_sdk_dynamodb::Client::new(&w.sdk)
+        .delete_table()
+        .table_name(&w.table)
+        .send()
+        .await
+        .unwrap();
+    let (status, failed) = invoke(port, "countersign-resume", &input).await;
+    assert_ne!(status, 200, "{failed}");
+    assert_eq!(failed["errorType"], "Retryable.Unavailable", "{failed}");
+}
+
+/// SC-REC-01 at the resume function's boundary: only an error a retry can fix fails the
+/// invocation (Lambda's asynchronous retries, then its on-failure destination, deliver it again);
+/// a permanent one is answered `dropped`, so it is not delivered again and again. Caught on
+/// main: every error failed the invocation — a wake whose record vanished during its claim
+/// failed on each of its deliveries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_rec_01_resume_fails_only_what_a_retry_can_fix() {
+    let w = AwsWorld::new("boundary").await;
+    let dynamodb = aws_sdk_dynamodb::Client::new(&w.sdk);
+    let store = Arc::new(FaultyStore::new(Arc::new(DynamoStore::new(
+        dynamodb.clone(),
+        &w.table,
+    ))));
+    let engine = Arc::new(Engine::new(
+        w.settings.config.clone(),
+        store.clone(),
+        Arc::new(RecordingWaker::default()),
+        Arc::new(Executors::new()),
+        w.clock.clone(),
+    ));
+    let body = json!({
+        "tool": "report.build",
+        "args": {"quarter": "Q1"},
+        "schedule": {"not_before": w.at(60), "not_after": w.at(900)}
+    });
+    let submitted = w.v2("POST", "/v1/actions", keys::AGENT, Some(body)).await;
+    assert_eq!(submitted.status, 201, "{:?}", submitted.body);
+    let id = submitted.body["id"].as_str().unwrap().to_owned();
+    let wake = w.wake_of(&id).await;
+    w.clock
+        .set(wake_due(&submitted.body) + SignedDuration::from_secs(1));
+
+    // Permanent: the record vanishes (an operator, a retention) while the claim is on its way.
+    let gate = Gate::new();
+    store.inject(
+        Matching::claim().of(&id),
+        Fault::HoldBefore(gate.clone()),
+        1,
+    );
+    let resumed = {
+        let (engine, event) = (engine.clone(), ResumeEvent::Wake(wake.clone()));
+        tokio::spawn(async move { aws::resume(&engine, event, None).await })
+    };
+    gate.reached().await;
+    for sk in [format!("A#{id}"), format!("A#{id}#S")] {
+        dynamodb
+            .delete_item()
+            .table_name(&w.table)
+            .key("pk", AttributeValue::S("T#acme".into()))
+            .key("sk", AttributeValue::S(sk))
+            .send()
+            .await
+            .unwrap();
+    }
+    gate.open();
+    let answer = resumed
+        .await
+        .unwrap()
+        .expect("a permanent error does not fail the invocation");
+    let answer = serde_json::to_value(answer).unwrap();
+    assert_eq!(answer["outcome"], "dropped", "{answer}");
+    assert!(
+        answer["error_type"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Permanent.")),
+        "{answer}"
+    );
+    assert_eq!(w.tools.count_for(&id), 0);
+
+    // Retryable: the store unavailable (throttled, a network fault).
+    store.fail_reads(Some("injected: ProvisionedThroughputExceededException"));
+    let failed = aws::resume(&engine, ResumeEvent::Wake(wake), None)
+        .await
+        .expect_err("an unavailable store fails the invocation");
+    let diagnostic = Diagnostic::from(failed);
+    assert_eq!(diagnostic.error_type, "Retryable.Unavailable");
+    assert!(
+        diagnostic.error_message.contains("temporarily unavailable"),
+        "{diagnostic:?}"
+    );
 }
 
 fn wake_due(action: &Value) -> Timestamp {

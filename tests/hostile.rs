@@ -3,11 +3,8 @@
 
 use countersign::{
     config::Config, embedded::Server, faults::FaultyStore, store::sqlite::SqliteStore,
-    tools::Executors, Engine, SystemClock,
 };
-use countersign_tests::{
-    config_toml, in_secs, keys, temp_db, Api, Behaviour, RecordingWaker, ToolServer,
-};
+use countersign_tests::{config_toml, in_secs, keys, temp_db, Api, Behaviour, ToolServer};
 use serde_json::{json, Value};
 use std::{
     path::PathBuf,
@@ -230,21 +227,8 @@ async fn sc_sec_03_every_json_route_reads_strictly() {
 
 /// Serve the API over an engine whose store counts its list reads.
 async fn counted_api(config: Arc<Config>) -> (Api, Arc<FaultyStore>) {
-    let store = Arc::new(FaultyStore::new(Arc::new(
-        SqliteStore::open(&temp_db("counted")).unwrap(),
-    )));
-    let engine = Arc::new(Engine::new(
-        config,
-        store.clone(),
-        Arc::new(RecordingWaker::default()),
-        Arc::new(Executors::new()),
-        Arc::new(SystemClock),
-    ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = countersign::api::router(engine);
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (Api::new(addr), store)
+    let store = SqliteStore::open(&temp_db("counted")).unwrap();
+    countersign_tests::counted_api(config, Arc::new(store)).await
 }
 
 /// Caught on main before the fix: `?agent_id=nobody` paged through the tenant's whole history

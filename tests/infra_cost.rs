@@ -9,82 +9,16 @@
 #[path = "aws_support/mod.rs"]
 mod aws_support;
 
-use aws_support::AwsWorld;
+use aws_support::{
+    capacity::{drain, Spent},
+    AwsWorld,
+};
 use countersign_tests::keys;
 use jiff::SignedDuration;
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex, OnceLock};
-use tracing::field::{Field, Visit};
-use tracing_subscriber::{layer::Context, prelude::*, Layer};
-
-/// One store request's report.
-#[derive(Debug, Clone, Default)]
-struct Spent {
-    op: String,
-    read: f64,
-    write: f64,
-    index: f64,
-}
-
-type Log = Arc<Mutex<Vec<Spent>>>;
-
-fn log() -> &'static Log {
-    static LOG: OnceLock<Log> = OnceLock::new();
-    LOG.get_or_init(|| {
-        let log = Log::default();
-        tracing_subscriber::registry()
-            .with(Capacity(log.clone()))
-            .init();
-        log
-    })
-}
-
-/// Collects the adapter's "dynamodb consumed capacity" events.
-struct Capacity(Log);
-
-#[derive(Default)]
-struct Fields {
-    message: String,
-    spent: Spent,
-}
-
-impl Visit for Fields {
-    fn record_f64(&mut self, field: &Field, value: f64) {
-        match field.name() {
-            "read_units" => self.spent.read = value,
-            "write_units" => self.spent.write = value,
-            "index_units" => self.spent.index = value,
-            _ => {}
-        }
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == "op" {
-            self.spent.op = value.to_owned();
-        }
-    }
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.message = format!("{value:?}");
-        }
-    }
-}
-
-impl<S: tracing::Subscriber> Layer<S> for Capacity {
-    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        let mut fields = Fields::default();
-        event.record(&mut fields);
-        if fields.message == "dynamodb consumed capacity" {
-            self.0.lock().unwrap().push(fields.spent);
-        }
-    }
-}
 
 /// The capacity log is process-wide: the tests of this file take turns.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-fn drain() -> Vec<Spent> {
-    std::mem::take(&mut *log().lock().unwrap())
-}
 
 /// A path's figures: (RRU, WRU, of which index writes), step by step.
 #[derive(Default)]

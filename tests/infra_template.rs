@@ -3,7 +3,10 @@
 //! (`infra/permissions.json`), the table (`infra/table.json`), and a Scheduler role that can
 //! invoke only the resume function. No AWS needed: the template is read as plain YAML.
 
-use countersign::{api::ROUTES, aws::ENV_VARS};
+use countersign::{
+    api::ROUTES,
+    aws::{ENV_VARS, HTTP_ENV},
+};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -296,6 +299,26 @@ fn issue4_every_env_var_a_function_reads_is_set_for_it() {
     );
 }
 
+/// `lambda_http` leaves a REST API's stage out of the request path only where the function's
+/// environment says so; the wiring has no stage stripper of its own (issue 14).
+#[test]
+fn issue14_every_function_has_lambda_http_leave_the_stage_out() {
+    let t = template();
+    let (var, value) = HTTP_ENV;
+    assert_eq!(
+        t["Globals"]["Function"]["Environment"]["Variables"][var], value,
+        "the template sets {var} for every function"
+    );
+    for (name, id) in functions(&t) {
+        let own = &resource(&t, &id)["Properties"]["Environment"]["Variables"][var];
+        assert!(own.is_null(), "{name} ({id}) overrides {var}");
+    }
+    assert!(
+        !read("shared/src/aws.rs").contains("strip_prefix(&format!(\"/{stage}"),
+        "no hand-written stage stripper"
+    );
+}
+
 /// Every statement of a role's inline policies: (actions, resources, condition).
 fn statements(role: &Value, role_id: &str) -> Vec<(Vec<String>, Vec<Value>, Value)> {
     let p = &role["Properties"];
@@ -415,6 +438,8 @@ fn issue4_each_function_is_allowed_exactly_the_aws_calls_its_code_makes() {
                         "scheduler" => *r == group_schedules,
                         // Webhook secrets (secret_ssm): the /countersign/ parameters only.
                         "ssm" => *r == secret_parameters,
+                        // The on-failure destination of resume's asynchronous invocations.
+                        "sqs" => *r == get_att("WakeDeadLetterQueue", "Arn"),
                         "iam" => {
                             *r == get_att("SchedulerRole", "Arn")
                                 && condition
@@ -632,4 +657,213 @@ fn issue4_outputs_name_the_api_url_and_the_table() {
         t["Parameters"]["ConfigDocument"]["Type"],
         "AWS::SSM::Parameter::Value<String>"
     );
+}
+
+/// The metric table of `docs/operations.md`: metric name → its row.
+fn documented_metrics() -> BTreeMap<String, String> {
+    let doc = read("docs/operations.md");
+    let section = doc
+        .split("\n## Metrics\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("docs/operations.md has a Metrics section");
+    section
+        .lines()
+        .filter_map(|line| {
+            let name = line.strip_prefix("| `")?.split('`').next()?;
+            Some((name.to_owned(), line.to_owned()))
+        })
+        .collect()
+}
+
+/// The dashboard's widgets' metrics, each `[namespace, name, dimension…, {options}?]`.
+fn dashboard_metrics(t: &Value) -> Vec<Vec<Value>> {
+    let body = resource(t, "Dashboard")["Properties"]["DashboardBody"]["Fn::Sub"]
+        .as_str()
+        .expect("DashboardBody is an Fn::Sub string");
+    // Every substitution becomes 0 (inside a string "…0…"): the JSON parses as it will.
+    let mut plain = String::new();
+    let mut rest = body;
+    while let Some(at) = rest.find("${") {
+        plain.push_str(&rest[..at]);
+        plain.push('0');
+        rest = &rest[at + rest[at..].find('}').expect("a closed ${…}") + 1..];
+    }
+    plain.push_str(rest);
+    let body: Value = serde_json::from_str(&plain).expect("the dashboard body is JSON");
+    list(&body["widgets"])
+        .iter()
+        .flat_map(|w| list(&w["properties"]["metrics"]))
+        .map(|m| list(&m))
+        .collect()
+}
+
+/// Issue 19: the alarms on countersign's own metrics, and the dashboard, name only metrics that
+/// `docs/operations.md` defines (namespace `Countersign`, no dimensions), and each metric the
+/// document says is alarmed has its alarm, notifying the topic parameter.
+#[test]
+fn issue19_alarms_and_the_dashboard_name_only_documented_metrics() {
+    let t = template();
+    let documented = documented_metrics();
+    for required in [
+        "wake_lateness_seconds",
+        "sweep_lost_wakes",
+        "notifications_dead",
+        "records_quarantined",
+    ] {
+        assert!(
+            documented.contains_key(required),
+            "{required} is documented"
+        );
+    }
+    let alarms = of_type(&t, "AWS::CloudWatch::Alarm");
+    for (id, a) in &alarms {
+        let p = &a["Properties"];
+        assert_eq!(
+            p["AlarmActions"],
+            json!({"Fn::If": ["HasAlarmTopic", [reference("AlarmTopicArn")], reference("AWS::NoValue")]}),
+            "{id} notifies the AlarmTopicArn topic"
+        );
+        if p["Namespace"] != "Countersign" {
+            continue;
+        }
+        let metric = p["MetricName"].as_str().unwrap_or_default();
+        let row = documented.get(metric).unwrap_or_else(|| {
+            panic!("{id} watches {metric}, which docs/operations.md does not define")
+        });
+        assert!(
+            row.contains(&format!("`{id}`")),
+            "docs/operations.md names {id} beside {metric}"
+        );
+        assert!(
+            p["Dimensions"].is_null(),
+            "{id}: the metrics are published without dimensions"
+        );
+    }
+    for (metric, row) in &documented {
+        let Some(alarm) = row
+            .split('|')
+            .nth(6)
+            .and_then(|cell| cell.split('`').nth(1))
+        else {
+            continue;
+        };
+        let p = &resource(&t, alarm)["Properties"];
+        assert_eq!(p["MetricName"], json!(metric), "{alarm}");
+        assert_eq!(p["Namespace"], "Countersign", "{alarm}");
+    }
+    let lateness = &resource(&t, "LatenessAlarm")["Properties"];
+    assert_eq!(lateness["ExtendedStatistic"], "p99");
+    assert_eq!(lateness["Threshold"], reference("LatenessP99Seconds"));
+    assert_eq!(t["Parameters"]["LatenessP99Seconds"]["Type"], "Number");
+
+    let metrics = dashboard_metrics(&t);
+    let ours: BTreeSet<String> = metrics
+        .iter()
+        .filter(|m| m.first() == Some(&json!("Countersign")))
+        .map(|m| m[1].as_str().unwrap().to_owned())
+        .collect();
+    for name in &ours {
+        assert!(
+            documented.contains_key(name),
+            "the dashboard shows {name}, which docs/operations.md does not define"
+        );
+    }
+    assert_eq!(
+        ours,
+        documented.keys().cloned().collect(),
+        "the dashboard shows every documented metric"
+    );
+    for (name, id) in functions(&t) {
+        assert!(
+            metrics
+                .iter()
+                .any(|m| m[..2] == [json!("AWS/Lambda"), json!("Errors")]
+                    && m.get(3) == Some(&json!(format!("0")))
+                    && resource(&t, &id)["Type"] == "AWS::Serverless::Function"),
+            "the dashboard shows {name}'s errors"
+        );
+    }
+}
+
+/// Issue 19: the resume function's asynchronous invocation config (EventBridge Scheduler invokes
+/// it asynchronously: infra/README.md argues the values, and states the ones the template has),
+/// reserved concurrency from parameters on every function, and the dead-letter queue encrypted.
+#[test]
+fn issue19_resume_async_config_concurrency_and_encryption() {
+    let t = template();
+    let fns = functions(&t);
+    let async_config = &resource(&t, &fns["resume"])["Properties"]["EventInvokeConfig"];
+    let retries = async_config["MaximumRetryAttempts"]
+        .as_u64()
+        .expect("retries set");
+    let age = async_config["MaximumEventAgeInSeconds"]
+        .as_u64()
+        .expect("max age set");
+    assert_eq!(
+        async_config["DestinationConfig"]["OnFailure"],
+        json!({"Type": "SQS", "Destination": get_att("WakeDeadLetterQueue", "Arn")})
+    );
+    let readme = read("infra/README.md");
+    for stated in [
+        format!("`MaximumRetryAttempts: {retries}`"),
+        format!("`MaximumEventAgeInSeconds: {age}`"),
+    ] {
+        assert!(readme.contains(&stated), "infra/README.md states {stated}");
+    }
+    for (name, id) in &fns {
+        let want = if name == "resume" {
+            "ResumeConcurrency"
+        } else {
+            "HttpFunctionConcurrency"
+        };
+        assert_eq!(
+            resource(&t, id)["Properties"]["ReservedConcurrentExecutions"],
+            reference(want),
+            "{name}"
+        );
+        assert!(
+            t["Parameters"][want]["MinValue"].as_u64() >= Some(1),
+            "{want}: 0 would stop {name}"
+        );
+    }
+    assert_eq!(
+        resource(&t, "WakeDeadLetterQueue")["Properties"]["SqsManagedSseEnabled"],
+        true
+    );
+}
+
+/// Issue 19: `checkov` runs pinned in CI (infra/lint.sh), and every check the template skips
+/// says why, in one line, beside the resource it concerns.
+#[test]
+fn issue19_checkov_is_pinned_and_every_skip_says_why() {
+    let lint = read("infra/lint.sh");
+    let pinned = lint
+        .lines()
+        .find_map(|l| l.strip_prefix("CHECKOV_VERSION="))
+        .expect("infra/lint.sh pins checkov");
+    assert!(
+        pinned.split('.').count() == 3 && pinned.split('.').all(|p| p.parse::<u32>().is_ok()),
+        "an exact version: {pinned}"
+    );
+    assert!(lint.contains("checkov/bin/checkov\" --file template.yaml"));
+    assert!(
+        read(".ci/run").contains("bash infra/lint.sh"),
+        "CI runs the lint"
+    );
+    let t = template();
+    let mut skipped = 0;
+    for (id, r) in resources(&t) {
+        for skip in list(&r["Metadata"]["checkov"]["skip"]) {
+            let check = skip["id"].as_str().unwrap_or_default();
+            let why = skip["comment"].as_str().unwrap_or_default();
+            assert!(check.starts_with("CKV_"), "{id}: {skip}");
+            assert!(
+                why.len() > 30 && !why.contains('\n'),
+                "{id} skips {check}: say why in one line"
+            );
+            skipped += 1;
+        }
+    }
+    assert!(skipped > 0);
 }

@@ -220,67 +220,21 @@ pub fn init_logs() {
         .init();
 }
 
-/// The HTTP functions' handler: the API router, reached by the path the caller used (a REST
-/// API's stage prefix, e.g. `/prod`, is not part of our routes). `lambda_http` turns API
-/// Gateway REST (v1) and HTTP API (v2) events into these requests and the answers back.
-#[derive(Clone)]
-pub struct HttpHandler(axum::Router);
-
-pub fn http_handler(engine: Arc<Engine>) -> HttpHandler {
-    HttpHandler(crate::api::router(engine))
+/// The HTTP functions' handler: the API router. `lambda_http` turns API Gateway REST (v1) and
+/// HTTP API (v2) events into these requests and the answers back; a REST API's stage prefix
+/// (e.g. `/prod`) is not part of our routes, so every function runs with
+/// `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` set ([`HTTP_ENV`]) and the library leaves it out.
+pub fn http_handler(engine: Arc<Engine>) -> axum::Router {
+    crate::api::router(engine)
 }
+
+/// What the template sets for every function besides [`ENV_VARS`]: `lambda_http` then keeps a
+/// REST API's stage out of the request path (`tests/infra_template.rs` holds the template to it).
+pub const HTTP_ENV: (&str, &str) = ("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
 
 /// What an HTTP function does after its cold start: serve events until the runtime stops.
 pub async fn serve_http(engine: Arc<Engine>) -> Result<(), lambda_http::Error> {
     lambda_http::run(http_handler(engine)).await
-}
-
-impl lambda_http::Service<lambda_http::Request> for HttpHandler {
-    type Response = axum::response::Response;
-    type Error = std::convert::Infallible;
-    type Future = axum::routing::future::RouteFuture<std::convert::Infallible>;
-
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, mut req: lambda_http::Request) -> Self::Future {
-        without_stage(&mut req);
-        self.0.call(req)
-    }
-}
-
-/// Drop a leading `/<stage>` that `lambda_http` keeps in the path of a named stage.
-fn without_stage(req: &mut lambda_http::Request) {
-    use lambda_http::{request::RequestContext, RequestExt};
-    let stage = match req.request_context_ref() {
-        Some(RequestContext::ApiGatewayV1(c)) => c.stage.clone(),
-        Some(RequestContext::ApiGatewayV2(c)) => c.stage.clone(),
-        _ => None,
-    };
-    let Some(stage) = stage.filter(|s| !s.is_empty() && s != "$default") else {
-        return;
-    };
-    let path = req.uri().path();
-    let rest = match path.strip_prefix(&format!("/{stage}")) {
-        Some(rest) if rest.starts_with('/') => rest.to_owned(),
-        Some("") => "/".to_owned(),
-        _ => return,
-    };
-    let path_and_query = match req.uri().query() {
-        Some(q) => format!("{rest}?{q}"),
-        None => rest,
-    };
-    let mut parts = req.uri().clone().into_parts();
-    if let Ok(pq) = path_and_query.parse() {
-        parts.path_and_query = Some(pq);
-        if let Ok(uri) = lambda_http::http::Uri::from_parts(parts) {
-            *req.uri_mut() = uri;
-        }
-    }
 }
 
 /// The sweep event's body: `{"sweep":{}}` (from a recurring schedule, every minute).
@@ -308,25 +262,85 @@ pub struct SweepEvent {
 pub enum ResumeAnswer {
     Wake(ResumeOutcome),
     Sweep(SweepReport),
+    /// A permanent error: the invocation succeeds, so it is not delivered again (see [`resume`]).
+    Dropped(Dropped),
 }
 
-/// Handle one resume event. An `Err` makes the invocation fail, so the delivery is retried
-/// (store or Scheduler unavailable); a rejected or sealed wake is an answer, not an error.
-/// `deadline` is the invocation's (the Lambda context's): the sweep starts no tool run that
-/// could not finish before it.
+/// What a permanent error answers: `{"outcome": "dropped", "error_type", "error_message"}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dropped {
+    outcome: &'static str,
+    pub error_type: String,
+    pub error_message: String,
+}
+
+/// An error a retry can fix (a dependency — the store, Scheduler — unavailable or throttled):
+/// it fails the invocation, so Lambda's asynchronous retries deliver the event again and, when
+/// they are spent, its on-failure destination keeps it (`infra/README.md`).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Retryable(pub Error);
+
+/// The runtime reports a failed invocation as `{errorType, errorMessage}`: `Retryable.<kind>`
+/// says which dependency to look at.
+impl From<Retryable> for lambda_http::lambda_runtime::Diagnostic {
+    fn from(e: Retryable) -> Self {
+        let kind = match &e.0 {
+            Error::RateLimited { .. } => "RateLimited",
+            _ => "Unavailable",
+        };
+        lambda_http::lambda_runtime::Diagnostic {
+            error_type: format!("Retryable.{kind}"),
+            error_message: e.0.to_string(),
+        }
+    }
+}
+
+/// Only a dependency's failure is worth a retry; everything else (a tenant no longer
+/// configured, a record that vanished, a chain that does not verify) fails the same way each
+/// time, so failing the invocation would only have it delivered again and again.
+fn classify(e: Error) -> Result<ResumeAnswer, Retryable> {
+    if matches!(e, Error::Unavailable(_) | Error::RateLimited { .. }) {
+        return Err(Retryable(e));
+    }
+    let error_type = format!("Permanent.{}", permanent_kind(&e));
+    tracing::error!(error_type, error = %e, "resume event dropped: a retry cannot fix this");
+    Ok(ResumeAnswer::Dropped(Dropped {
+        outcome: "dropped",
+        error_type,
+        error_message: e.to_string(),
+    }))
+}
+
+fn permanent_kind(e: &Error) -> &'static str {
+    match e {
+        Error::NotFound => "NotFound",
+        Error::Validation { .. } => "Validation",
+        Error::Forbidden(_) | Error::Unauthenticated => "Forbidden",
+        _ => "Internal",
+    }
+}
+
+/// Handle one resume event. A retryable error fails the invocation (see [`Retryable`]); a
+/// permanent one is logged and answered as [`Dropped`]; a rejected or sealed wake is an
+/// answer. `deadline` is the invocation's (the Lambda context's): the sweep starts no tool run
+/// that could not finish before it.
 pub async fn resume(
     engine: &Engine,
     event: ResumeEvent,
     deadline: Option<jiff::Timestamp>,
-) -> Result<ResumeAnswer, Error> {
-    match event {
+) -> Result<ResumeAnswer, Retryable> {
+    let answered = match event {
         ResumeEvent::Wake(wake) => engine.resume(&wake).await.map(ResumeAnswer::Wake),
-        ResumeEvent::Sweep(_) => {
-            let report = engine.sweep_until(deadline).await?;
-            deliver_notifications(engine, deadline).await;
-            Ok(ResumeAnswer::Sweep(report))
-        }
-    }
+        ResumeEvent::Sweep(_) => match engine.sweep_until(deadline).await {
+            Ok(report) => {
+                deliver_notifications(engine, deadline).await;
+                Ok(ResumeAnswer::Sweep(report))
+            }
+            Err(e) => Err(e),
+        },
+    };
+    answered.or_else(classify)
 }
 
 /// Time a notification pass needs before the invocation's deadline: one round of POSTs.

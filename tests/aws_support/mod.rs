@@ -4,6 +4,8 @@
 //! Scheduler's stored input delivered to the resume handler.
 #![allow(dead_code)]
 
+pub mod capacity;
+
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
@@ -37,6 +39,8 @@ pub fn aws_env() {
             ("AWS_ACCESS_KEY_ID", "test"),
             ("AWS_SECRET_ACCESS_KEY", "test"),
             ("AWS_REGION", "us-east-1"),
+            // What infra/template.yaml sets for every function (tests/infra_template.rs).
+            aws::HTTP_ENV,
         ] {
             if std::env::var(k).is_err() {
                 std::env::set_var(k, v);

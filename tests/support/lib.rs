@@ -489,6 +489,30 @@ impl Waker for RecordingWaker {
     }
 }
 
+/// Serve the API over real HTTP from an engine over `store` wrapped in a [`FaultyStore`] (which
+/// counts list reads and injects faults on demand), with a recording wake port, no tools and the
+/// system clock.
+///
+/// [`FaultyStore`]: countersign::faults::FaultyStore
+pub async fn counted_api(
+    config: Arc<countersign::config::Config>,
+    store: Arc<dyn countersign::store::Store>,
+) -> (Api, Arc<countersign::faults::FaultyStore>) {
+    let store = Arc::new(countersign::faults::FaultyStore::new(store));
+    let engine = Arc::new(countersign::Engine::new(
+        config,
+        store.clone(),
+        Arc::new(RecordingWaker::default()),
+        Arc::new(countersign::tools::Executors::new()),
+        Arc::new(countersign::SystemClock),
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = countersign::api::router(engine);
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (Api::new(addr), store)
+}
+
 /// A fresh temporary directory for a test's database.
 pub fn temp_db(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("countersign-test-{}-{}", name, ulid::Ulid::new()));

@@ -1,6 +1,7 @@
 //! The `resume` function: EventBridge Scheduler's wake `{tenant, action_id, correlation_id}` and
-//! the minute sweep `{"sweep":{}}`. Answers the `ResumeOutcome` / `SweepReport` as JSON; an
-//! error (store or Scheduler unavailable) fails the invocation so the delivery is retried.
+//! the minute sweep `{"sweep":{}}`. Answers the `ResumeOutcome` / `SweepReport` as JSON. Only an
+//! error a retry can fix (store or Scheduler unavailable) fails the invocation, reported as
+//! `Retryable.<kind>`, so the delivery is retried; a permanent one is answered `dropped`.
 
 use countersign::aws::{self, ResumeEvent};
 use lambda_runtime::{service_fn, LambdaEvent};
@@ -17,8 +18,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         async move {
             // The invocation's deadline (ms since the epoch) bounds what the sweep starts.
             let deadline = jiff::Timestamp::from_millisecond(event.context.deadline as i64).ok();
-            let answer = aws::resume(&engine, event.payload, deadline).await?;
-            Ok::<_, lambda_runtime::Error>(serde_json::to_value(answer)?)
+            aws::resume(&engine, event.payload, deadline).await
         }
     }))
     .await

@@ -69,17 +69,50 @@ impl DynamoStore {
 }
 
 /// Pairs an action's two items as a descending read meets them (state item, then its call
-/// item). A call item without a state item is a submission that never committed, and a
-/// quarantined action is out of lists: both skipped. Anything that does not load is reported,
-/// never fatal (SC-EDGE-08).
+/// item). A call item without a state item (a submission that never committed) and a
+/// quarantined action are out of lists, but were read: they count against the read's bound
+/// like a record, so no number of them makes one list read more (SC-SEC-05). Anything that
+/// does not load is reported, never fatal (SC-EDGE-08).
 #[derive(Default)]
 struct Pairing {
     state: Option<(String, Item)>,
 }
 
+/// What one item completed.
+enum Paired {
+    /// An action, or one that does not load (boxed: the other variant is small).
+    Record(Box<Result<Action, Unreadable>>),
+    /// Items of this id that are no action to list, read all the same.
+    Skipped(String),
+}
+
+impl Paired {
+    /// Put what was read into `page`; the id read (where the next page continues).
+    fn into_page(self, page: &mut ListPage) -> String {
+        match self {
+            Paired::Record(record) => match *record {
+                Ok(action) => {
+                    let id = action.id.clone();
+                    page.actions.push(action);
+                    id
+                }
+                Err(bad) => {
+                    let id = bad.action_id.clone();
+                    page.unreadable.push(bad);
+                    id
+                }
+            },
+            Paired::Skipped(id) => id,
+        }
+    }
+}
+
 impl Pairing {
-    fn feed(&mut self, tenant: &str, item: &Item) -> Option<Result<Action, Unreadable>> {
-        let bad = |id: &str, why: &str| Some(Err(unreadable(tenant, id, malformed(why))));
+    fn feed(&mut self, tenant: &str, item: &Item) -> Option<Paired> {
+        let bad = |id: &str, why: &str| {
+            let e = unreadable(tenant, id, malformed(why));
+            Some(Paired::Record(Box::new(Err(e))))
+        };
         let sk = get_s(item, "sk").unwrap_or_default();
         let Some((id, is_state)) = parse_action_sk(sk) else {
             return bad(sk, "an item with a foreign key among the actions");
@@ -89,12 +122,14 @@ impl Pairing {
             return orphan.and_then(|(orphan, _)| bad(&orphan, "state item without its call"));
         }
         match self.state.take() {
-            Some((_, state)) if state.contains_key(QUARANTINED) => None,
+            Some((_, state)) if state.contains_key(QUARANTINED) => Some(Paired::Skipped(id)),
             Some((state_id, state)) if state_id == id => {
-                Some(action_of(tenant, &id, item, &state).map_err(|e| unreadable(tenant, &id, e)))
+                let action = action_of(tenant, &id, item, &state);
+                let record = action.map_err(|e| unreadable(tenant, &id, e));
+                Some(Paired::Record(Box::new(record)))
             }
             Some((state_id, _)) => bad(&state_id, "state item without its call"),
-            None => None,
+            None => Some(Paired::Skipped(id)),
         }
     }
 }
@@ -159,8 +194,9 @@ impl Store for DynamoStore {
     }
 
     /// Newest first from the tenant's partition (eventually consistent, half the price: an
-    /// action committed a moment ago may show a moment later): at most `limit` actions, two
-    /// items each, pages read until the limit is filled or the history ends.
+    /// action committed a moment ago may show a moment later): at most `limit` records, two
+    /// items each (or one skipped call item), pages read until the limit is filled or the
+    /// history ends.
     async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<ListPage> {
         let mut page = ListPage::default();
         let mut pairing = Pairing::default();
@@ -181,20 +217,11 @@ impl Store for DynamoStore {
                 if read == q.limit || get_s(item, "sk").ok() == Some(upper.as_str()) {
                     continue;
                 }
-                let Some(record) = pairing.feed(tenant, item) else {
+                let Some(paired) = pairing.feed(tenant, item) else {
                     continue;
                 };
                 read += 1;
-                match record {
-                    Ok(action) => {
-                        last = Some(action.id.clone());
-                        page.actions.push(action);
-                    }
-                    Err(bad) => {
-                        last = Some(bad.action_id.clone());
-                        page.unreadable.push(bad);
-                    }
-                }
+                last = Some(paired.into_page(&mut page));
             }
             Ok(read < q.limit)
         })

@@ -119,10 +119,13 @@ impl DynamoStore {
         sealed_at.checked_add(retention).ok()
     }
 
-    /// The call item first (plain put; a re-sent one of the same call is accepted), then the
-    /// state item with the first event — the commit. An idempotency record commits with the
-    /// state item in one transaction. A call item whose state item never commits is never
-    /// read as an action (reads need both).
+    /// Without an `Idempotency-Key` the call item first (plain put; a re-sent one of the same
+    /// call is accepted), then the state item with the first event — the commit. The id is
+    /// fresh, so nobody races these writes; a call item whose state item never commits (a crash
+    /// between the two puts) is never read as an action (reads need both), and lists count it.
+    /// With a key, concurrent submits race for it: the call item, the state item and the
+    /// idempotency record go in one transaction, so only the winner's call item is ever written
+    /// (a loser's stayed behind for good before: issue 14, defect 6).
     pub(super) async fn create_action(
         &self,
         t: &Creation,
@@ -131,7 +134,6 @@ impl DynamoStore {
         let a = &t.action;
         let call = call_item(a);
         let same = Condition::AbsentOrSameCall(call["c"].clone());
-        self.put_item("PutItem(call)", call, same).await?;
         let mut state = state_item(a, &t.event, self.expiry_of(a));
         // The notice of the first event lands in the same write (SC-NOT-01).
         state.extend(
@@ -141,6 +143,7 @@ impl DynamoStore {
         );
         match idem {
             None => {
+                self.put_item("PutItem(call)", call, same).await?;
                 self.put_item("PutItem(state)", state, Condition::Absent)
                     .await
             }
@@ -148,6 +151,7 @@ impl DynamoStore {
                 // A lapsed record of the same key may linger until TTL removes it: replace only that.
                 let now = a.created_at;
                 let items = vec![
+                    self.put(call, same)?,
                     self.put(state, Condition::Absent)?,
                     self.put(Item::from(r), Condition::AbsentOrLapsed { now })?,
                 ];

@@ -109,6 +109,12 @@ struct RawTool {
     timeout: Option<String>,
     #[serde(default)]
     recovery: Recovery,
+    /// What the tool does, for MCP clients and the models behind them (docs/mcp.md).
+    description: Option<String>,
+    /// The JSON Schema of the tool's arguments (an object schema), for MCP clients.
+    input_schema: Option<toml::Value>,
+    /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, …), passed through as written.
+    annotations: Option<toml::Value>,
 }
 
 // ---------- the validated configuration ----------
@@ -177,6 +183,22 @@ pub struct ToolEntry {
     #[serde(flatten)]
     pub executor: Executor,
     pub recovery: Recovery,
+    /// What MCP clients are shown; part of the fingerprint when given, so a changed schema
+    /// after approval seals `catalog_changed`.
+    #[serde(flatten)]
+    pub info: ToolInfo,
+}
+
+/// A tool's catalog fields for MCP clients (`tools/list`). Each is left out of the canonical
+/// entry when absent, so the fingerprints of tools without them do not change.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ToolInfo {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<serde_json::Value>,
 }
 
 impl ToolEntry {
@@ -612,10 +634,42 @@ fn tool_entry(
             ))
         }
     };
+    let info = tool_info(at, raw.description, raw.input_schema, raw.annotations)?;
     Ok(ToolEntry {
         name,
         executor,
         recovery: raw.recovery,
+        info,
+    })
+}
+
+/// The catalog fields: an `input_schema` must be an object schema (MCP's `inputSchema`).
+fn tool_info(
+    at: &str,
+    description: Option<String>,
+    input_schema: Option<toml::Value>,
+    annotations: Option<toml::Value>,
+) -> Result<ToolInfo, ConfigError> {
+    let json = |field: &str, v: toml::Value| {
+        serde_json::to_value(v).map_err(|e| bad(format!("{at}.{field}"), e))
+    };
+    let input_schema = input_schema.map(|v| json("input_schema", v)).transpose()?;
+    if let Some(schema) = &input_schema {
+        if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+            return Err(bad(
+                format!("{at}.input_schema"),
+                "must be a JSON Schema table with type = \"object\"",
+            ));
+        }
+    }
+    let annotations = annotations.map(|v| json("annotations", v)).transpose()?;
+    if annotations.as_ref().is_some_and(|a| !a.is_object()) {
+        return Err(bad(format!("{at}.annotations"), "must be a table"));
+    }
+    Ok(ToolInfo {
+        description,
+        input_schema,
+        annotations,
     })
 }
 
@@ -784,6 +838,7 @@ mod tests {
             name: "t".into(),
             executor: Executor::Echo,
             recovery: Recovery::Fail,
+            info: ToolInfo::default(),
         };
         let b = ToolEntry {
             recovery: Recovery::Retry,

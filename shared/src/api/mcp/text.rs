@@ -3,7 +3,7 @@
 
 use crate::{
     config::Tenant,
-    domain::{Action, NextAction, State},
+    domain::{context::window_sentence, Action, NextAction, State, Window},
     error::Refusal,
 };
 use jiff::Timestamp;
@@ -19,8 +19,13 @@ fn local(tenant: &Tenant, t: Timestamp) -> String {
         .to_string()
 }
 
-fn between(tenant: &Tenant, from: Timestamp, to: Timestamp) -> String {
-    format!("between {} and {}", local(tenant, from), local(tenant, to))
+/// "between Wed 21 Oct 2026 17:30 and 19:30 CEST (Europe/Berlin)", as the approver is shown.
+fn between(tenant: &Tenant, not_before: Timestamp, not_after: Timestamp) -> String {
+    let window = Window {
+        not_before,
+        not_after,
+    };
+    window_sentence(&window, &tenant.time_zone, &tenant.time_zone_name)
 }
 
 /// One line for a person or a model: where the action stands.

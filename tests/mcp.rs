@@ -405,18 +405,17 @@ async fn approve(w: &World, id: &str) {
     assert_eq!(s, 200, "{v}");
 }
 
+/// A mail call whose window opens in 3 s and closes in 20 s, with the window as the model gives it.
+fn windowed_mail() -> String {
+    json!({"to": "ops@example.com", "countersign_window": {"not_before": in_secs(3), "not_after": in_secs(20)}}).to_string()
+}
+
 #[tokio::test]
 async fn sc_mcp_04_a_window_from_the_model_is_taken_out_validated_and_kept() {
     let w = world().await;
-    let args = json!({"to": "ops@example.com", "countersign_window": {"not_before": in_secs(3), "not_after": in_secs(20)}});
+    let args = windowed_mail();
     // The plain path (most clients): legacy SDK, no tasks; the model follows with countersign_status.
-    let mut c = PyClient::start(
-        &w,
-        keys::AGENT,
-        "legacy",
-        "status",
-        &["mail.send", &args.to_string()],
-    );
+    let mut c = PyClient::start(&w, keys::AGENT, "legacy", "status", &["mail.send", &args]);
     c.next("connected").await;
     let waiting = c.next("waiting").await;
     let id = waiting["action_id"].as_str().unwrap().to_owned();
@@ -474,15 +473,9 @@ async fn sc_mcp_04_a_window_from_the_model_is_taken_out_validated_and_kept() {
 #[tokio::test]
 async fn sc_mcp_05_a_task_completes_when_the_countersigned_call_runs_in_its_window() {
     let w = world().await;
-    let args = json!({"to": "ops@example.com", "countersign_window": {"not_before": in_secs(3), "not_after": in_secs(20)}});
+    let args = windowed_mail();
     // 2026-07-28 with the tasks extension advertised: a task, polled with tasks/get.
-    let mut c = PyClient::start(
-        &w,
-        keys::AGENT,
-        "modern",
-        "task",
-        &["mail.send", &args.to_string()],
-    );
+    let mut c = PyClient::start(&w, keys::AGENT, "modern", "task", &["mail.send", &args]);
     c.next("connected").await;
     let created = c.next("created").await;
     let task = &created["result"];
@@ -546,14 +539,8 @@ async fn sc_mcp_05_a_task_completes_when_the_countersigned_call_runs_in_its_wind
 #[tokio::test]
 async fn sc_mcp_06_tasks_cancel_is_the_engines_cancel() {
     let w = world().await;
-    let args = json!({"to": "ops@example.com"});
-    let mut c = PyClient::start(
-        &w,
-        keys::AGENT,
-        "modern",
-        "cancel",
-        &["mail.send", &args.to_string()],
-    );
+    let args = json!({"to": "ops@example.com"}).to_string();
+    let mut c = PyClient::start(&w, keys::AGENT, "modern", "cancel", &["mail.send", &args]);
     c.next("connected").await;
     let id = c.next("created").await["result"]["taskId"]
         .as_str()

@@ -155,7 +155,36 @@ impl RpcError {
     }
 }
 
-/// `POST /mcp`: one JSON-RPC request or notification per HTTP request.
+/// One JSON-RPC 2.0 request; without `id` (a string or an integer) a notification.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // Describes the body in the OpenAPI document; the handler reads it as JSON.
+pub(super) struct JsonRpcRequest {
+    #[schema(pattern = r"^2\.0$")]
+    jsonrpc: String,
+    /// `initialize`, `server/discover`, `tools/list`, `tools/call`, `tasks/get`, …
+    method: String,
+    #[schema(value_type = Option<Object>)]
+    params: Option<Map<String, Value>>,
+}
+
+/// `POST /mcp`: one JSON-RPC request or notification per HTTP request (docs/mcp.md). Protocol
+/// errors are JSON-RPC errors; tool outcomes are results.
+#[utoipa::path(
+    post,
+    path = "/mcp",
+    tag = "mcp",
+    request_body(content = JsonRpcRequest, description = "MCP 2026-07-28 (with `params._meta` and the `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` headers) or 2025-11-25"),
+    responses(
+        (status = 200, description = "The JSON-RPC response (a result, or an error such as -32601/-32602)", content_type = "application/json"),
+        (status = 202, description = "A notification, accepted"),
+        (status = 400, description = "Parse error (-32700), invalid request (-32600/-32602), header mismatch (-32020), unsupported version (-32022)", content_type = "application/json"),
+        (status = 401, description = "No or unknown key", content_type = "application/json"),
+        (status = 403, description = "Not an agent key, or an Origin that may not use the endpoint", content_type = "application/json"),
+        (status = 404, description = "2026-07-28: no such method (-32601)", content_type = "application/json"),
+        (status = 413, description = "The body exceeds the limit", content_type = "application/json"),
+        (status = 429, description = "Rate limited; see Retry-After", content_type = "application/json"),
+    )
+)]
 pub(super) async fn endpoint(
     State(engine): State<Arc<Engine>>,
     limits: Option<Extension<Arc<RateLimits>>>,
@@ -190,7 +219,10 @@ pub(super) async fn endpoint(
     let params = match message.get("params") {
         None => Map::new(),
         Some(Value::Object(p)) => p.clone(),
-        Some(_) => return RpcError::invalid_params("params must be an object").respond(id),
+        Some(_) => {
+            return RpcError::new(StatusCode::BAD_REQUEST, -32602, "params must be an object")
+                .respond(id)
+        }
     };
     let rev = match revision(method, &params, &headers) {
         Ok(rev) => rev,

@@ -202,7 +202,7 @@ pub(super) async fn endpoint(
     }
     let who = match authenticate(&engine, &headers, limits.as_ref().map(|l| &*l.0)) {
         Ok(who) => who,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let message = match read_message(body).await {
         Ok(message) => message,
@@ -328,7 +328,7 @@ fn authenticate(
     engine: &Engine,
     headers: &HeaderMap,
     limits: Option<&RateLimits>,
-) -> Result<Principal, Response> {
+) -> Result<Principal, Box<Response>> {
     let key = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -348,7 +348,7 @@ fn authenticate(
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return Err(response);
+        return Err(Box::new(response));
     };
     if let Some(limits) = limits {
         if let Err(Error::RateLimited { retry_after_secs }) = limits.admit(&who) {
@@ -361,16 +361,18 @@ fn authenticate(
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, retry_after_secs.into());
-            return Err(response);
+            return Err(Box::new(response));
         }
     }
     if who.role != Role::Agent {
-        return Err(RpcError::new(
-            StatusCode::FORBIDDEN,
-            -32000,
-            "Forbidden: the MCP endpoint takes agent keys",
-        )
-        .without_id());
+        return Err(Box::new(
+            RpcError::new(
+                StatusCode::FORBIDDEN,
+                -32000,
+                "Forbidden: the MCP endpoint takes agent keys",
+            )
+            .without_id(),
+        ));
     }
     Ok(who)
 }

@@ -1,6 +1,8 @@
-//! MCP at `/mcp` (docs/mcp.md) over real HTTP, with the official Python SDK (`mcp` 2.x) as the
-//! client (tests/mcp/py_client.py; `scripts/mcp-sdks.sh` installs it) in both revisions, and
-//! tools over real HTTP that count their calls. Each test names its SC-MCP scenario.
+//! MCP at `/mcp` (docs/mcp.md) over real HTTP, with the official SDKs as the clients — the
+//! Python SDK (`mcp` 2.x, tests/mcp/py_client.py) in both revisions and the TypeScript SDK
+//! (1.x, 2025-11-25 with its experimental tasks, tests/mcp/ts_client.mjs); `scripts/mcp-sdks.sh`
+//! installs them — and tools over real HTTP that count their calls. Each test names its SC-MCP
+//! scenario.
 
 use countersign::{config::Config, embedded::Server};
 use countersign_tests::{config_toml, in_secs, keys, temp_db, Api, Behaviour, ToolServer};
@@ -55,15 +57,15 @@ executor = "builtin.echo"
     }
 }
 
-/// The official Python SDK, driven by tests/mcp/py_client.py: one JSON line per event.
-struct PyClient {
+/// An official SDK's client, driven by tests/mcp/*: one JSON line per event.
+struct SdkClient {
     child: Child,
     stdin: ChildStdin,
     /// Its stdout, line by line, read on a thread of its own.
     lines: mpsc::UnboundedReceiver<String>,
 }
 
-impl Drop for PyClient {
+impl Drop for SdkClient {
     fn drop(&mut self) {
         let _ = self.child.kill();
     }
@@ -78,18 +80,46 @@ fn python() -> String {
     })
 }
 
-impl PyClient {
-    fn start(w: &World, key: &str, mode: &str, scenario: &str, args: &[&str]) -> PyClient {
+impl SdkClient {
+    fn start(w: &World, key: &str, mode: &str, scenario: &str, args: &[&str]) -> SdkClient {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/mcp/py_client.py");
-        let mut child = Command::new(python())
+        let mut command = Command::new(python());
+        command
             .arg(script)
             .args([w.url.as_str(), key, mode, scenario])
-            .args(args)
+            .args(args);
+        SdkClient::spawn(command)
+    }
+
+    /// The TypeScript SDK's client: the script runs from the SDK's folder, where its imports
+    /// resolve (a copy of its own per client).
+    fn start_ts(w: &World, key: &str, scenario: &str, tool: &str, args: &str) -> SdkClient {
+        let dir = std::env::var("COUNTERSIGN_MCP_NODE_DIR").unwrap_or_else(|_| {
+            format!(
+                "{}/.cache/countersign/mcp/node",
+                std::env::var("HOME").unwrap_or_default()
+            )
+        });
+        let script = format!("{dir}/ts_client-{}.mjs", ulid::Ulid::new());
+        std::fs::copy(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/mcp/ts_client.mjs"),
+            &script,
+        )
+        .expect("the MCP TypeScript SDK is installed (source scripts/mcp-sdks.sh)");
+        let mut command = Command::new("node");
+        command
+            .arg(&script)
+            .args([w.url.as_str(), key, scenario, tool, args]);
+        SdkClient::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> SdkClient {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("the MCP Python SDK is installed (source scripts/mcp-sdks.sh)");
+            .expect("the MCP SDKs are installed (source scripts/mcp-sdks.sh)");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let (tx, lines) = mpsc::unbounded_channel();
@@ -100,7 +130,7 @@ impl PyClient {
                 }
             }
         });
-        PyClient {
+        SdkClient {
             child,
             stdin,
             lines,
@@ -143,7 +173,7 @@ impl PyClient {
 
 /// One scenario that prints `connected` then one `event`, in this revision.
 async fn once(w: &World, key: &str, mode: &str, scenario: &str, args: &[&str]) -> Value {
-    let mut c = PyClient::start(w, key, mode, scenario, args);
+    let mut c = SdkClient::start(w, key, mode, scenario, args);
     let connected = c.next("connected").await;
     let want = if mode == "legacy" {
         "2025-11-25"
@@ -415,7 +445,7 @@ async fn sc_mcp_04_a_window_from_the_model_is_taken_out_validated_and_kept() {
     let w = world().await;
     let args = windowed_mail();
     // The plain path (most clients): legacy SDK, no tasks; the model follows with countersign_status.
-    let mut c = PyClient::start(&w, keys::AGENT, "legacy", "status", &["mail.send", &args]);
+    let mut c = SdkClient::start(&w, keys::AGENT, "legacy", "status", &["mail.send", &args]);
     c.next("connected").await;
     let waiting = c.next("waiting").await;
     let id = waiting["action_id"].as_str().unwrap().to_owned();
@@ -475,7 +505,7 @@ async fn sc_mcp_05_a_task_completes_when_the_countersigned_call_runs_in_its_wind
     let w = world().await;
     let args = windowed_mail();
     // 2026-07-28 with the tasks extension advertised: a task, polled with tasks/get.
-    let mut c = PyClient::start(&w, keys::AGENT, "modern", "task", &["mail.send", &args]);
+    let mut c = SdkClient::start(&w, keys::AGENT, "modern", "task", &["mail.send", &args]);
     c.next("connected").await;
     let created = c.next("created").await;
     let task = &created["result"];
@@ -534,13 +564,51 @@ async fn sc_mcp_05_a_task_completes_when_the_countersigned_call_runs_in_its_wind
         "{v}"
     );
     assert_eq!(w.tools.count_for(&id), 1);
+
+    // The TypeScript SDK's experimental tasks: callToolStream creates the task (the tool is
+    // listed with taskSupport), polls tasks/get at pollInterval, then reads tasks/result.
+    let args = windowed_mail();
+    let mut c = SdkClient::start_ts(&w, keys::AGENT, "stream", "mail.send", &args);
+    assert_eq!(c.next("connected").await["protocol_version"], "2025-11-25");
+    c.next("tools").await;
+    let created = c.next("created").await;
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(created["task"]["status"], "working", "{created}");
+    approve(&w, &id).await;
+    c.go().await;
+    let result = loop {
+        let v = c.next_any("result").await;
+        match v["event"].as_str() {
+            Some("status") => assert!(
+                ["working", "completed"].contains(&v["task"]["status"].as_str().unwrap()),
+                "{v}"
+            ),
+            Some("result") => break v,
+            _ => panic!("{v}"),
+        }
+    };
+    c.finish().await;
+    assert_eq!(
+        result["result"]["structuredContent"],
+        json!({"sent": true}),
+        "{result}"
+    );
+    let calls = w.tools.calls_for(&id);
+    assert_eq!(calls.len(), 1, "exactly once");
+    let action = w.api.action(&id).await;
+    let nb: jiff::Timestamp = action["schedule"]["not_before"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(calls[0].at >= nb, "never before not_before");
 }
 
 #[tokio::test]
 async fn sc_mcp_06_tasks_cancel_is_the_engines_cancel() {
     let w = world().await;
     let args = json!({"to": "ops@example.com"}).to_string();
-    let mut c = PyClient::start(&w, keys::AGENT, "modern", "cancel", &["mail.send", &args]);
+    let mut c = SdkClient::start(&w, keys::AGENT, "modern", "cancel", &["mail.send", &args]);
     c.next("connected").await;
     let id = c.next("created").await["result"]["taskId"]
         .as_str()
@@ -563,6 +631,20 @@ async fn sc_mcp_06_tasks_cancel_is_the_engines_cancel() {
     let (s, _) = w.api.approve(&id, "sha256:whatever").await;
     assert_eq!(s, 409);
     assert_eq!(w.tools.count_for(&id), 0);
+    // The TypeScript SDK's cancelTask (2025-11-25) answers the cancelled task.
+    let mut c = SdkClient::start_ts(&w, keys::AGENT, "cancel", "mail.send", &args);
+    c.next("connected").await;
+    c.next("tools").await;
+    let ts_id = c.next("created").await["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    c.go().await;
+    assert_eq!(c.next("cancelled").await["task"]["status"], "cancelled");
+    assert_eq!(c.next("final").await["task"]["status"], "cancelled");
+    c.finish().await;
+    assert_eq!(w.api.action(&ts_id).await["state"], "cancelled");
+    assert_eq!(w.tools.count_for(&ts_id), 0);
     // 2025-11-25 refuses to cancel a terminal task with -32602.
     let cancel =
         json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/cancel", "params": {"taskId": id}});

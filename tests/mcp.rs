@@ -25,6 +25,11 @@ struct World {
 /// The shared test config plus: a tool no rule allows (never listed), a tool with catalog
 /// fields, a set-result tool, and a short request budget for `tasks/result`.
 async fn world() -> World {
+    world_with("").await
+}
+
+/// The world, with more catalog entries (TOML tables for tenant acme).
+async fn world_with(more_tools: &str) -> World {
     let tools = ToolServer::start().await;
     tools.behave(Behaviour::default());
     let text = config_toml(&tools, "10s", "5s").replacen(
@@ -43,7 +48,7 @@ annotations = { readOnlyHint = true }
 
 [tenants.acme.tools."sandbox.try"]
 executor = "builtin.echo"
-"#;
+"# + more_tools;
     let config = Arc::new(Config::from_toml(&text).unwrap());
     let server = Server::start(config, &temp_db("mcp"), "127.0.0.1:0".parse().unwrap())
         .await
@@ -605,7 +610,7 @@ async fn sc_mcp_05_a_task_completes_when_the_countersigned_call_runs_in_its_wind
 }
 
 #[tokio::test]
-async fn sc_mcp_06_tasks_cancel_is_the_engines_cancel() {
+async fn sc_mcp_05_tasks_cancel_is_the_engines_cancel() {
     let w = world().await;
     let args = json!({"to": "ops@example.com"}).to_string();
     let mut c = SdkClient::start(&w, keys::AGENT, "modern", "cancel", &["mail.send", &args]);
@@ -732,5 +737,162 @@ async fn sc_mcp_08_protocol_errors_are_json_rpc_errors_tool_errors_are_results()
     assert_eq!(
         v["result"]["structuredContent"]["code"],
         "validation_failed"
+    );
+}
+
+/// A downstream MCP server written with the official Python SDK (tests/mcp/py_tool_server.py),
+/// recording every request it receives.
+struct Downstream {
+    child: Child,
+    port: u16,
+    calls_file: std::path::PathBuf,
+}
+
+impl Drop for Downstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+impl Downstream {
+    async fn start() -> Downstream {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let calls_file =
+            std::env::temp_dir().join(format!("mcp-calls-{}.jsonl", ulid::Ulid::new()));
+        let child = Command::new(python())
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/mcp/py_tool_server.py"
+            ))
+            .args([port.to_string(), countersign_tests::SECRET.to_owned()])
+            .arg(&calls_file)
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the MCP Python SDK is installed (source scripts/mcp-sdks.sh)");
+        let until = std::time::Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < until,
+                "the downstream server starts"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Downstream {
+            child,
+            port,
+            calls_file,
+        }
+    }
+
+    /// The catalog entry of a tool served by this server.
+    fn tool(&self, name: &str, downstream: &str) -> String {
+        format!(
+            "\n[tenants.acme.tools.\"{name}\"]\nexecutor = \"mcp\"\nurl = \"http://127.0.0.1:{}/mcp\"\ntool = \"{downstream}\"\nsecret_env = \"{}\"\ntimeout = \"5s\"\n",
+            self.port,
+            countersign_tests::SECRET_ENV
+        )
+    }
+
+    /// The `tools/call` requests it received for this action.
+    fn calls_for(&self, action_id: &str) -> Vec<Value> {
+        std::fs::read_to_string(&self.calls_file)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|c| {
+                c["body"]["params"]["_meta"]["io.countersign/action"]["action_id"] == action_id
+            })
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn sc_mcp_06_a_downstream_mcp_servers_tool_runs_once_with_the_committed_arguments() {
+    let down = Downstream::start().await;
+    let more = down.tool("search.parcel", "deliver")
+        + &down.tool("mail.parcel", "deliver")
+        + &down.tool("search.refuse", "refuse");
+    let w = world_with(&more).await;
+    // allow → runs now on the downstream server: its structuredContent is the result.
+    let v = once(
+        &w,
+        keys::AGENT,
+        "modern",
+        "call",
+        &["search.parcel", r#"{"to":"Berlin"}"#],
+    )
+    .await;
+    let r = &v["result"];
+    assert_eq!(
+        r["structuredContent"],
+        json!({"delivered": "Berlin"}),
+        "{r}"
+    );
+    let (_, page) = w.api.get("/v1/actions?limit=1", keys::AGENT).await;
+    let id = page["data"][0]["id"].as_str().unwrap().to_owned();
+    let calls = down.calls_for(&id);
+    assert_eq!(calls.len(), 1, "exactly once");
+    let call = &calls[0];
+    assert_eq!(call["idempotency_key"], id.as_str());
+    assert_eq!(
+        call["authorization"],
+        format!("Bearer {}", countersign_tests::SECRET)
+    );
+    assert_eq!(call["body"]["params"]["name"], "deliver");
+    assert_eq!(call["body"]["params"]["arguments"], json!({"to": "Berlin"}));
+    assert_eq!(
+        call["body"]["params"]["_meta"]["io.countersign/action"]["attempt"],
+        1
+    );
+    // isError downstream → failed, naming the kind.
+    let v = once(
+        &w,
+        keys::AGENT,
+        "modern",
+        "call",
+        &["search.refuse", r#"{"to":"Mars"}"#],
+    )
+    .await;
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    assert_eq!(
+        v["result"]["structuredContent"]["error"]["kind"],
+        "tool_error"
+    );
+    // Countersigned, in a window: once, never before not_before, the arguments as committed.
+    let args = json!({"to": "Paris", "countersign_window": {"not_before": in_secs(3), "not_after": in_secs(20)}});
+    let v = once(
+        &w,
+        keys::AGENT,
+        "legacy",
+        "call",
+        &["mail.parcel", &args.to_string()],
+    )
+    .await;
+    let id = v["result"]["structuredContent"]["action_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    approve(&w, &id).await;
+    let sealed = w.api.wait_sealed(&id, 30).await;
+    assert_eq!(sealed["state"], "succeeded", "{sealed}");
+    assert_eq!(sealed["outcome"]["result"], json!({"delivered": "Paris"}));
+    let calls = down.calls_for(&id);
+    assert_eq!(calls.len(), 1, "exactly once");
+    let nb: jiff::Timestamp = sealed["schedule"]["not_before"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        calls[0]["at"].as_f64().unwrap() >= nb.as_millisecond() as f64 / 1000.0,
+        "never before not_before"
+    );
+    assert_eq!(
+        calls[0]["body"]["params"]["arguments"],
+        json!({"to": "Paris"})
     );
 }

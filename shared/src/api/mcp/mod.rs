@@ -208,6 +208,15 @@ pub(super) async fn endpoint(
         Ok(message) => message,
         Err(e) => return e.without_id(),
     };
+    // A malformed message is refused whether or not it has an id.
+    let params = match message.get("params") {
+        None => Map::new(),
+        Some(Value::Object(p)) => p.clone(),
+        Some(_) => {
+            return RpcError::new(StatusCode::BAD_REQUEST, -32602, "params must be an object")
+                .without_id()
+        }
+    };
     let Some(id) = message.get("id").cloned() else {
         // A notification (`notifications/initialized`, `notifications/cancelled`): nothing to do.
         return StatusCode::ACCEPTED.into_response();
@@ -216,14 +225,6 @@ pub(super) async fn endpoint(
         return RpcError::invalid_request("id must be a string or an integer").without_id();
     }
     let method = message["method"].as_str().unwrap_or_default();
-    let params = match message.get("params") {
-        None => Map::new(),
-        Some(Value::Object(p)) => p.clone(),
-        Some(_) => {
-            return RpcError::new(StatusCode::BAD_REQUEST, -32602, "params must be an object")
-                .respond(id)
-        }
-    };
     let rev = match revision(method, &params, &headers) {
         Ok(rev) => rev,
         Err(e) => return e.respond(id),

@@ -28,7 +28,8 @@ async fn world() -> World {
     world_with("").await
 }
 
-/// The world, with more catalog entries (TOML tables for tenant acme).
+/// The world, with more catalog entries (TOML tables for tenant acme; `{tool_server}` is the
+/// counting tool server's URL).
 async fn world_with(more_tools: &str) -> World {
     let tools = ToolServer::start().await;
     tools.behave(Behaviour::default());
@@ -48,7 +49,7 @@ annotations = { readOnlyHint = true }
 
 [tenants.acme.tools."sandbox.try"]
 executor = "builtin.echo"
-"# + more_tools;
+"# + &more_tools.replace("{tool_server}", &tools.url("mcp"));
     let config = Arc::new(Config::from_toml(&text).unwrap());
     let server = Server::start(config, &temp_db("mcp"), "127.0.0.1:0".parse().unwrap())
         .await
@@ -813,7 +814,9 @@ impl Downstream {
 #[tokio::test]
 async fn sc_mcp_06_a_downstream_mcp_servers_tool_runs_once_with_the_committed_arguments() {
     let down = Downstream::start().await;
-    let more = down.tool("search.parcel", "deliver")
+    let flaky = "\n[tenants.acme.tools.\"search.flaky\"]\nexecutor = \"mcp\"\nurl = \"{tool_server}\"\nsecret_env = \"COUNTERSIGN_TEST_TOOL_SECRET\"\ntimeout = \"1s\"\nrecovery = \"retry\"\n";
+    let more = flaky.to_owned()
+        + &down.tool("search.parcel", "deliver")
         + &down.tool("mail.parcel", "deliver")
         + &down.tool("search.refuse", "refuse");
     let w = world_with(&more).await;
@@ -895,4 +898,40 @@ async fn sc_mcp_06_a_downstream_mcp_servers_tool_runs_once_with_the_committed_ar
         calls[0]["body"]["params"]["arguments"],
         json!({"to": "Paris"})
     );
+
+    // A 5xx is retried per `recovery` (here 3 attempts), with the same arguments every time.
+    w.tools.behave(Behaviour {
+        status: 503,
+        ..Behaviour::default()
+    });
+    let v = once(
+        &w,
+        keys::AGENT,
+        "modern",
+        "call",
+        &["search.flaky", r#"{"q":"x"}"#],
+    )
+    .await;
+    let id = v["result"]["structuredContent"]["action_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let sealed = w.api.wait_sealed(&id, 30).await;
+    assert_eq!(sealed["state"], "failed", "{sealed}");
+    assert_eq!(sealed["outcome"]["error"]["status"], 503);
+    let attempts: Vec<_> = w
+        .tools
+        .received()
+        .into_iter()
+        .filter(|r| r.body["params"]["_meta"]["io.countersign/action"]["action_id"] == id.as_str())
+        .collect();
+    assert_eq!(attempts.len(), 3, "three attempts");
+    for (n, a) in attempts.iter().enumerate() {
+        assert_eq!(a.idempotency_key.as_deref(), Some(id.as_str()));
+        assert_eq!(a.body["params"]["arguments"], json!({"q": "x"}));
+        assert_eq!(
+            a.body["params"]["_meta"]["io.countersign/action"]["attempt"],
+            n as u64 + 1
+        );
+    }
 }

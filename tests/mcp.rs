@@ -197,6 +197,11 @@ async fn once(w: &World, key: &str, mode: &str, scenario: &str, args: &[&str]) -
     v
 }
 
+/// One `tools/call` by agent-1's client in this revision: the result event.
+async fn tools_call(w: &World, mode: &str, tool: &str, args: &str) -> Value {
+    once(w, keys::AGENT, mode, "call", &[tool, args]).await
+}
+
 /// A raw JSON-RPC POST, for the transport's own rules.
 async fn post(w: &World, headers: &[(&str, &str)], body: &[u8]) -> (u16, Value) {
     let (status, v, _) = w
@@ -348,27 +353,13 @@ async fn sc_mcp_03_tools_call_answers_each_decision_of_the_same_gate() {
     let w = world().await;
     for mode in ["modern", "legacy"] {
         // allow → runs now: the tool's JSON result as structuredContent and as text.
-        let v = once(
-            &w,
-            keys::AGENT,
-            mode,
-            "call",
-            &["search.web", r#"{"q":"rust"}"#],
-        )
-        .await;
+        let v = tools_call(&w, mode, "search.web", r#"{"q":"rust"}"#).await;
         let r = &v["result"];
         assert_eq!(r["isError"], false, "{r}");
         assert_eq!(r["structuredContent"], json!({"sent": true}));
         assert_eq!(r["content"][0]["text"], r#"{"sent":true}"#);
         // deny → isError naming the code and the recorded action; the tool never runs.
-        let v = once(
-            &w,
-            keys::AGENT,
-            mode,
-            "call",
-            &["shell.exec", r#"{"cmd":"ls"}"#],
-        )
-        .await;
+        let v = tools_call(&w, mode, "shell.exec", r#"{"cmd":"ls"}"#).await;
         let r = &v["result"];
         assert_eq!(r["isError"], true, "{r}");
         assert_eq!(r["structuredContent"]["code"], "denied");
@@ -379,26 +370,19 @@ async fn sc_mcp_03_tools_call_answers_each_decision_of_the_same_gate() {
             .unwrap()
             .contains("policy denies"));
         // set_result → that result.
-        let v = once(&w, keys::AGENT, mode, "call", &["sandbox.try", "{}"]).await;
+        let v = tools_call(&w, mode, "sandbox.try", "{}").await;
         assert_eq!(
             v["result"]["structuredContent"],
             json!({"shadow": true}),
             "{v}"
         );
         // schedule without a window → a readable validation error on countersign_window.
-        let v = once(&w, keys::AGENT, mode, "call", &["report.build", "{}"]).await;
+        let v = tools_call(&w, mode, "report.build", "{}").await;
         let r = &v["result"];
         assert_eq!(r["isError"], true, "{r}");
         assert_eq!(r["structuredContent"]["param"], "countersign_window");
         // require_approval for a client without tasks → a plain result that says how to follow it.
-        let v = once(
-            &w,
-            keys::AGENT,
-            mode,
-            "call",
-            &["mail.send", r#"{"to":"a@example.com"}"#],
-        )
-        .await;
+        let v = tools_call(&w, mode, "mail.send", r#"{"to":"a@example.com"}"#).await;
         let r = &v["result"];
         assert_eq!(r["isError"], false, "{r}");
         assert_eq!(r["structuredContent"]["state"], "pending_approval");
@@ -416,7 +400,7 @@ async fn sc_mcp_03_tools_call_answers_each_decision_of_the_same_gate() {
         status: 422,
         ..Behaviour::default()
     });
-    let v = once(&w, keys::AGENT, "modern", "call", &["search.web", "{}"]).await;
+    let v = tools_call(&w, "modern", "search.web", "{}").await;
     let r = &v["result"];
     assert_eq!(r["isError"], true, "{r}");
     assert_eq!(r["structuredContent"]["code"], "tool_failed");
@@ -491,14 +475,7 @@ async fn sc_mcp_04_a_window_from_the_model_is_taken_out_validated_and_kept() {
     // SC-INT-02 validates it: a window too narrow is a readable tool error.
     let narrow =
         json!({"countersign_window": {"not_before": in_secs(60), "not_after": in_secs(62)}});
-    let v = once(
-        &w,
-        keys::AGENT,
-        "modern",
-        "call",
-        &["mail.send", &narrow.to_string()],
-    )
-    .await;
+    let v = tools_call(&w, "modern", "mail.send", &narrow.to_string()).await;
     assert_eq!(v["result"]["isError"], true, "{v}");
     assert_eq!(
         v["result"]["structuredContent"]["param"],
@@ -821,14 +798,7 @@ async fn sc_mcp_06_a_downstream_mcp_servers_tool_runs_once_with_the_committed_ar
         + &down.tool("search.refuse", "refuse");
     let w = world_with(&more).await;
     // allow → runs now on the downstream server: its structuredContent is the result.
-    let v = once(
-        &w,
-        keys::AGENT,
-        "modern",
-        "call",
-        &["search.parcel", r#"{"to":"Berlin"}"#],
-    )
-    .await;
+    let v = tools_call(&w, "modern", "search.parcel", r#"{"to":"Berlin"}"#).await;
     let r = &v["result"];
     assert_eq!(
         r["structuredContent"],
@@ -852,14 +822,7 @@ async fn sc_mcp_06_a_downstream_mcp_servers_tool_runs_once_with_the_committed_ar
         1
     );
     // isError downstream → failed, naming the kind.
-    let v = once(
-        &w,
-        keys::AGENT,
-        "modern",
-        "call",
-        &["search.refuse", r#"{"to":"Mars"}"#],
-    )
-    .await;
+    let v = tools_call(&w, "modern", "search.refuse", r#"{"to":"Mars"}"#).await;
     assert_eq!(v["result"]["isError"], true, "{v}");
     assert_eq!(
         v["result"]["structuredContent"]["error"]["kind"],
@@ -867,14 +830,7 @@ async fn sc_mcp_06_a_downstream_mcp_servers_tool_runs_once_with_the_committed_ar
     );
     // Countersigned, in a window: once, never before not_before, the arguments as committed.
     let args = json!({"to": "Paris", "countersign_window": {"not_before": in_secs(3), "not_after": in_secs(20)}});
-    let v = once(
-        &w,
-        keys::AGENT,
-        "legacy",
-        "call",
-        &["mail.parcel", &args.to_string()],
-    )
-    .await;
+    let v = tools_call(&w, "legacy", "mail.parcel", &args.to_string()).await;
     let id = v["result"]["structuredContent"]["action_id"]
         .as_str()
         .unwrap()
@@ -904,14 +860,7 @@ async fn sc_mcp_06_a_downstream_mcp_servers_tool_runs_once_with_the_committed_ar
         status: 503,
         ..Behaviour::default()
     });
-    let v = once(
-        &w,
-        keys::AGENT,
-        "modern",
-        "call",
-        &["search.flaky", r#"{"q":"x"}"#],
-    )
-    .await;
+    let v = tools_call(&w, "modern", "search.flaky", r#"{"q":"x"}"#).await;
     let id = v["result"]["structuredContent"]["action_id"]
         .as_str()
         .unwrap()

@@ -4,10 +4,10 @@
 //! under the tool's timeout and the webhook's target rules (SC-SEC-08) and result cap.
 
 use super::{
-    target,
     webhook::{read_capped, ready, transport_failure, truncated, Body, RESULT_CAP},
     Call, ToolAnswer,
 };
+use crate::target;
 use serde_json::{json, Value};
 
 const VERSION: &str = "2026-07-28";

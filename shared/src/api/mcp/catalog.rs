@@ -190,7 +190,7 @@ pub(super) async fn call(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
             .map_err(RpcError::from_engine)?,
         Err(e) => return refused(e),
     };
-    tracing::info!(tenant = %action.tenant, action_id = %action.id, state = %action.state, revision = ?rpc.rev, task, "mcp tools/call");
+    tracing::info!(tenant = %action.tenant, action_id = %action.id, state = %action.state(), revision = ?rpc.rev, task, "mcp tools/call");
     Ok(tasks::answer(rpc, tenant, &action, task))
 }
 
@@ -276,10 +276,10 @@ async fn status(rpc: &Rpc<'_>, args: &Map<String, Value>) -> Result<Value, RpcEr
             result["structuredContent"] = json!({
                 "action_id": action.id,
                 "tool": action.tool,
-                "state": action.state,
+                "state": action.state(),
                 "status": status,
-                "result": action.outcome.as_ref().and_then(|o| o.result.clone()),
-                "error": action.outcome.as_ref().and_then(|o| o.error.clone()),
+                "result": action.outcome().and_then(|o| o.result.clone()),
+                "error": action.outcome().and_then(|o| o.error.clone()),
             });
             Ok(result)
         }

@@ -41,7 +41,7 @@ async fn own_task(rpc: &Rpc<'_>) -> Result<Action, RpcError> {
 /// MCP task status. A tool failure or a refusal is a `completed` task whose result has
 /// `isError` on 2026-07-28 (its `failed` is for JSON-RPC errors only); 2025-11-25 says `failed`.
 fn status(a: &Action, rev: Revision) -> &'static str {
-    match (a.state, rev) {
+    match (a.state(), rev) {
         (State::PendingApproval | State::Approved | State::Executing, _) => "working",
         (State::Succeeded, _) => "completed",
         (State::Cancelled, _) => "cancelled",
@@ -95,7 +95,7 @@ pub(super) fn answer(rpc: &Rpc<'_>, tenant: &Tenant, a: &Action, wants_task: boo
             "task": task(rpc, tenant, a),
             "_meta": {"io.modelcontextprotocol/model-immediate-response": text::waiting(tenant, a)},
         }),
-        (Revision::Modern, true) if !a.state.is_sealed() => {
+        (Revision::Modern, true) if !a.state().is_sealed() => {
             let mut created = task(rpc, tenant, a);
             created["resultType"] = json!("task");
             created
@@ -109,7 +109,7 @@ pub(super) async fn get(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
     let a = own_task(rpc).await?;
     let tenant = tenant(rpc)?;
     let mut t = task(rpc, tenant, &a);
-    if rpc.rev == Revision::Modern && a.state.is_sealed() && t["status"] == "completed" {
+    if rpc.rev == Revision::Modern && a.state().is_sealed() && t["status"] == "completed" {
         t["result"] = text::call_result(tenant, &a);
     }
     Ok(t)
@@ -123,7 +123,7 @@ pub(super) async fn result(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
     let tenant = tenant(rpc)?;
     loop {
         let a = own_task(rpc).await?;
-        if a.state.is_sealed() {
+        if a.state().is_sealed() {
             let mut result = text::call_result(tenant, &a);
             result["_meta"] = json!({"io.modelcontextprotocol/related-task": {"taskId": a.id}});
             return Ok(result);

@@ -30,7 +30,7 @@ fn between(tenant: &Tenant, not_before: Timestamp, not_after: Timestamp) -> Stri
 
 /// One line for a person or a model: where the action stands.
 pub(super) fn status_message(tenant: &Tenant, a: &Action) -> String {
-    match (a.state, a.next_action()) {
+    match (a.state(), a.next_action()) {
         (State::PendingApproval, _) => {
             let mut s = "waiting for a countersignature".to_owned();
             if let Some(w) = a.schedule {
@@ -69,7 +69,7 @@ pub(super) fn status_message(tenant: &Tenant, a: &Action) -> String {
 
 /// What a tool failure names: its kind (`http`, `timeout`, …) or the seal reason.
 fn failure(a: &Action) -> String {
-    let outcome = a.outcome.as_ref();
+    let outcome = a.outcome();
     match outcome.and_then(|o| o.error.as_ref()) {
         Some(error) => {
             let kind = error["kind"].as_str().unwrap_or("tool_error");
@@ -106,7 +106,7 @@ pub(super) fn code(a: &Action) -> String {
     if let Some(refusal) = Refusal::from_reason(reason) {
         return refusal.code().to_owned();
     }
-    match (a.state, reason) {
+    match (a.state(), reason) {
         (State::Failed, "outcome_unknown") => "outcome_unknown".to_owned(),
         (State::Failed, _) => "tool_failed".to_owned(),
         (State::Denied, _) => "denied_by_approver".to_owned(),
@@ -130,11 +130,10 @@ fn text(t: String) -> Value {
 /// `isError` result that says why when it did not, and a plain result that says what happens
 /// next while it waits.
 pub(super) fn call_result(tenant: &Tenant, a: &Action) -> Value {
-    match a.state {
+    match a.state() {
         State::Succeeded => {
             let result = a
-                .outcome
-                .as_ref()
+                .outcome()
                 .and_then(|o| o.result.clone())
                 .unwrap_or(Value::Null);
             json!({
@@ -144,7 +143,7 @@ pub(super) fn call_result(tenant: &Tenant, a: &Action) -> Value {
             })
         }
         State::Failed | State::Cancelled | State::Denied => {
-            let error = a.outcome.as_ref().and_then(|o| o.error.clone());
+            let error = a.outcome().and_then(|o| o.error.clone());
             let mut content = json!({"code": code(a), "action_id": a.id});
             if let Some(error) = error {
                 content["error"] = error;
@@ -164,7 +163,7 @@ pub(super) fn call_result(tenant: &Tenant, a: &Action) -> Value {
             "content": text(waiting(tenant, a)),
             "structuredContent": {
                 "action_id": a.id,
-                "state": a.state,
+                "state": a.state(),
                 "status": status_message(tenant, a),
                 "follow": {"tool": STATUS_TOOL, "arguments": {"action_id": a.id}},
             },
@@ -175,7 +174,7 @@ pub(super) fn call_result(tenant: &Tenant, a: &Action) -> Value {
 
 /// What a model should do after a refusal or a failure.
 fn advice(a: &Action) -> &'static str {
-    match a.state {
+    match a.state() {
         State::Failed => "Do not assume it took effect.",
         _ => "It did not run; do not retry it unchanged.",
     }

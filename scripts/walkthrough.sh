@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the README walkthroughs exactly as written (the shell blocks between each pair of
-# markers), so the README stays true: the API walkthrough (`walkthrough`) and the CLI one
-# (`walkthrough-cli`). Each uses its own port and database.
+# markers), so the README stays true: the API walkthrough (`walkthrough`), the CLI one
+# (`walkthrough-cli`) and the MCP one (`walkthrough-mcp`, with the Python SDK of
+# scripts/mcp-sdks.sh). Each uses its own port and database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -26,3 +27,6 @@ run walkthrough "ran: succeeded" "cancelled: cancelled" "missed: cancelled sched
 rm -f "$COUNTERSIGN_DB"
 run walkthrough-cli '"type": "approval_requested"' "approved act_" "sealed: succeeded" \
   "user approver-dev" "state  *denied" "cancel refused: exit 4"
+rm -f "$COUNTERSIGN_DB"
+run walkthrough-mcp "tools: mail.send" "waiting for a countersignature" "approved: succeeded" \
+  "(mail.send): completed"

@@ -703,6 +703,8 @@ async fn sc_sec_01_tenant_role_route_matrix() {
             ("POST", "/v1/notifications/{id}/redeliver") => {
                 ([403, 403, 403, 404, 401], [403, 403, 403, 404, 401])
             }
+            // MCP takes agent keys only; `{}` is no JSON-RPC request. Task ids: SC-MCP-07 (mcp.rs).
+            ("POST", "/mcp") => ([400, 400, 403, 403, 401], [400, 400, 403, 403, 401]),
             // The API's own description is public, the same for everyone (openapi.rs).
             ("GET", "/openapi.json") => ([200; 5], [200; 5]),
             // The approver page is public static files (approver_page.rs holds them).

@@ -156,6 +156,7 @@ fn issue4_functions_that_run_tools_outlast_the_longest_tool_run() {
             allow_private: false,
         },
         recovery: countersign::config::Recovery::Retry,
+        info: Default::default(),
     };
     let worst = tool.claim_budget().as_secs();
     for name in ["intake", "approve", "resume"] {

@@ -66,6 +66,9 @@ fn sc_sec_01_the_openapi_document_covers_every_route() {
                 op.get("security").is_none(),
                 "{method} {path} overrides bearer"
             );
+        } else if *path == "/mcp" {
+            // MCP (docs/mcp.md): bearer like /v1, its refusals are JSON-RPC errors of its own.
+            assert!(op.get("security").is_none(), "/mcp overrides bearer");
         } else {
             assert_eq!(op["security"], serde_json::json!([{}]), "{path} is public");
         }

@@ -107,8 +107,16 @@ struct RawTool {
     secret_env: Option<String>,
     secret_ssm: Option<String>,
     timeout: Option<String>,
+    /// `executor = "mcp"`: the downstream server's tool name (default: the catalog name).
+    tool: Option<String>,
     #[serde(default)]
     recovery: Recovery,
+    /// What the tool does, for MCP clients and the models behind them (docs/mcp.md).
+    description: Option<String>,
+    /// The JSON Schema of the tool's arguments (an object schema), for MCP clients.
+    input_schema: Option<toml::Value>,
+    /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, …), passed through as written.
+    annotations: Option<toml::Value>,
 }
 
 // ---------- the validated configuration ----------
@@ -167,6 +175,19 @@ pub enum Executor {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         allow_private: bool,
     },
+    /// A tool of a downstream MCP server over Streamable HTTP (docs/mcp.md, "Outbound").
+    #[serde(rename = "mcp")]
+    Mcp {
+        url: String,
+        /// The downstream tool's name.
+        tool: String,
+        /// Where its bearer token is; never the token itself.
+        #[serde(flatten)]
+        secret: Secret,
+        timeout_ms: u64,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        allow_private: bool,
+    },
     #[serde(rename = "builtin.echo")]
     Echo,
 }
@@ -177,6 +198,22 @@ pub struct ToolEntry {
     #[serde(flatten)]
     pub executor: Executor,
     pub recovery: Recovery,
+    /// What MCP clients are shown; part of the fingerprint when given, so a changed schema
+    /// after approval seals `catalog_changed`.
+    #[serde(flatten)]
+    pub info: ToolInfo,
+}
+
+/// A tool's catalog fields for MCP clients (`tools/list`). Each is left out of the canonical
+/// entry when absent, so the fingerprints of tools without them do not change.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ToolInfo {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<serde_json::Value>,
 }
 
 impl ToolEntry {
@@ -211,7 +248,9 @@ impl ToolEntry {
     /// The longest one attempt may take.
     pub fn timeout(&self) -> SignedDuration {
         match &self.executor {
-            Executor::Webhook { timeout_ms, .. } => SignedDuration::from_millis(*timeout_ms as i64),
+            Executor::Webhook { timeout_ms, .. } | Executor::Mcp { timeout_ms, .. } => {
+                SignedDuration::from_millis(*timeout_ms as i64)
+            }
             Executor::Echo => SignedDuration::from_secs(1),
         }
     }
@@ -376,7 +415,9 @@ impl Config {
         let mut out = Vec::new();
         for (tenant, t) in &self.tenants {
             for (tool, entry) in &t.tools {
-                if let Executor::Webhook { secret, .. } = &entry.executor {
+                if let Executor::Webhook { secret, .. } | Executor::Mcp { secret, .. } =
+                    &entry.executor
+                {
                     out.push((format!("tenants.{tenant}.tools.{tool:?}"), secret));
                 }
             }
@@ -552,51 +593,20 @@ fn deed_key(at: &str, raw: RawDeedKey) -> Result<DeedKey, ConfigError> {
 fn tool_entry(
     at: &str,
     name: String,
-    raw: RawTool,
+    mut raw: RawTool,
     targets: &Targets,
 ) -> Result<ToolEntry, ConfigError> {
     let executor = match raw.executor.as_str() {
-        "webhook" => {
-            let url = raw.url.ok_or_else(|| bad(at, "a webhook needs url"))?;
-            let allow_private = targets.check(at, &url)?;
-            // Only named here: the value is read where the process boots (tools::secrets).
-            let secret = match (raw.secret_env, raw.secret_ssm) {
-                (Some(name), None) if !name.is_empty() => Secret::Env(name),
-                (None, Some(name)) if name.starts_with('/') => Secret::Ssm(name),
-                (None, Some(_)) => {
-                    return Err(bad(
-                        format!("{at}.secret_ssm"),
-                        "must be a parameter name like \"/countersign/acme/mail\"",
-                    ))
-                }
-                _ => {
-                    return Err(bad(
-                        at,
-                        "a webhook needs exactly one of secret_env, secret_ssm",
-                    ))
-                }
-            };
-            let timeout = duration(&format!("{at}.timeout"), raw.timeout.as_deref(), "10s")?;
-            if !(MIN_TOOL_TIMEOUT..=MAX_TOOL_TIMEOUT).contains(&timeout) {
-                return Err(bad(
-                    format!("{at}.timeout"),
-                    format!(
-                        "must be between {MIN_TOOL_TIMEOUT:#} and {MAX_TOOL_TIMEOUT:#} (the functions' timeouts are sized for it)"
-                    ),
-                ));
-            }
-            Executor::Webhook {
-                url,
-                secret,
-                timeout_ms: timeout.as_millis() as u64,
-                allow_private,
-            }
+        "webhook" | "mcp" => {
+            let executor = raw.executor.clone();
+            remote(at, &name, &executor, &mut raw, targets)?
         }
         "builtin.echo" => {
             if raw.url.is_some()
                 || raw.secret_env.is_some()
                 || raw.secret_ssm.is_some()
                 || raw.timeout.is_some()
+                || raw.tool.is_some()
             {
                 return Err(bad(
                     at,
@@ -608,14 +618,112 @@ fn tool_entry(
         other => {
             return Err(bad(
                 format!("{at}.executor"),
-                format!("{other:?} is not one of \"webhook\", \"builtin.echo\""),
+                format!("{other:?} is not one of \"webhook\", \"mcp\", \"builtin.echo\""),
             ))
         }
     };
+    let info = tool_info(at, raw.description, raw.input_schema, raw.annotations)?;
     Ok(ToolEntry {
         name,
         executor,
         recovery: raw.recovery,
+        info,
+    })
+}
+
+/// A tool reached over the network: a webhook, or a downstream MCP server's tool. Both name a
+/// checked target (SC-SEC-08), a secret by where it is, and a bounded timeout.
+fn remote(
+    at: &str,
+    name: &str,
+    executor: &str,
+    raw: &mut RawTool,
+    targets: &Targets,
+) -> Result<Executor, ConfigError> {
+    let url = raw
+        .url
+        .take()
+        .ok_or_else(|| bad(at, format!("a {executor} tool needs url")))?;
+    let allow_private = targets.check(at, &url)?;
+    // Only named here: the value is read where the process boots (tools::secrets).
+    let secret = match (raw.secret_env.take(), raw.secret_ssm.take()) {
+        (Some(name), None) if !name.is_empty() => Secret::Env(name),
+        (None, Some(name)) if name.starts_with('/') => Secret::Ssm(name),
+        (None, Some(_)) => {
+            return Err(bad(
+                format!("{at}.secret_ssm"),
+                "must be a parameter name like \"/countersign/acme/mail\"",
+            ))
+        }
+        _ => {
+            return Err(bad(
+                at,
+                format!("a {executor} tool needs exactly one of secret_env, secret_ssm"),
+            ))
+        }
+    };
+    let timeout = duration(&format!("{at}.timeout"), raw.timeout.as_deref(), "10s")?;
+    if !(MIN_TOOL_TIMEOUT..=MAX_TOOL_TIMEOUT).contains(&timeout) {
+        return Err(bad(
+            format!("{at}.timeout"),
+            format!(
+                "must be between {MIN_TOOL_TIMEOUT:#} and {MAX_TOOL_TIMEOUT:#} (the functions' timeouts are sized for it)"
+            ),
+        ));
+    }
+    let timeout_ms = timeout.as_millis() as u64;
+    Ok(match executor {
+        "mcp" => Executor::Mcp {
+            url,
+            tool: raw.tool.take().unwrap_or_else(|| name.to_owned()),
+            secret,
+            timeout_ms,
+            allow_private,
+        },
+        _ => {
+            if raw.tool.is_some() {
+                return Err(bad(
+                    format!("{at}.tool"),
+                    "only an mcp tool names a downstream tool",
+                ));
+            }
+            Executor::Webhook {
+                url,
+                secret,
+                timeout_ms,
+                allow_private,
+            }
+        }
+    })
+}
+
+/// The catalog fields: an `input_schema` must be an object schema (MCP's `inputSchema`).
+fn tool_info(
+    at: &str,
+    description: Option<String>,
+    input_schema: Option<toml::Value>,
+    annotations: Option<toml::Value>,
+) -> Result<ToolInfo, ConfigError> {
+    let json = |field: &str, v: toml::Value| {
+        serde_json::to_value(v).map_err(|e| bad(format!("{at}.{field}"), e))
+    };
+    let input_schema = input_schema.map(|v| json("input_schema", v)).transpose()?;
+    if let Some(schema) = &input_schema {
+        if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+            return Err(bad(
+                format!("{at}.input_schema"),
+                "must be a JSON Schema table with type = \"object\"",
+            ));
+        }
+    }
+    let annotations = annotations.map(|v| json("annotations", v)).transpose()?;
+    if annotations.as_ref().is_some_and(|a| !a.is_object()) {
+        return Err(bad(format!("{at}.annotations"), "must be a table"));
+    }
+    Ok(ToolInfo {
+        description,
+        input_schema,
+        annotations,
     })
 }
 
@@ -765,7 +873,7 @@ mod tests {
             .executor
         {
             Executor::Webhook { allow_private, .. } => *allow_private,
-            Executor::Echo => unreachable!(),
+            _ => unreachable!(),
         };
         assert!(!private("", "https://tools.example.com/x"));
         assert!(private(
@@ -784,6 +892,7 @@ mod tests {
             name: "t".into(),
             executor: Executor::Echo,
             recovery: Recovery::Fail,
+            info: ToolInfo::default(),
         };
         let b = ToolEntry {
             recovery: Recovery::Retry,

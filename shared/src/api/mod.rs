@@ -3,6 +3,7 @@
 mod auth;
 pub mod error;
 pub mod json;
+mod mcp;
 pub mod openapi;
 pub mod rate;
 mod routes;
@@ -36,4 +37,6 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/v1/quarantine", "intake"),
     // The OpenAPI document of the routes above.
     ("GET", "/openapi.json", "intake"),
+    // MCP over Streamable HTTP (docs/mcp.md).
+    ("POST", "/mcp", "intake"),
 ];

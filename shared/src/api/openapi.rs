@@ -98,6 +98,7 @@ pub struct DeadNotifications {
         super::ui::index,
         super::ui::asset,
         openapi_json,
+        super::mcp::endpoint,
     ),
     components(schemas(
         view::ActionView,
@@ -108,6 +109,7 @@ pub struct DeadNotifications {
         DeadNotification,
         DeadNotifications,
         ErrorBody,
+        super::mcp::JsonRpcRequest,
         ErrorDetail,
         SubmitRequest,
         RequestedWindow,

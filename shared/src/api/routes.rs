@@ -45,6 +45,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/v1/notifications/{id}/redeliver", post(redeliver))
         .route("/v1/quarantine", get(quarantined))
         .route("/openapi.json", get(super::openapi::openapi_json))
+        .route("/mcp", post(super::mcp::endpoint))
         .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async {

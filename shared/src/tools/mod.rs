@@ -1,6 +1,7 @@
 //! The tool port: run one committed call, classify the answer.
 
 pub mod echo;
+pub mod mcp;
 pub mod secrets;
 pub mod webhook;
 
@@ -54,6 +55,7 @@ pub trait ToolRunner: Send + Sync + 'static {
 /// The executors named in the catalog.
 pub struct Executors {
     webhook: webhook::Webhook,
+    mcp: mcp::Mcp,
     secrets: secrets::Secrets,
 }
 
@@ -67,6 +69,7 @@ impl Executors {
     pub fn with_secrets(secrets: secrets::Secrets) -> Self {
         Executors {
             webhook: webhook::Webhook::new(),
+            mcp: mcp::Mcp::new(),
             secrets,
         }
     }
@@ -91,6 +94,18 @@ impl ToolRunner for Executors {
             } => {
                 let secret = self.secrets.value(secret);
                 self.webhook.run(call, url, secret, *allow_private).await
+            }
+            Executor::Mcp {
+                url,
+                tool,
+                secret,
+                timeout_ms,
+                allow_private,
+            } => {
+                let secret = self.secrets.value(secret);
+                self.mcp
+                    .run(call, url, tool, secret, *timeout_ms, *allow_private)
+                    .await
             }
         }
     }

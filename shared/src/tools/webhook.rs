@@ -39,12 +39,9 @@ impl Webhook {
         secret: Option<String>,
         allow_private: bool,
     ) -> ToolAnswer {
-        let Some(http) = self.clients.for_url(url, allow_private) else {
-            return ToolAnswer::Failed(json!({"kind": "target_refused"}));
-        };
-        // Checked at boot; a secret that vanished since is a misconfiguration, named by kind only.
-        let Some(secret) = secret else {
-            return ToolAnswer::Failed(json!({"kind": "misconfigured"}));
+        let (http, secret) = match ready(&self.clients, url, allow_private, secret) {
+            Ok(ready) => ready,
+            Err(refused) => return refused,
         };
         // Connect, send and answer all end by the deadline (SC-EDGE-01); with no time left
         // nothing is sent, and the answer says so.
@@ -108,6 +105,23 @@ impl Webhook {
     }
 }
 
+/// The client for a target the tenant allows, and the tool's secret; or the failure to record.
+pub(super) fn ready<'a>(
+    clients: &'a target::Clients,
+    url: &str,
+    allow_private: bool,
+    secret: Option<String>,
+) -> Result<(&'a reqwest::Client, String), ToolAnswer> {
+    let Some(http) = clients.for_url(url, allow_private) else {
+        return Err(ToolAnswer::Failed(json!({"kind": "target_refused"})));
+    };
+    // Checked at boot; a secret that vanished since is a misconfiguration, named by kind only.
+    let Some(secret) = secret else {
+        return Err(ToolAnswer::Failed(json!({"kind": "misconfigured"})));
+    };
+    Ok((http, secret))
+}
+
 impl Default for Webhook {
     fn default() -> Self {
         Self::new()
@@ -116,7 +130,7 @@ impl Default for Webhook {
 
 /// A failure before a status arrived, named by its kind only: reqwest's text carries the URL,
 /// which may hold credentials, and every key of the tenant reads the outcome (SC-SEC-02).
-fn transport_failure(e: &reqwest::Error) -> ToolAnswer {
+pub(super) fn transport_failure(e: &reqwest::Error) -> ToolAnswer {
     if target::refused(e) {
         return ToolAnswer::Failed(json!({"kind": "target_refused"}));
     }
@@ -130,17 +144,17 @@ fn transport_failure(e: &reqwest::Error) -> ToolAnswer {
     ToolAnswer::Retryable(json!({"kind": kind}))
 }
 
-fn truncated(bytes: usize) -> Value {
+pub(super) fn truncated(bytes: usize) -> Value {
     json!({"truncated": true, "bytes_at_least": bytes, "cap": RESULT_CAP})
 }
 
-enum Body {
+pub(super) enum Body {
     Complete(Vec<u8>),
     TooLarge(usize),
 }
 
 /// Read at most the cap, so a huge answer cannot exhaust memory.
-async fn read_capped(mut response: reqwest::Response) -> Result<Body, reqwest::Error> {
+pub(super) async fn read_capped(mut response: reqwest::Response) -> Result<Body, reqwest::Error> {
     let mut bytes = Vec::new();
     while let Some(chunk) = response.chunk().await? {
         bytes.extend_from_slice(&chunk);

@@ -20,6 +20,9 @@ pub struct Throughput {
     /// Engine allow → run lifecycles per second over HTTP.
     pub lifecycles_per_s: f64,
     pub latency: Summary,
+    /// The same allow → run lifecycles as MCP `tools/call`s at `/mcp` (docs/mcp.md).
+    pub mcp_per_s: f64,
+    pub mcp_latency: Summary,
     pub lifecycles: usize,
     pub concurrency: usize,
     pub synchronous: &'static str,
@@ -29,15 +32,23 @@ impl Throughput {
     pub fn ratio(&self) -> f64 {
         self.lifecycles_per_s / self.raw_per_s
     }
+
+    /// MCP throughput ÷ REST throughput.
+    pub fn mcp_ratio(&self) -> f64 {
+        self.mcp_per_s / self.lifecycles_per_s
+    }
 }
 
 pub async fn measure(lifecycles: usize, transitions: usize, concurrency: usize) -> Throughput {
     let raw_per_s = raw_ceiling(&world::temp_db("raw"), transitions);
-    let (lifecycles_per_s, latency) = engine(lifecycles, concurrency).await;
+    let [(lifecycles_per_s, latency), (mcp_per_s, mcp_latency)] =
+        engine(lifecycles, concurrency).await;
     Throughput {
         raw_per_s,
         lifecycles_per_s,
         latency,
+        mcp_per_s,
+        mcp_latency,
         lifecycles,
         concurrency,
         synchronous: sqlite::SYNCHRONOUS,
@@ -102,8 +113,9 @@ fn raw_ceiling(db: &Path, n: usize) -> f64 {
     n as f64 / started.elapsed().as_secs_f64()
 }
 
-/// Allow → run over HTTP with `concurrency` clients; a tenth as many lifecycles first, to warm.
-async fn engine(n: usize, concurrency: usize) -> (f64, Summary) {
+/// Allow → run over HTTP with `concurrency` clients, through `POST /v1/actions` and then as MCP
+/// `tools/call`s; each after a tenth as many lifecycles to warm.
+async fn engine(n: usize, concurrency: usize) -> [(f64, Summary); 2] {
     let (config, _tools) = world::config().await;
     let server = Server::start(
         Arc::new(Config::from_toml(&config).expect("bench config")),
@@ -113,17 +125,59 @@ async fn engine(n: usize, concurrency: usize) -> (f64, Summary) {
     .await
     .expect("start the embedded server");
     let http = reqwest::Client::new();
-    let url = format!("http://{}/v1/actions", server.addr);
-    let _ = load(&http, &url, n / 10 + 1, concurrency).await;
-    let started = Instant::now();
-    let ms = load(&http, &url, n, concurrency).await;
-    let per_s = n as f64 / started.elapsed().as_secs_f64();
+    let mut measured = Vec::new();
+    for via in [Via::Rest, Via::Mcp] {
+        let url = format!("http://{}{}", server.addr, via.path());
+        let _ = load(&http, &url, n / 10 + 1, concurrency, via).await;
+        let started = Instant::now();
+        let ms = load(&http, &url, n, concurrency, via).await;
+        measured.push((n as f64 / started.elapsed().as_secs_f64(), Summary::of(ms)));
+    }
     server.shutdown().await.unwrap();
-    (per_s, Summary::of(ms))
+    let mcp = measured.pop().expect("measured");
+    let rest = measured.pop().expect("measured");
+    [rest, mcp]
+}
+
+#[derive(Clone, Copy)]
+enum Via {
+    Rest,
+    Mcp,
+}
+
+impl Via {
+    fn path(self) -> &'static str {
+        match self {
+            Via::Rest => "/v1/actions",
+            Via::Mcp => "/mcp",
+        }
+    }
+
+    fn body(self) -> serde_json::Value {
+        match self {
+            Via::Rest => json!({"tool": "search.instant", "args": {"q": "x"}}),
+            Via::Mcp => json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "search.instant", "arguments": {"q": "x"}}}),
+        }
+    }
+
+    /// The answer of a call that ran and succeeded.
+    fn succeeded(self, body: &serde_json::Value) -> bool {
+        match self {
+            Via::Rest => body["state"] == "succeeded",
+            Via::Mcp => body["result"]["isError"] == false,
+        }
+    }
 }
 
 /// `n` allow → run submissions from `concurrency` workers; each must come back `succeeded`.
-async fn load(http: &reqwest::Client, url: &str, n: usize, concurrency: usize) -> Vec<f64> {
+async fn load(
+    http: &reqwest::Client,
+    url: &str,
+    n: usize,
+    concurrency: usize,
+    via: Via,
+) -> Vec<f64> {
     let next = Arc::new(AtomicUsize::new(0));
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
@@ -135,17 +189,13 @@ async fn load(http: &reqwest::Client, url: &str, n: usize, concurrency: usize) -
                     let res = http
                         .post(&url)
                         .bearer_auth(world::BENCH_AGENT)
-                        .json(&json!({"tool": "search.instant", "args": {"q": "x"}}))
+                        .json(&via.body())
                         .send()
                         .await
                         .expect("the server answers");
                     let status = res.status().as_u16();
                     let body: serde_json::Value = res.json().await.expect("JSON");
-                    assert_eq!(
-                        (status, body["state"].as_str()),
-                        (200, Some("succeeded")),
-                        "{body}"
-                    );
+                    assert!(status == 200 && via.succeeded(&body), "{body}");
                     ms.push(t.elapsed().as_secs_f64() * 1000.0);
                 }
                 ms

@@ -143,6 +143,20 @@ impl Report {
             None,
         );
         self.row(
+            format!(
+                "the same over MCP (`tools/call` at /mcp, {} clients)",
+                t.concurrency
+            ),
+            format!(
+                "**{:.0} lifecycles/s** (request {}), {:.0} % of the REST path",
+                t.mcp_per_s,
+                ms(&t.mcp_latency),
+                t.mcp_ratio() * 100.0
+            ),
+            "≥ 90 % of REST",
+            Some(t.mcp_ratio() >= 0.9),
+        );
+        self.row(
             "engine lifecycles/s ÷ raw transitions/s",
             format!("**{:.0} %**", t.ratio() * 100.0),
             "≥ 50 %",

@@ -1,0 +1,24 @@
+# Sourced by scripts/test.sh: the official MCP SDKs the tests use as clients, pinned, installed
+# once into ~/.cache/countersign/mcp from the package registries (PyPI, npm).
+# Exports COUNTERSIGN_MCP_PYTHON (a Python with `mcp`) and COUNTERSIGN_MCP_NODE_DIR (a folder
+# with @modelcontextprotocol/sdk in node_modules) for tests/mcp.rs.
+mcp_dir=${COUNTERSIGN_MCP_DIR:-$HOME/.cache/countersign/mcp}
+mcp_python_sdk=2.3.0
+if ! "$mcp_dir/venv/bin/python" -c "import mcp, sys; sys.exit(0 if __import__('importlib.metadata').metadata.version('mcp') == '$mcp_python_sdk' else 1)" 2>/dev/null; then
+  echo "installing the MCP Python SDK $mcp_python_sdk into $mcp_dir/venv"
+  mkdir -p "$mcp_dir"
+  python3 -m venv "$mcp_dir/venv"
+  "$mcp_dir/venv/bin/pip" install -q "mcp==$mcp_python_sdk"
+fi
+export COUNTERSIGN_MCP_PYTHON="$mcp_dir/venv/bin/python"
+
+# The TypeScript SDK (2025-11-25 with its experimental tasks), for tests/mcp.rs's node client.
+mcp_ts_sdk=1.32.2
+command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
+if [ "$(node -p "require('$mcp_dir/node/node_modules/@modelcontextprotocol/sdk/package.json').version" 2>/dev/null)" != "$mcp_ts_sdk" ]; then
+  echo "installing the MCP TypeScript SDK $mcp_ts_sdk into $mcp_dir/node"
+  mkdir -p "$mcp_dir/node"
+  (cd "$mcp_dir/node" && echo '{"private": true, "type": "module"}' > package.json &&
+    npm install --silent --no-audit --no-fund "@modelcontextprotocol/sdk@$mcp_ts_sdk")
+fi
+export COUNTERSIGN_MCP_NODE_DIR="$mcp_dir/node"

@@ -1,0 +1,292 @@
+//! `tools/list` and `tools/call`: the tenant's catalog, and calls through the very gate of
+//! `POST /v1/actions` (`Engine::submit`).
+
+use super::{tasks, text, wants_task, Revision, Rpc, RpcError};
+use crate::{
+    config::{Tenant, ToolEntry},
+    domain::{policy, Decision},
+    engine::{RequestedWindow, SubmitRequest},
+    Error,
+};
+use serde_json::{json, Map, Value};
+
+/// The optional argument of a deferrable tool that carries its window; taken out before commit.
+const WINDOW_ARG: &str = "countersign_window";
+/// The same window for programmatic clients, in `params._meta`.
+const WINDOW_META: &str = "io.countersign/window";
+/// An idempotency key for programmatic clients, in `params._meta` (as `Idempotency-Key`).
+const IDEMPOTENCY_META: &str = "io.countersign/idempotencyKey";
+
+pub(super) fn tenant<'a>(rpc: &Rpc<'a>) -> Result<&'a Tenant, RpcError> {
+    rpc.engine.config().tenant(&rpc.who.tenant).ok_or_else(|| {
+        RpcError::from_engine(Error::Internal(format!(
+            "tenant {} is not configured",
+            rpc.who.tenant
+        )))
+    })
+}
+
+fn decision(tenant: &Tenant, tool: &str) -> Decision {
+    policy::gate(&tenant.policy, tool).decision
+}
+
+/// A call of this tool waits: for a countersignature, or for its window.
+fn deferrable(tenant: &Tenant, tool: &str) -> bool {
+    matches!(
+        decision(tenant, tool),
+        Decision::RequireApproval | Decision::Schedule
+    )
+}
+
+/// The catalog in name order; tools the policy always denies are left out.
+pub(super) fn list(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
+    if rpc.params.get("cursor").is_some_and(|c| !c.is_null()) {
+        return Err(RpcError::invalid_params(
+            "cursor: the tool list has a single page",
+        ));
+    }
+    let tenant = tenant(rpc)?;
+    let mut tools: Vec<Value> = tenant
+        .tools
+        .values()
+        .filter(|t| decision(tenant, &t.name) != Decision::Deny)
+        .map(|t| describe(tenant, t, rpc.rev))
+        .collect();
+    tools.push(status_tool());
+    let mut result = json!({ "tools": tools });
+    if rpc.rev == Revision::Modern {
+        // Cacheable result (2026-07-28): per key, for a minute.
+        result["ttlMs"] = json!(60_000);
+        result["cacheScope"] = json!("private");
+    }
+    Ok(result)
+}
+
+fn describe(tenant: &Tenant, tool: &ToolEntry, rev: Revision) -> Value {
+    let mut description = tool
+        .info
+        .description
+        .clone()
+        .unwrap_or_else(|| format!("The tool {}.", tool.name));
+    let mut schema = tool
+        .info
+        .input_schema
+        .clone()
+        .unwrap_or_else(|| json!({"type": "object"}));
+    match decision(tenant, &tool.name) {
+        Decision::RequireApproval => description.push_str(
+            " A person countersigns each call before it runs: the answer says it is waiting and \
+             gives an action_id to follow with countersign_status. Pass countersign_window to \
+             have it run later, inside a window.",
+        ),
+        Decision::Schedule => description.push_str(
+            " It runs unattended, but only inside a window: pass countersign_window \
+             {not_before, not_after}; the answer gives an action_id to follow with \
+             countersign_status.",
+        ),
+        _ => {}
+    }
+    let waits = deferrable(tenant, &tool.name);
+    if waits {
+        if let Some(fields) = schema.as_object_mut() {
+            let properties = fields.entry("properties").or_insert_with(|| json!({}));
+            if let Some(properties) = properties.as_object_mut() {
+                properties.insert(WINDOW_ARG.to_owned(), window_schema());
+            }
+        }
+    }
+    let mut entry = json!({
+        "name": tool.name,
+        "description": description,
+        "inputSchema": schema,
+    });
+    if let Some(annotations) = &tool.info.annotations {
+        entry["annotations"] = annotations.clone();
+    }
+    if waits && rev == Revision::Legacy {
+        entry["execution"] = json!({"taskSupport": "optional"});
+    }
+    entry
+}
+
+fn window_schema() -> Value {
+    let time = |what: &str| json!({"type": "string", "format": "date-time", "description": what});
+    json!({
+        "type": "object",
+        "description": "Optional: when the call may run. RFC 3339 times with an offset, e.g. \
+            2026-12-01T17:30:00+01:00; the window is at least the tenant's minimum width and \
+            ends within 72 hours. countersign takes it out of the arguments: the tool never \
+            sees it.",
+        "properties": {
+            "not_before": time("The earliest start."),
+            "not_after": time("The latest start."),
+        },
+        "additionalProperties": false,
+    })
+}
+
+fn status_tool() -> Value {
+    json!({
+        "name": text::STATUS_TOOL,
+        "description": "Where a countersign action stands, by the action_id an earlier call \
+            answered: waiting for a countersignature, approved for a window, running, or how it \
+            ended (with the tool's result once it ran).",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"action_id": {"type": "string", "description": "act_… from an earlier answer"}},
+            "required": ["action_id"],
+            "additionalProperties": false,
+        },
+        "annotations": {"readOnlyHint": true, "idempotentHint": true},
+    })
+}
+
+/// `tools/call`: submit through the engine's gate and answer by the decision.
+pub(super) async fn call(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
+    let name = rpc.text("name")?;
+    let mut args = match rpc.params.get("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(args)) => args.clone(),
+        Some(_) => return Err(RpcError::invalid_params("arguments must be an object")),
+    };
+    if name == text::STATUS_TOOL {
+        return status(rpc, &args).await;
+    }
+    let tenant = tenant(rpc)?;
+    if tenant.tool(name).is_none() {
+        return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
+    }
+    let task = wants_task(rpc);
+    if task && rpc.rev == Revision::Legacy && !deferrable(tenant, name) {
+        // 2025-11-25: a task for a tool without taskSupport is refused this way.
+        return Err(RpcError::new(
+            axum::http::StatusCode::OK,
+            -32601,
+            format!("{name} runs at once; call it without a task"),
+        ));
+    }
+    let schedule = match take_window(&mut args, rpc) {
+        Ok(schedule) => schedule,
+        Err(message) => return Ok(tool_error("validation_failed", None, message)),
+    };
+    let key = rpc
+        .meta()
+        .and_then(|m| m.get(IDEMPOTENCY_META))
+        .and_then(Value::as_str);
+    let request = SubmitRequest {
+        tool: name.to_owned(),
+        args,
+        action_kind: None,
+        run: None,
+        schedule,
+    };
+    let action = match rpc.engine.submit(rpc.who, request, key).await {
+        Ok(submitted) => submitted.action,
+        // A refusal is recorded as a sealed action: answer it like any other.
+        Err(Error::Refused { action_id, .. }) => rpc
+            .engine
+            .get(rpc.who, &action_id)
+            .await
+            .map_err(RpcError::from_engine)?,
+        Err(e) => return refused(e),
+    };
+    tracing::info!(tenant = %action.tenant, action_id = %action.id, state = %action.state(), revision = ?rpc.rev, task, "mcp tools/call");
+    Ok(tasks::answer(rpc, tenant, &action, task))
+}
+
+/// The window from `arguments.countersign_window` or `_meta`, validated later by the intake.
+fn take_window(
+    args: &mut Map<String, Value>,
+    rpc: &Rpc<'_>,
+) -> Result<Option<RequestedWindow>, String> {
+    let from_args = args.remove(WINDOW_ARG);
+    let from_meta = rpc.meta().and_then(|m| m.get(WINDOW_META)).cloned();
+    let window = match (from_args, from_meta) {
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "give the window once: {WINDOW_ARG} or _meta {WINDOW_META}"
+            ))
+        }
+        (Some(w), None) | (None, Some(w)) => w,
+        (None, None) => return Ok(None),
+    };
+    serde_json::from_value(window).map(Some).map_err(|e| {
+        format!("{WINDOW_ARG} must be {{\"not_before\": RFC 3339, \"not_after\": RFC 3339}}: {e}")
+    })
+}
+
+/// Engine errors of a call that recorded no action: the model's mistakes are tool errors it
+/// can read and fix; the server's failures are JSON-RPC errors.
+fn refused(e: Error) -> Result<Value, RpcError> {
+    let (_, code) = e.status_and_code();
+    match e {
+        Error::Validation { param, message } => {
+            let param = match param.as_str() {
+                "schedule" => WINDOW_ARG.to_owned(),
+                p => p.to_owned(),
+            };
+            Ok(tool_error(code, Some(param), message))
+        }
+        Error::IdempotencyConflict | Error::PayloadTooLarge(_) | Error::Forbidden(_) => {
+            let message = e.to_string();
+            Ok(tool_error(code, None, message))
+        }
+        other => Err(RpcError::from_engine(other)),
+    }
+}
+
+fn tool_error(code: &str, param: Option<String>, message: String) -> Value {
+    let mut content = json!({"code": code});
+    let text = match &param {
+        Some(p) => format!("Not accepted ({code}, {p}): {message}"),
+        None => format!("Not accepted ({code}): {message}"),
+    };
+    if let Some(param) = param {
+        content["param"] = json!(param);
+    }
+    json!({
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": content,
+        "isError": true,
+    })
+}
+
+/// `countersign_status {action_id}`: the caller's own action as a result; any other id is
+/// simply not found.
+async fn status(rpc: &Rpc<'_>, args: &Map<String, Value>) -> Result<Value, RpcError> {
+    let Some(id) = args.get("action_id").and_then(Value::as_str) else {
+        return Ok(tool_error(
+            "validation_failed",
+            Some("action_id".into()),
+            "action_id (act_…) is required".into(),
+        ));
+    };
+    let tenant = tenant(rpc)?;
+    match tasks::own(rpc, id).await? {
+        Some(action) => {
+            let mut result = text::call_result(tenant, &action);
+            let status = text::status_message(tenant, &action);
+            // The status call itself succeeded; the action's own outcome is in the content.
+            result["isError"] = json!(false);
+            result["content"] = json!([{"type": "text", "text": format!(
+                "Action {} ({}): {status}.\n{}",
+                action.id, action.tool,
+                result["content"][0]["text"].as_str().unwrap_or_default()
+            )}]);
+            result["structuredContent"] = json!({
+                "action_id": action.id,
+                "tool": action.tool,
+                "state": action.state(),
+                "status": status,
+                "result": action.outcome().and_then(|o| o.result.clone()),
+                "error": action.outcome().and_then(|o| o.error.clone()),
+            });
+            Ok(result)
+        }
+        None => Ok(tool_error(
+            "not_found",
+            Some("action_id".into()),
+            format!("no action {id} of yours"),
+        )),
+    }
+}

@@ -685,6 +685,18 @@ impl Edge {
     fn digest(a: &Action) -> String {
         a.approval.as_ref().unwrap().context_digest.clone()
     }
+    /// A due ticket's wake runs attempt 1 and its process dies before the result commit;
+    /// the clock is moved past the lease it left.
+    async fn woken_then_dead(&self, a: &Action) -> Action {
+        let stopped = self.store.injected().stopped;
+        self.store
+            .inject(Matching::result().of(&a.id), Fault::StopBefore, 1);
+        let run = self.spawn_resume(a);
+        let run = tokio::spawn(async move {
+            let _ = run.await;
+        });
+        self.lapsed_claim(a, stopped, run).await
+    }
     /// An action whose claim holds a lease no worker will finish: the tool answered attempt 1,
     /// then the process stopped before the result commit (`StopBefore`). Returns it with the
     /// clock moved past the lease.
@@ -869,14 +881,7 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
         // A `retry` tool's lapsed claim: the recovery re-claim (epoch 2) is the faulted write.
         WriteKind::Reclaim => {
             let a = e.due_report().await;
-            let stopped = e.store.injected().stopped;
-            e.store
-                .inject(Matching::result().of(&a.id), Fault::StopBefore, 1);
-            let run = e.spawn_resume(&a);
-            let run = tokio::spawn(async move {
-                let _ = run.await;
-            });
-            e.lapsed_claim(&a, stopped, run).await;
+            e.woken_then_dead(&a).await;
             e.next_to(&a.id, Some(State::Executing), State::Executing, fault);
             let swept = e.engine.sweep().await.expect(&ctx);
             assert_eq!((swept.recovered, swept.failed), (1, 0), "{ctx}: {swept:?}");
@@ -953,14 +958,7 @@ async fn halted_recovery_is_outcome_unknown(backend: Backend) {
     let admin = e.who(keys::ADMIN);
     for halt in ["stop", "deadline"] {
         let a = e.due_report().await;
-        let stopped = e.store.injected().stopped;
-        e.store
-            .inject(Matching::result().of(&a.id), Fault::StopBefore, 1);
-        let run = e.spawn_resume(&a);
-        let run = tokio::spawn(async move {
-            let _ = run.await;
-        });
-        e.lapsed_claim(&a, stopped, run).await;
+        e.woken_then_dead(&a).await;
         let gate = Gate::new();
         e.store.inject(
             Matching::claim().of(&a.id),

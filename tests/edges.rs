@@ -1110,3 +1110,62 @@ async fn signed_at_the_engines_clock_over_the_dedupe_key(backend: Backend) {
 }
 
 on_both_stores!(signed_at_the_engines_clock_over_the_dedupe_key: sc_edge_06_signed_at_the_engines_clock_over_the_dedupe_key_sqlite, sc_edge_06_signed_at_the_engines_clock_over_the_dedupe_key_dynamodb);
+
+/// SC-EDGE-01 for the MCP executor: an attempt with no time left before `not_after` is not
+/// sent. Caught on the merged tree: the MCP executor used the tool's whole timeout, not the
+/// attempt's budget, so it connected and sent at the deadline (the webhook executor did not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sc_edge_01_an_mcp_attempt_with_no_time_left_is_not_sent() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    tokio::spawn({
+        let accepted = accepted.clone();
+        async move {
+            while let Ok((_conn, _)) = listener.accept().await {
+                accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    });
+    let toml = format!(
+        r#"
+[tenants.acme]
+time_zone = "Europe/Berlin"
+allow_http_hosts = ["127.0.0.1"]
+allow_private_hosts = ["127.0.0.1"]
+keys = [{{ id = "agent-1", role = "agent", sha256 = "{hash}" }}]
+policy = [{{ tool = "parcel.*", decision = "allow" }}]
+
+[tenants.acme.tools."parcel.send"]
+executor = "mcp"
+url = "{url}"
+secret_env = "CS_EDGE_MCP_TOKEN"
+timeout = "2s"
+"#,
+        hash = "0".repeat(64)
+    );
+    std::env::set_var("CS_EDGE_MCP_TOKEN", "token");
+    let config = Config::from_toml(&toml).unwrap();
+    let tool = config.tenants["acme"].tools["parcel.send"].clone();
+    let args = json!({"to": "ops"});
+    let now = Timestamp::now();
+    let call = Call {
+        action_id: "act_01JZ0000000000000000000000",
+        tool: &tool,
+        args: &args,
+        attempt: 1,
+        at: now,
+        not_after: now,
+    };
+    let answer = Executors::new().run(&call).await;
+    assert_eq!(
+        answer,
+        ToolAnswer::Failed(json!({"kind": "deadline", "sent": false}))
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "nothing reached the downstream"
+    );
+}

@@ -29,13 +29,17 @@ impl Mcp {
         url: &str,
         tool: &str,
         secret: Option<String>,
-        timeout_ms: u64,
         allow_private: bool,
     ) -> ToolAnswer {
         let (http, secret) = match ready(&self.clients, url, allow_private, secret) {
             Ok(ready) => ready,
             Err(refused) => return refused,
         };
+        // As every executor's: the attempt ends by the deadline, or is not sent (SC-EDGE-01).
+        let budget = call.budget();
+        if budget.is_zero() {
+            return ToolAnswer::Failed(json!({"kind": "deadline", "sent": false}));
+        }
         let body = json!({
             "jsonrpc": "2.0",
             "id": 1,
@@ -53,7 +57,7 @@ impl Mcp {
         });
         let sent = http
             .post(url)
-            .timeout(std::time::Duration::from_millis(timeout_ms))
+            .timeout(budget)
             .bearer_auth(secret)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")

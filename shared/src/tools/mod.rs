@@ -99,13 +99,11 @@ impl ToolRunner for Executors {
                 url,
                 tool,
                 secret,
-                timeout_ms,
                 allow_private,
+                ..
             } => {
                 let secret = self.secrets.value(secret);
-                self.mcp
-                    .run(call, url, tool, secret, *timeout_ms, *allow_private)
-                    .await
+                self.mcp.run(call, url, tool, secret, *allow_private).await
             }
         }
     }

@@ -4,7 +4,7 @@
 //! under the tool's timeout and the webhook's target rules (SC-SEC-08) and result cap.
 
 use super::{
-    webhook::{read_capped, ready, transport_failure, truncated, Body, RESULT_CAP},
+    webhook::{read_capped, ready, transport_failure, truncated, Body, Ready, RESULT_CAP},
     Call, ToolAnswer,
 };
 use crate::target;
@@ -31,15 +31,14 @@ impl Mcp {
         secret: Option<String>,
         allow_private: bool,
     ) -> ToolAnswer {
-        let (http, secret) = match ready(&self.clients, url, allow_private, secret) {
+        let Ready {
+            http,
+            secret,
+            budget,
+        } = match ready(&self.clients, call, url, allow_private, secret) {
             Ok(ready) => ready,
             Err(refused) => return refused,
         };
-        // As every executor's: the attempt ends by the deadline, or is not sent (SC-EDGE-01).
-        let budget = call.budget();
-        if budget.is_zero() {
-            return ToolAnswer::Failed(json!({"kind": "deadline", "sent": false}));
-        }
         let body = json!({
             "jsonrpc": "2.0",
             "id": 1,

@@ -39,16 +39,14 @@ impl Webhook {
         secret: Option<String>,
         allow_private: bool,
     ) -> ToolAnswer {
-        let (http, secret) = match ready(&self.clients, url, allow_private, secret) {
+        let Ready {
+            http,
+            secret,
+            budget,
+        } = match ready(&self.clients, call, url, allow_private, secret) {
             Ok(ready) => ready,
             Err(refused) => return refused,
         };
-        // Connect, send and answer all end by the deadline (SC-EDGE-01); with no time left
-        // nothing is sent, and the answer says so.
-        let budget = call.budget();
-        if budget.is_zero() {
-            return ToolAnswer::Failed(json!({"kind": "deadline", "sent": false}));
-        }
         // The attempt number travels in a header: the signed body a receiver deduplicates on
         // (its `action_id`) is the same bytes on every attempt (SC-EDGE-06).
         let body = serde_json::to_vec(&json!({
@@ -105,13 +103,22 @@ impl Webhook {
     }
 }
 
-/// The client for a target the tenant allows, and the tool's secret; or the failure to record.
+/// What an attempt is sent with: the client for a target the tenant allows, the tool's secret,
+/// and the time the attempt may take (it ends by the deadline: SC-EDGE-01). Or the failure to
+/// record without sending.
+pub(super) struct Ready<'a> {
+    pub http: &'a reqwest::Client,
+    pub secret: String,
+    pub budget: std::time::Duration,
+}
+
 pub(super) fn ready<'a>(
     clients: &'a target::Clients,
+    call: &Call<'_>,
     url: &str,
     allow_private: bool,
     secret: Option<String>,
-) -> Result<(&'a reqwest::Client, String), ToolAnswer> {
+) -> Result<Ready<'a>, ToolAnswer> {
     let Some(http) = clients.for_url(url, allow_private) else {
         return Err(ToolAnswer::Failed(json!({"kind": "target_refused"})));
     };
@@ -119,7 +126,19 @@ pub(super) fn ready<'a>(
     let Some(secret) = secret else {
         return Err(ToolAnswer::Failed(json!({"kind": "misconfigured"})));
     };
-    Ok((http, secret))
+    // Connect, send and answer all end by the deadline; with no time left nothing is sent,
+    // and the answer says so.
+    let budget = call.budget();
+    if budget.is_zero() {
+        return Err(ToolAnswer::Failed(
+            json!({"kind": "deadline", "sent": false}),
+        ));
+    }
+    Ok(Ready {
+        http,
+        secret,
+        budget,
+    })
 }
 
 impl Default for Webhook {

@@ -21,7 +21,11 @@ struct World {
 
 async fn world() -> World {
     let tools = ToolServer::start().await;
-    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let config = Arc::new(
+        Config::from_toml(&config_toml(&tools, "10s", "5s"))
+            .and_then(Config::read_keys)
+            .unwrap(),
+    );
     let db = temp_db("hostile");
     let server = Server::start(config.clone(), &db, "127.0.0.1:0".parse().unwrap())
         .await
@@ -236,7 +240,11 @@ async fn counted_api(config: Arc<Config>) -> (Api, Arc<FaultyStore>) {
 #[tokio::test]
 async fn sc_sec_05_a_filtered_list_reads_a_bounded_number_and_pages_to_the_end() {
     let tools = ToolServer::start().await;
-    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let config = Arc::new(
+        Config::from_toml(&config_toml(&tools, "10s", "5s"))
+            .and_then(Config::read_keys)
+            .unwrap(),
+    );
     let (api, store) = counted_api(config).await;
     let mut newest_first = Vec::new();
     let mut agent_2 = Vec::new();
@@ -311,7 +319,11 @@ async fn sc_sec_05_a_filtered_list_reads_a_bounded_number_and_pages_to_the_end()
 #[tokio::test]
 async fn sc_sec_02_store_errors_answer_store_unavailable_without_their_text() {
     let tools = ToolServer::start().await;
-    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let config = Arc::new(
+        Config::from_toml(&config_toml(&tools, "10s", "5s"))
+            .and_then(Config::read_keys)
+            .unwrap(),
+    );
     let (api, store) = counted_api(config).await;
     let (_, v) = api
         .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))

@@ -37,7 +37,11 @@ fn id(v: &Value) -> String {
 #[tokio::test]
 async fn invariants_hold_on_sqlite_and_each_damage_is_named() {
     let tools = ToolServer::start().await;
-    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let config = Arc::new(
+        Config::from_toml(&config_toml(&tools, "10s", "5s"))
+            .and_then(Config::read_keys)
+            .unwrap(),
+    );
     let db = temp_db("verify");
     let server = Server::start(config.clone(), &db, "127.0.0.1:0".parse().unwrap())
         .await
@@ -243,7 +247,11 @@ async fn each_edit_is_named(
 #[tokio::test]
 async fn sc_sec_06_an_edited_call_or_outcome_fails_verification_and_its_deed_on_sqlite() {
     let tools = ToolServer::start().await;
-    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let config = Arc::new(
+        Config::from_toml(&config_toml(&tools, "10s", "5s"))
+            .and_then(Config::read_keys)
+            .unwrap(),
+    );
     let db = temp_db("verify-edits");
     let server = Server::start(config.clone(), &db, "127.0.0.1:0".parse().unwrap())
         .await

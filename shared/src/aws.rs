@@ -73,7 +73,9 @@ fn optional(name: &'static str) -> Option<String> {
 
 impl Settings {
     pub fn from_env() -> Result<Settings, BootError> {
+        // Parsed, then the deed keys it names read from this function's environment.
         let config = Config::from_toml(&required("COUNTERSIGN_CONFIG")?)
+            .and_then(Config::read_keys)
             .map_err(|e| BootError::Invalid("COUNTERSIGN_CONFIG", e.to_string()))?;
         let retention = optional("COUNTERSIGN_RETENTION")
             .map(|text| {

@@ -16,7 +16,11 @@ struct World {
 
 async fn world() -> World {
     let tools = ToolServer::start().await;
-    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let config = Arc::new(
+        Config::from_toml(&config_toml(&tools, "10s", "5s"))
+            .and_then(Config::read_keys)
+            .unwrap(),
+    );
     let server = Server::start(config, &temp_db("cli"), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();

@@ -1,7 +1,7 @@
 //! The notification part of the configuration: per-tenant endpoints (`notify = [...]`), the
 //! page link base (`[server] public_url`) and the retry rule (`[notify]`).
 
-use super::{bad, duration, ConfigError, Targets};
+use super::{bad, duration, targets::Targets, ConfigError};
 use crate::domain::notice::{endpoint_key, NoticeKind, RetryRule};
 use serde::Deserialize;
 
@@ -160,7 +160,6 @@ mod tests {
     use crate::domain::notice::NoticeKind;
 
     fn load(extra: &str) -> Result<Config, String> {
-        std::env::set_var("COUNTERSIGN_NOTIFY_CONFIG_TEST", "s");
         Config::from_toml(&format!("{extra}\n[tenants.acme]\ntime_zone = \"UTC\"\n"))
             .map_err(|e| e.to_string())
     }
@@ -181,7 +180,6 @@ mod tests {
                 "\"action_sealed\", \"approval_requested\""
             )),
         );
-        std::env::set_var("COUNTERSIGN_NOTIFY_CONFIG_TEST", "s");
         let config = Config::from_toml(&text).unwrap();
         let notify = &config.tenant("acme").unwrap().notify;
         assert_eq!(notify.len(), 2);

@@ -91,8 +91,12 @@ impl Engine {
     /// The signed deed of a sealed action (SC-SEC-07), from its verified chain.
     pub async fn deed(&self, who: &Principal, action_id: &str) -> Result<Vec<u8>, Error> {
         let (action, events) = self.audited(&who.tenant, action_id).await?;
-        let key = self.tenant(&who.tenant)?.deed_key.as_ref().ok_or_else(|| {
+        let signer = self.tenant(&who.tenant)?.deed_key.as_ref().ok_or_else(|| {
             Error::Forbidden("this tenant issues no deeds: it has no deed_key".into())
+        })?;
+        // The boot reads every named key (`Config::read_keys`); one left unread is our bug.
+        let key = signer.key().ok_or_else(|| {
+            Error::Internal("the tenant's deed key was not read when the process booted".into())
         })?;
         match Deed::of(&action, &events, &key.kid) {
             Some(deed) => Ok(deed.sign(key)),

@@ -1,0 +1,304 @@
+//! The tool catalog: each tool's executor (a webhook, a downstream MCP server's tool, the
+//! built-in echo), its recovery policy and the fields MCP clients are shown. A tool names where
+//! its secret is; the value is read where the process boots (`tools::secrets`).
+
+use super::{bad, duration, targets::Targets, ConfigError};
+use crate::domain::canonical;
+use jiff::SignedDuration;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Bounds of a webhook's per-attempt timeout. The deployed functions' timeouts are sized so that
+/// one claim of a `retry` tool at the maximum fits (`ToolEntry::claim_budget`; infra test).
+pub const MIN_TOOL_TIMEOUT: SignedDuration = SignedDuration::from_millis(100);
+pub const MAX_TOOL_TIMEOUT: SignedDuration = SignedDuration::from_secs(30);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTool {
+    executor: String,
+    url: Option<String>,
+    secret_env: Option<String>,
+    secret_ssm: Option<String>,
+    timeout: Option<String>,
+    /// `executor = "mcp"`: the downstream server's tool name (default: the catalog name).
+    tool: Option<String>,
+    #[serde(default)]
+    recovery: Recovery,
+    /// What the tool does, for MCP clients and the models behind them (docs/mcp.md).
+    description: Option<String>,
+    /// The JSON Schema of the tool's arguments (an object schema), for MCP clients.
+    input_schema: Option<toml::Value>,
+    /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, …), passed through as written.
+    annotations: Option<toml::Value>,
+}
+
+/// What the sweep does with an expired lease (SC-REC-02).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recovery {
+    /// Idempotent tools: re-claim with a new epoch, same Idempotency-Key, inside the window.
+    Retry,
+    /// Seal `failed` with reason `outcome_unknown`, for reconciliation.
+    #[default]
+    Fail,
+}
+
+/// Where a webhook's HMAC secret is read, by the process that runs tools, when it boots
+/// (`tools::secrets`): an environment variable, or an SSM Parameter Store SecureString that only
+/// the AWS functions running tools fetch (so the others never hold it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub enum Secret {
+    #[serde(rename = "secret_env")]
+    Env(String),
+    #[serde(rename = "secret_ssm")]
+    Ssm(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "executor")]
+pub enum Executor {
+    #[serde(rename = "webhook")]
+    Webhook {
+        url: String,
+        /// Where the HMAC secret is; never the secret itself.
+        #[serde(flatten)]
+        secret: Secret,
+        timeout_ms: u64,
+        /// The tenant lists this host in `allow_private_hosts` (SC-SEC-08). Left out of the
+        /// entry when false, so fingerprints of ordinary tools do not change.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        allow_private: bool,
+    },
+    /// A tool of a downstream MCP server over Streamable HTTP (docs/mcp.md, "Outbound").
+    #[serde(rename = "mcp")]
+    Mcp {
+        url: String,
+        /// The downstream tool's name.
+        tool: String,
+        /// Where its bearer token is; never the token itself.
+        #[serde(flatten)]
+        secret: Secret,
+        timeout_ms: u64,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        allow_private: bool,
+    },
+    #[serde(rename = "builtin.echo")]
+    Echo,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolEntry {
+    pub name: String,
+    #[serde(flatten)]
+    pub executor: Executor,
+    pub recovery: Recovery,
+    /// What MCP clients are shown; part of the fingerprint when given, so a changed schema
+    /// after approval seals `catalog_changed`.
+    #[serde(flatten)]
+    pub info: ToolInfo,
+}
+
+/// A tool's catalog fields for MCP clients (`tools/list`). Each is left out of the canonical
+/// entry when absent, so the fingerprints of tools without them do not change.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ToolInfo {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<serde_json::Value>,
+}
+
+impl ToolEntry {
+    /// sha256 of the canonical entry: a resume refuses a call whose tool changed since approval.
+    pub fn fingerprint(&self) -> String {
+        canonical::digest(self)
+    }
+
+    /// Attempts one claim makes: a `retry` tool's 5xx/timeout is tried again inside the window.
+    pub fn attempts_per_claim(&self) -> u32 {
+        match self.recovery {
+            Recovery::Retry => 3,
+            Recovery::Fail => 1,
+        }
+    }
+
+    /// The pause before attempt `n + 1` (n = 1, 2, …).
+    pub fn backoff(attempt: u32) -> SignedDuration {
+        SignedDuration::from_secs(attempt as i64)
+    }
+
+    /// The longest one claim can take: every attempt timing out, plus the pauses between them.
+    /// A lease (and a function timeout) must outlast it.
+    pub fn claim_budget(&self) -> SignedDuration {
+        let n = self.attempts_per_claim();
+        let pauses = (1..n)
+            .map(Self::backoff)
+            .fold(SignedDuration::ZERO, |a, b| a + b);
+        self.timeout() * n as i32 + pauses
+    }
+
+    /// The longest one attempt may take.
+    pub fn timeout(&self) -> SignedDuration {
+        match &self.executor {
+            Executor::Webhook { timeout_ms, .. } | Executor::Mcp { timeout_ms, .. } => {
+                SignedDuration::from_millis(*timeout_ms as i64)
+            }
+            Executor::Echo => SignedDuration::from_secs(1),
+        }
+    }
+}
+
+fn tool_entry(
+    at: &str,
+    name: String,
+    mut raw: RawTool,
+    targets: &Targets,
+) -> Result<ToolEntry, ConfigError> {
+    let executor = match raw.executor.as_str() {
+        "webhook" | "mcp" => {
+            let executor = raw.executor.clone();
+            remote(at, &name, &executor, &mut raw, targets)?
+        }
+        "builtin.echo" => {
+            if raw.url.is_some()
+                || raw.secret_env.is_some()
+                || raw.secret_ssm.is_some()
+                || raw.timeout.is_some()
+                || raw.tool.is_some()
+            {
+                return Err(bad(
+                    at,
+                    "builtin.echo takes no url, secret_env, secret_ssm or timeout",
+                ));
+            }
+            Executor::Echo
+        }
+        other => {
+            return Err(bad(
+                format!("{at}.executor"),
+                format!("{other:?} is not one of \"webhook\", \"mcp\", \"builtin.echo\""),
+            ))
+        }
+    };
+    let info = tool_info(at, raw.description, raw.input_schema, raw.annotations)?;
+    Ok(ToolEntry {
+        name,
+        executor,
+        recovery: raw.recovery,
+        info,
+    })
+}
+
+/// The tenant's `[tools.<name>]` tables.
+pub(super) fn tools(
+    at: &str,
+    raw: BTreeMap<String, RawTool>,
+    targets: &Targets,
+) -> Result<BTreeMap<String, ToolEntry>, ConfigError> {
+    raw.into_iter()
+        .map(|(name, raw_tool)| {
+            let tool_at = format!("{at}.tools.{name:?}");
+            let entry = tool_entry(&tool_at, name.clone(), raw_tool, targets)?;
+            Ok((name, entry))
+        })
+        .collect()
+}
+
+/// A tool reached over the network: a webhook, or a downstream MCP server's tool. Both name a
+/// checked target (SC-SEC-08), a secret by where it is, and a bounded timeout.
+fn remote(
+    at: &str,
+    name: &str,
+    executor: &str,
+    raw: &mut RawTool,
+    targets: &Targets,
+) -> Result<Executor, ConfigError> {
+    let url = raw
+        .url
+        .take()
+        .ok_or_else(|| bad(at, format!("a {executor} tool needs url")))?;
+    let allow_private = targets.check(at, &url)?;
+    // Only named here: the value is read where the process boots (tools::secrets).
+    let secret = match (raw.secret_env.take(), raw.secret_ssm.take()) {
+        (Some(name), None) if !name.is_empty() => Secret::Env(name),
+        (None, Some(name)) if name.starts_with('/') => Secret::Ssm(name),
+        (None, Some(_)) => {
+            return Err(bad(
+                format!("{at}.secret_ssm"),
+                "must be a parameter name like \"/countersign/acme/mail\"",
+            ))
+        }
+        _ => {
+            return Err(bad(
+                at,
+                format!("a {executor} tool needs exactly one of secret_env, secret_ssm"),
+            ))
+        }
+    };
+    let timeout = duration(&format!("{at}.timeout"), raw.timeout.as_deref(), "10s")?;
+    if !(MIN_TOOL_TIMEOUT..=MAX_TOOL_TIMEOUT).contains(&timeout) {
+        return Err(bad(
+            format!("{at}.timeout"),
+            format!(
+                "must be between {MIN_TOOL_TIMEOUT:#} and {MAX_TOOL_TIMEOUT:#} (the functions' timeouts are sized for it)"
+            ),
+        ));
+    }
+    let timeout_ms = timeout.as_millis() as u64;
+    Ok(match executor {
+        "mcp" => Executor::Mcp {
+            url,
+            tool: raw.tool.take().unwrap_or_else(|| name.to_owned()),
+            secret,
+            timeout_ms,
+            allow_private,
+        },
+        _ => {
+            if raw.tool.is_some() {
+                return Err(bad(
+                    format!("{at}.tool"),
+                    "only an mcp tool names a downstream tool",
+                ));
+            }
+            Executor::Webhook {
+                url,
+                secret,
+                timeout_ms,
+                allow_private,
+            }
+        }
+    })
+}
+
+/// The catalog fields: an `input_schema` must be an object schema (MCP's `inputSchema`).
+fn tool_info(
+    at: &str,
+    description: Option<String>,
+    input_schema: Option<toml::Value>,
+    annotations: Option<toml::Value>,
+) -> Result<ToolInfo, ConfigError> {
+    let json = |field: &str, v: toml::Value| {
+        serde_json::to_value(v).map_err(|e| bad(format!("{at}.{field}"), e))
+    };
+    let input_schema = input_schema.map(|v| json("input_schema", v)).transpose()?;
+    if let Some(schema) = &input_schema {
+        if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+            return Err(bad(
+                format!("{at}.input_schema"),
+                "must be a JSON Schema table with type = \"object\"",
+            ));
+        }
+    }
+    let annotations = annotations.map(|v| json("annotations", v)).transpose()?;
+    if annotations.as_ref().is_some_and(|a| !a.is_object()) {
+        return Err(bad(format!("{at}.annotations"), "must be a table"));
+    }
+    Ok(ToolInfo {
+        description,
+        input_schema,
+        annotations,
+    })
+}

@@ -1,0 +1,155 @@
+//! One `[tenants.<name>]` table: its zone, approval TTL, keys with their roles, policy, action
+//! kinds, tool catalog, webhook targets, notification endpoints and deed key.
+
+use super::{
+    bad, catalog, duration, keys, notify, policy, targets::Targets, ConfigError, DeedSigner,
+    Endpoint, ToolEntry,
+};
+use crate::domain::policy::Rule;
+use jiff::{tz::TimeZone, SignedDuration};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTenant {
+    time_zone: String,
+    approval_ttl: Option<String>,
+    #[serde(default)]
+    action_kinds: Vec<String>,
+    #[serde(default)]
+    keys: Vec<RawKey>,
+    #[serde(default)]
+    policy: Vec<policy::RawRule>,
+    #[serde(default)]
+    tools: BTreeMap<String, catalog::RawTool>,
+    /// Webhook hosts allowed plain `http` (SC-SEC-08).
+    #[serde(default)]
+    allow_http_hosts: Vec<String>,
+    /// Webhook hosts allowed to be or resolve to private, loopback or link-local addresses.
+    #[serde(default)]
+    allow_private_hosts: Vec<String>,
+    #[serde(default)]
+    notify: Vec<notify::RawEndpoint>,
+    deed_key: Option<keys::RawDeedKey>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKey {
+    id: String,
+    role: Role,
+    sha256: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Agent,
+    Approver,
+    Admin,
+}
+
+/// Who a key belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub tenant: String,
+    pub role: Role,
+    /// The agent id for agent keys; the person or service id otherwise.
+    pub id: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Tenant {
+    pub name: String,
+    pub time_zone: TimeZone,
+    pub time_zone_name: String,
+    pub approval_ttl: SignedDuration,
+    pub action_kinds: BTreeSet<String>,
+    pub policy: Vec<Rule>,
+    pub tools: BTreeMap<String, ToolEntry>,
+    /// Signs this tenant's deeds; without one, deeds are not issued.
+    pub deed_key: Option<DeedSigner>,
+    /// Notification endpoints (SC-NOT-01).
+    pub notify: Vec<Endpoint>,
+}
+
+impl Tenant {
+    pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.get(name)
+    }
+}
+
+pub(super) fn tenant(
+    name: &str,
+    raw: RawTenant,
+    keys: &mut HashMap<String, Principal>,
+) -> Result<Tenant, ConfigError> {
+    let at = format!("tenants.{name}");
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(bad(&at, "tenant names use letters, digits, '-' and '_'"));
+    }
+    let time_zone = TimeZone::get(&raw.time_zone).map_err(|e| {
+        bad(
+            format!("{at}.time_zone"),
+            format!("unknown IANA time zone {:?} ({e})", raw.time_zone),
+        )
+    })?;
+    let approval_ttl = duration(
+        &format!("{at}.approval_ttl"),
+        raw.approval_ttl.as_deref(),
+        "24h",
+    )?;
+
+    principals(&at, name, raw.keys, keys)?;
+    let targets = Targets {
+        http: raw.allow_http_hosts,
+        private: raw.allow_private_hosts,
+    };
+    Ok(Tenant {
+        policy: policy::rules(&at, raw.policy)?,
+        tools: catalog::tools(&at, raw.tools, &targets)?,
+        notify: notify::endpoints(&at, raw.notify, &targets)?,
+        deed_key: raw.deed_key.map(|k| keys::named(&at, k)).transpose()?,
+        name: name.to_owned(),
+        time_zone,
+        time_zone_name: raw.time_zone,
+        approval_ttl,
+        action_kinds: raw.action_kinds.into_iter().collect(),
+    })
+}
+
+/// The tenant's keys, by hash, into the one map of every tenant's keys (a hash is unique).
+fn principals(
+    at: &str,
+    tenant: &str,
+    raw: Vec<RawKey>,
+    keys: &mut HashMap<String, Principal>,
+) -> Result<(), ConfigError> {
+    for (i, key) in raw.into_iter().enumerate() {
+        let key_at = format!("{at}.keys[{i}]");
+        let hash = key.sha256.to_ascii_lowercase();
+        if hash.len() != 64 || !hash.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(bad(
+                &key_at,
+                "sha256 must be the 64 hex digits of the key's SHA-256",
+            ));
+        }
+        if key.id.trim().is_empty() {
+            return Err(bad(&key_at, "id must not be empty"));
+        }
+        let principal = Principal {
+            tenant: tenant.to_owned(),
+            role: key.role,
+            id: key.id,
+        };
+        if keys.insert(hash, principal).is_some() {
+            return Err(bad(&key_at, "this key hash is declared twice"));
+        }
+    }
+    Ok(())
+}

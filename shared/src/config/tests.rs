@@ -1,0 +1,208 @@
+use super::*;
+
+const KEY: &str = "744db379a83da2deefdc13b510e392e5023808002b15e0bca779b63e498d306a";
+
+fn load(tenant_body: &str) -> Result<Config, ConfigError> {
+    Config::from_toml(&format!(
+        "[tenants.acme]\ntime_zone = \"Europe/Berlin\"\n{tenant_body}\n"
+    ))
+}
+
+fn err(tenant_body: &str) -> String {
+    load(tenant_body).unwrap_err().to_string()
+}
+
+#[test]
+fn the_sample_config_loads() {
+    let text = include_str!("../../../config/local.toml");
+    let config = Config::from_toml(text).unwrap();
+    let who = config.principal("cs_agent-dev").unwrap();
+    assert_eq!(
+        (who.tenant.as_str(), who.role, who.id.as_str()),
+        ("acme", Role::Agent, "agent-dev")
+    );
+    assert!(config.principal("cs_nobody").is_none());
+}
+
+#[test]
+fn errors_name_the_bad_entry() {
+    assert!(Config::from_toml("[tenants]")
+        .unwrap_err()
+        .to_string()
+        .contains("no [tenants"));
+    assert!(
+        Config::from_toml("[tenants.acme]\ntime_zone = \"Mars/Olympus\"")
+            .unwrap_err()
+            .to_string()
+            .contains("tenants.acme.time_zone")
+    );
+    assert!(err("approval_ttl = \"soon\"").contains("tenants.acme.approval_ttl"));
+    assert!(
+        err("keys = [{ id = \"a\", role = \"agent\", sha256 = \"abc\" }]")
+            .contains("tenants.acme.keys[0]")
+    );
+    let dup = format!(
+        "keys = [{{ id = \"a\", role = \"agent\", sha256 = \"{KEY}\" }}, {{ id = \"b\", role = \"admin\", sha256 = \"{KEY}\" }}]"
+    );
+    assert!(err(&dup).contains("tenants.acme.keys[1]"));
+    assert!(err("keys = [{ id = \"a\", role = \"king\", sha256 = \"x\" }]").contains("king"));
+    assert!(
+        err("policy = [{ tool = \"x\", decision = \"set_result\" }]")
+            .contains("tenants.acme.policy[0]")
+    );
+    assert!(
+        err("policy = [{ tool = \"x\", decision = \"allow\", result = 1 }]").contains("policy[0]")
+    );
+    assert!(err("[tenants.acme.tools.t]\nexecutor = \"lambda\"")
+        .contains("tenants.acme.tools.\"t\".executor"));
+    assert!(err(
+        "[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"ftp://x\"\nsecret_env = \"X\""
+    )
+    .contains(".url"));
+    assert!(err("[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"https://x\"\nsecret_env = \"A\"\nsecret_ssm = \"/b\"")
+        .contains("exactly one of secret_env, secret_ssm"));
+    assert!(err(
+        "[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"https://x\"\nsecret_ssm = \"b\""
+    )
+    .contains("tenants.acme.tools.\"t\".secret_ssm"));
+    assert!(err("colour = 1").contains("colour"));
+    let tool = |timeout: &str| {
+        format!("[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"https://x\"\nsecret_env = \"COUNTERSIGN_CONFIG_TEST_SECRET\"\ntimeout = \"{timeout}\"")
+    };
+    assert!(err(&tool("31s")).contains("tenants.acme.tools.\"t\".timeout"));
+    assert!(err(&tool("1ns")).contains(".timeout"));
+    assert!(load(&tool("30s")).is_ok());
+    for limit in [
+        "rate_per_key = 0.0",
+        "rate_per_tenant = 1e9",
+        "burst_per_key = 0",
+    ] {
+        let e = Config::from_toml(&format!(
+            "[limits]\n{limit}\n[tenants.acme]\ntime_zone = \"UTC\""
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(&format!("limits.{}", limit.split(' ').next().unwrap())),
+            "{e}"
+        );
+    }
+    assert!(Config::from_toml(
+        "[limits]\nmin_window = \"73h\"\n[tenants.acme]\ntime_zone = \"UTC\""
+    )
+    .unwrap_err()
+    .to_string()
+    .contains("limits.min_window"));
+}
+
+#[test]
+fn sc_sec_08_webhook_targets_https_and_public_unless_the_tenant_allows_the_host() {
+    let tool = |allow: &str, url: &str| {
+        format!("{allow}\n[tenants.acme.tools.t]\nexecutor = \"webhook\"\nurl = \"{url}\"\nsecret_env = \"COUNTERSIGN_CONFIG_TEST_SECRET\"")
+    };
+    let refused = [
+        ("", "http://tools.example.com/x", "allow_http_hosts"),
+        ("", "https://127.0.0.1/x", "allow_private_hosts"),
+        ("", "https://10.0.0.7/x", "allow_private_hosts"),
+        (
+            "",
+            "https://169.254.169.254/latest/meta-data",
+            "allow_private_hosts",
+        ),
+        ("", "https://[::1]:8443/x", "allow_private_hosts"),
+        ("", "https://[fd00::1]/x", "allow_private_hosts"),
+        ("", "https://[::ffff:192.168.0.1]/x", "allow_private_hosts"),
+        (
+            "allow_http_hosts = [\"127.0.0.1\"]",
+            "http://127.0.0.1:9/x",
+            "allow_private_hosts",
+        ),
+        (
+            "allow_private_hosts = [\"127.0.0.1\"]",
+            "http://127.0.0.1:9/x",
+            "allow_http_hosts",
+        ),
+        (
+            "allow_http_hosts = [\"a.example\"]",
+            "http://b.example/x",
+            "allow_http_hosts",
+        ),
+    ];
+    for (allow, url, hint) in refused {
+        let e = err(&tool(allow, url));
+        assert!(
+            e.contains("tenants.acme.tools.\"t\".url") && e.contains(hint),
+            "{url}: {e}"
+        );
+    }
+    let private = |allow: &str, url: &str| match &load(&tool(allow, url)).unwrap().tenants["acme"]
+        .tools["t"]
+        .executor
+    {
+        Executor::Webhook { allow_private, .. } => *allow_private,
+        _ => unreachable!(),
+    };
+    assert!(!private("", "https://tools.example.com/x"));
+    assert!(private(
+        "allow_http_hosts = [\"127.0.0.1\"]\nallow_private_hosts = [\"127.0.0.1\"]",
+        "http://127.0.0.1:9/x"
+    ));
+    assert!(private(
+        "allow_private_hosts = [\"tools.internal\"]",
+        "https://tools.internal/x"
+    ));
+}
+
+#[test]
+fn fingerprints_change_with_the_entry() {
+    let a = ToolEntry {
+        name: "t".into(),
+        executor: Executor::Echo,
+        recovery: Recovery::Fail,
+        info: ToolInfo::default(),
+    };
+    let b = ToolEntry {
+        recovery: Recovery::Retry,
+        ..a.clone()
+    };
+    assert_ne!(a.fingerprint(), b.fingerprint());
+    assert_eq!(a.fingerprint(), a.clone().fingerprint());
+}
+
+#[test]
+fn sc_sec_07_deed_keys_are_read_where_the_process_boots_not_while_parsing() {
+    // The variable is set nowhere: parsing must not look for it (it did before the split).
+    let text = "deed_key = { kid = \"k1\", secret_env = \"COUNTERSIGN_CONFIG_TEST_UNSET_PEM\" }";
+    let config = load(text).expect("parsing reads no environment");
+    let signer = config.tenants["acme"].deed_key.clone().unwrap();
+    assert!(signer.key().is_none(), "nothing read while parsing");
+
+    let unset = load(text).unwrap().read_keys_with(&|_| None).unwrap_err();
+    assert!(
+        unset.to_string().contains(
+            "tenants.acme.deed_key.secret_env: environment variable COUNTERSIGN_CONFIG_TEST_UNSET_PEM is not set"
+        ),
+        "{unset}"
+    );
+    let garbage = load(text)
+        .unwrap()
+        .read_keys_with(&|_| Some("not a pem".into()))
+        .unwrap_err();
+    assert!(
+        garbage
+            .to_string()
+            .contains("tenants.acme.deed_key.secret_env"),
+        "{garbage}"
+    );
+
+    let pem = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIAPMcH0raIkxYyLt09QFKwHyNuoId7ncXzmxgYqosXJT\n-----END PRIVATE KEY-----\n";
+    let read = load(text)
+        .unwrap()
+        .read_keys_with(&|name| (name == "COUNTERSIGN_CONFIG_TEST_UNSET_PEM").then(|| pem.into()))
+        .unwrap();
+    let key = read.tenants["acme"].deed_key.as_ref().and_then(|s| s.key());
+    assert!(key.is_some(), "read at boot");
+    assert!(
+        err("deed_key = { kid = \" \", secret_env = \"X\" }").contains("tenants.acme.deed_key.kid")
+    );
+}

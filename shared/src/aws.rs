@@ -204,6 +204,7 @@ pub async fn load_secrets(config: &Config, sdk: &SdkConfig) -> Result<Secrets, B
 
 /// JSON logs to stdout (CloudWatch), filtered by `RUST_LOG` (default `info`): `target=level`
 /// directives, e.g. `info,countersign=debug` (a [`Targets`] filter; an unreadable value is `info`).
+/// And the metrics recorder, whose EMF lines each invocation flushes to the same log.
 ///
 /// [`Targets`]: tracing_subscriber::filter::Targets
 pub fn init_logs() {
@@ -220,6 +221,7 @@ pub fn init_logs() {
         .finish()
         .with(filter)
         .init();
+    crate::telemetry::emf::install();
 }
 
 /// The HTTP functions' handler: the API router. `lambda_http` turns API Gateway REST (v1) and
@@ -227,7 +229,13 @@ pub fn init_logs() {
 /// (e.g. `/prod`) is not part of our routes, so every function runs with
 /// `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` set ([`HTTP_ENV`]) and the library leaves it out.
 pub fn http_handler(engine: Arc<Engine>) -> axum::Router {
-    crate::api::router(engine)
+    crate::api::router(engine).layer(axum::middleware::map_response(flushed))
+}
+
+/// Each answer flushes what its invocation recorded (one Lambda invocation is one request).
+async fn flushed(response: axum::response::Response) -> axum::response::Response {
+    crate::telemetry::emf::flush();
+    response
 }
 
 /// What the template sets for every function besides [`ENV_VARS`]: `lambda_http` then keeps a
@@ -342,6 +350,7 @@ pub async fn resume(
             Err(e) => Err(e),
         },
     };
+    crate::telemetry::emf::flush();
     answered.or_else(classify)
 }
 

@@ -28,6 +28,7 @@ pub mod invariants;
 pub mod notify;
 pub mod store;
 pub mod target;
+pub mod telemetry;
 pub mod tools;
 pub mod wake;
 

@@ -83,6 +83,7 @@ impl Notifier {
                 Err(e) => tracing::error!(error = %e, "a notification task failed"),
             }
         }
+        crate::telemetry::notified(report.delivered, report.retrying, report.parked);
         Ok(report)
     }
 

@@ -28,6 +28,11 @@ struct Args {
     /// The SQLite database file (created if missing).
     #[arg(long, env = "COUNTERSIGN_DB", default_value = "countersign.db")]
     db: PathBuf,
+    /// Serve Prometheus metrics (`GET /metrics`, no key) on this address of its own, so the
+    /// API's address can be public while scrapers reach this one on an internal network.
+    /// Off unless given.
+    #[arg(long, env = "COUNTERSIGN_METRICS_LISTEN")]
+    metrics_listen: Option<SocketAddr>,
     /// Log as JSON lines instead of text.
     #[arg(long, env = "COUNTERSIGN_LOG_JSON")]
     log_json: bool,
@@ -95,6 +100,14 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
     // And it sends the notifications: their secrets too.
     countersign::notify::check_secrets(&config)?;
     tracing::info!(config = %args.config.display(), db = %args.db.display(), "starting");
+    if let Some(addr) = args.metrics_listen {
+        let handle = countersign::telemetry::prometheus::install();
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen for metrics on {addr}: {e}"))?;
+        tracing::info!(addr = %listener.local_addr()?, "serving metrics at /metrics");
+        tokio::spawn(countersign::telemetry::prometheus::serve(listener, handle));
+    }
     let server = Server::start(config, &args.db, args.listen).await?;
     server.run_until(shutdown_signal()).await?;
     tracing::info!("stopped; committed tickets stay in the store and are rediscovered on start");

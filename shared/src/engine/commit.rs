@@ -16,7 +16,7 @@ use super::Engine;
 use crate::{
     domain::{notice::NoticeKind, Action, Actor, Change, Creation, SealReason, Transition},
     store::{IdempotencyRecord, StoreError, StoreResult},
-    Error,
+    telemetry, Error,
 };
 use jiff::{SignedDuration, Timestamp};
 use std::future::Future;
@@ -120,20 +120,28 @@ impl Engine {
         loop {
             let error = match write().await {
                 Ok(()) => {
+                    telemetry::landed(&ours.action);
                     return Ok(Sent::Committed(Box::new(Committed::Landed(
                         ours.action.clone(),
-                    ))))
+                    ))));
                 }
                 Err(e @ (StoreError::Conflict | StoreError::Unavailable(_))) => e,
                 Err(e) => return Err(e.into()),
             };
+            telemetry::write_error(match error {
+                StoreError::Conflict => "conflict",
+                _ => "unavailable",
+            });
             match self.store.load(tenant, id).await {
                 Ok(Some(current)) if landed(&ours.action, &current) => {
                     tracing::warn!(tenant = %tenant, action_id = %id, error = %error, "the write applied despite the error");
+                    telemetry::ambiguous_resolved("ours");
+                    telemetry::landed(&current);
                     return Ok(Sent::Committed(Box::new(Committed::Landed(current))));
                 }
                 Ok(Some(current)) if expected.is_none_or(|v| current.version != v) => {
                     tracing::info!(tenant = %tenant, action_id = %id, state = %current.state(), "lost a race; reporting the winner");
+                    telemetry::ambiguous_resolved("theirs");
                     return Ok(Sent::Committed(Box::new(Committed::LostTo(current))));
                 }
                 Ok(None) if expected.is_some() => {

@@ -110,6 +110,7 @@ impl Engine {
         };
         tracing::info!(tenant = %action.tenant, action_id = %action.id, tool = %action.tool,
             decision = ?action.decision, state = %action.state(), "action submitted");
+        crate::telemetry::submitted(action.decision);
         let action = self.hand_off(action, inline).await;
         answer(action, false)
     }

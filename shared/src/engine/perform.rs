@@ -187,7 +187,10 @@ impl Engine {
                 at: facts.now,
                 not_after: ticket.deadline(),
             };
-            match self.tools.run(&call).await {
+            let sent = std::time::Instant::now();
+            let answer = self.tools.run(&call).await;
+            crate::telemetry::tool_attempt(sent.elapsed().as_secs_f64(), answer.kind());
+            match answer {
                 ToolAnswer::Retryable(e) if attempt < attempts => {
                     tracing::warn!(tenant = %claimed.tenant, action_id = %claimed.id, attempt, error = %e, "retryable tool failure; retrying");
                     last = Some(ToolAnswer::Retryable(e));

@@ -23,6 +23,7 @@ impl Engine {
     /// Take `bad` out of service. Best effort: if the write fails, the next read tries again.
     pub(super) async fn quarantine(&self, bad: Unreadable) {
         tracing::error!(tenant = %bad.tenant, action_id = %bad.action_id, reason = %bad.reason, "unreadable action record: quarantined");
+        crate::telemetry::quarantined();
         if let Err(e) = self.store.quarantine(&bad, self.clock.now()).await {
             tracing::warn!(tenant = %bad.tenant, action_id = %bad.action_id, error = %e, "could not record the quarantine; the next read retries");
         }

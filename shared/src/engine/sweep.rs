@@ -70,6 +70,7 @@ impl Engine {
                 }
             }
         }
+        crate::telemetry::swept(report.resumed, report.recovered, report.expired);
         if report.due > 0 {
             tracing::info!(?report, "sweep");
         }

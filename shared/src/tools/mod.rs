@@ -47,6 +47,17 @@ pub enum ToolAnswer {
     Retryable(Value),
 }
 
+impl ToolAnswer {
+    /// The kind of answer, as a metric label.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToolAnswer::Succeeded(_) => "succeeded",
+            ToolAnswer::Failed(_) => "failed",
+            ToolAnswer::Retryable(_) => "retryable",
+        }
+    }
+}
+
 #[async_trait]
 pub trait ToolRunner: Send + Sync + 'static {
     async fn run(&self, call: &Call<'_>) -> ToolAnswer;

@@ -78,6 +78,22 @@ impl Drop for Watch {
     }
 }
 
+/// Every CloudWatch EMF document a function wrote to its log (one JSON object a line, holding
+/// `_aws`), whatever the runtime printed around it.
+fn emf_documents(log: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            line.find("{\"_aws\"")
+                .or_else(|| line.find('{'))
+                .map(|at| &line[at..])
+        })
+        .filter_map(|json| serde_json::from_str::<Value>(json).ok())
+        .filter(|doc| doc.get("_aws").is_some())
+        .collect()
+}
+
 async fn invoke(port: u16, function: &str, event: &Value) -> (u16, Value) {
     let url = format!("http://127.0.0.1:{port}/2015-03-31/functions/{function}/invocations");
     let deadline = Instant::now() + Duration::from_secs(900);
@@ -183,6 +199,36 @@ async fn compiled_functions_run_under_a_local_lambda_runtime() {
         w.tools.count_for(&id),
         1,
         "the binary ran the committed call once"
+    );
+    // SC-OPS-01 on the Lambda path: the invocation flushed EMF documents into the function's
+    // log, in the namespace the template's alarms read, the alarm series without dimensions.
+    let emf = emf_documents(&log);
+    let claim = emf
+        .iter()
+        .find(|d| d.get("wake_lateness_seconds").is_some())
+        .unwrap_or_else(|| panic!("no lateness document in {}: {emf:?}", log.display()));
+    let meta = &claim["_aws"]["CloudWatchMetrics"][0];
+    assert_eq!(meta["Namespace"], "Countersign", "{claim}");
+    assert_eq!(meta["Dimensions"], json!([[]]), "{claim}");
+    let unit = |doc: &Value, name: &str| {
+        doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .and_then(|m| m.iter().find(|e| e["Name"] == name))
+            .map(|e| e["Unit"].clone())
+    };
+    assert_eq!(unit(claim, "wake_lateness_seconds"), Some(json!("Seconds")));
+    let sealed = emf
+        .iter()
+        .find(|d| d.get("actions_sealed").is_some())
+        .expect("the seal is counted");
+    assert_eq!(
+        (&sealed["state"], &sealed["reason"]),
+        (&json!("succeeded"), &json!("none"))
+    );
+    assert!(
+        emf.iter()
+            .any(|d| d["tool_outcomes"] == 1 && d["outcome"] == "succeeded"),
+        "{emf:?}"
     );
 
     let t = Instant::now();

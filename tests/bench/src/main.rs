@@ -9,6 +9,7 @@
 //! duplicate run) or a measurement cannot be made.
 
 mod cost;
+mod disk;
 mod embedded;
 mod functions;
 mod lateness;
@@ -51,6 +52,7 @@ enum Mode {
 enum Section {
     Cost,
     Embedded,
+    Disk,
     Lateness,
     Functions,
 }
@@ -63,6 +65,7 @@ struct Sizes {
     concurrency: usize,
     due: [usize; 2],
     init_runs: usize,
+    disk_lifecycles: usize,
 }
 
 impl Mode {
@@ -75,6 +78,7 @@ impl Mode {
                 concurrency: 64,
                 due: [100, 1_000],
                 init_runs: 11,
+                disk_lifecycles: 2_000,
             },
             Mode::Quick => Sizes {
                 cost_runs: 2,
@@ -83,6 +87,7 @@ impl Mode {
                 concurrency: 16,
                 due: [10, 50],
                 init_runs: 3,
+                disk_lifecycles: 400,
             },
         }
     }
@@ -119,6 +124,10 @@ async fn main() {
         report.embedded(
             &embedded::measure(sizes.lifecycles, sizes.raw_transitions, sizes.concurrency).await,
         );
+    }
+    if wants(Section::Disk) {
+        eprintln!("bench: bytes written to disk per lifecycle…");
+        report.disk(&disk::measure(sizes.disk_lifecycles, sizes.concurrency).await);
     }
     if wants(Section::Lateness) {
         for n in sizes.due {

@@ -119,6 +119,28 @@ impl Report {
         }
     }
 
+    pub fn disk(&mut self, d: &crate::disk::Disk) {
+        let kb = |b: f64| b / 1024.0;
+        self.row(
+            format!(
+                "disk bytes written per lifecycle, embedded, submit → approve → run ({} lifecycles, {} clients, synchronous=FULL)",
+                d.lifecycles, d.concurrency
+            ),
+            format!("**{:.1} KB**", kb(d.approve_bytes)),
+            "≤ 32 KB",
+            Some(kb(d.approve_bytes) <= 32.0),
+        );
+        self.row(
+            format!(
+                "disk bytes written per lifecycle, embedded, allow → run ({} lifecycles, {} clients)",
+                d.lifecycles, d.concurrency
+            ),
+            format!("**{:.1} KB**", kb(d.allow_bytes)),
+            "≤ 8 KB",
+            Some(kb(d.allow_bytes) <= 8.0),
+        );
+    }
+
     pub fn embedded(&mut self, t: &Throughput) {
         self.row(
             format!(

@@ -49,14 +49,6 @@ impl Engine {
     /// SC-STOP-01: a committed stop for one agent or (`None`) the whole tenant.
     pub async fn stop(&self, who: &Principal, agent_id: Option<&str>) -> Result<Stop, Error> {
         require(who, &[Role::Admin], "set stops")?;
-        if let Some(id) = agent_id {
-            if id.trim().is_empty() || id == "*" || id.len() > crate::engine::intake::MAX_ID {
-                return Err(Error::validation(
-                    "agent_id",
-                    "agent_id must be an agent id; omit it to stop the tenant",
-                ));
-            }
-        }
         let stop = Stop {
             tenant: who.tenant.clone(),
             agent_id: agent_id.map(str::to_owned),
@@ -71,7 +63,7 @@ impl Engine {
     /// Lift a stop. Actions sealed while it stood stay sealed.
     pub async fn lift_stop(&self, who: &Principal, scope: &str) -> Result<(), Error> {
         require(who, &[Role::Admin], "lift stops")?;
-        if scope.is_empty() || scope.len() > crate::engine::intake::MAX_ID {
+        if scope.is_empty() || scope.len() > crate::domain::submission::MAX_ID {
             return Err(Error::NotFound);
         }
         if self.store.lift_stop(&who.tenant, scope).await? {

@@ -16,7 +16,7 @@ mod resume;
 mod runs;
 mod sweep;
 
-pub use intake::{RequestedWindow, SubmitRequest, Submitted};
+pub use intake::Submitted;
 pub use query::{ListFilter, SCAN_FACTOR};
 pub use resume::ResumeOutcome;
 pub use sweep::SweepReport;

@@ -3,7 +3,7 @@
 //! exists as soon as the answer does, since the intake commits the action first. Another
 //! agent's or tenant's task answers exactly as a missing one (SC-SEC-01).
 
-use super::{catalog::tenant, text, Revision, Rpc, RpcError};
+use super::{tenant, text, Revision, Rpc, RpcError};
 use crate::{
     config::Tenant,
     domain::{Action, State},

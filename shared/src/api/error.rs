@@ -17,10 +17,10 @@ pub struct ErrorBody {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
-    /// A stable code: validation_failed, unauthenticated, forbidden, not_found, denied,
-    /// schedule_needs_approval, capability_bound, agent_stopped, context_changed,
-    /// action_executing, action_sealed, action_not_sealed, idempotency_conflict,
-    /// payload_too_large, rate_limited, unavailable.
+    /// A stable code: validation_failed, unauthenticated, forbidden, not_found,
+    /// route_not_found, denied, schedule_needs_approval, capability_bound, agent_stopped,
+    /// context_changed, action_executing, action_sealed, action_not_sealed,
+    /// idempotency_conflict, payload_too_large, rate_limited, unavailable, internal.
     pub code: &'static str,
     pub message: String,
     /// validation_failed: the field, header or query parameter at fault.
@@ -43,7 +43,8 @@ impl Error {
             Error::Validation { .. } => (StatusCode::BAD_REQUEST, "validation_failed"),
             Error::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
             Error::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
-            Error::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            Error::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            Error::RouteNotFound { .. } => (StatusCode::NOT_FOUND, "route_not_found"),
             Error::Refused { code, .. } => (StatusCode::FORBIDDEN, code.code()),
             Error::ContextChanged { .. } => (StatusCode::CONFLICT, "context_changed"),
             Error::ActionExecuting => (StatusCode::CONFLICT, "action_executing"),

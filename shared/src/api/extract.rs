@@ -1,7 +1,7 @@
 //! Reading a request: path segments and JSON bodies, refused in the API's error shape.
 
 use super::MAX_BODY;
-use crate::Error;
+use crate::{error::Missing, Error};
 use axum::{body::Body, extract::Path};
 use serde::de::DeserializeOwned;
 
@@ -19,7 +19,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Segment {
         Path::<String>::from_request_parts(parts, state)
             .await
             .map(|Path(segment)| Segment(segment))
-            .map_err(|_| Error::NotFound)
+            .map_err(|_| Error::NotFound(Missing::Undecodable))
     }
 }
 

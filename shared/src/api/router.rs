@@ -1,8 +1,10 @@
 //! The one router: every route of [`super::ROUTES`] to its handler.
 
 use super::{mcp, openapi, routes, ui};
-use crate::{Engine, Error};
+use crate::{error::shown, Engine, Error};
 use axum::{
+    http::{header, Method, StatusCode, Uri},
+    response::{IntoResponse, Response},
     routing::{delete, get, post},
     Json, Router,
 };
@@ -31,10 +33,27 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/openapi.json", get(openapi::openapi_json))
         .route("/mcp", post(mcp::endpoint))
         .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
-        .fallback(|| async { Error::NotFound })
+        .fallback(no_route)
         .method_not_allowed_fallback(|| async {
             Error::validation("method", "this route does not accept that method")
         })
         .layer(axum::Extension(rate_limits))
         .with_state(engine)
+}
+
+/// No route: `route_not_found`, naming the method and path. Browsers ask every origin for
+/// `/favicon.ico`; it has none, said quietly (no body) and cacheably, so they stop asking.
+async fn no_route(method: Method, uri: Uri) -> Response {
+    if uri.path() == "/favicon.ico" {
+        return (
+            StatusCode::NOT_FOUND,
+            [(header::CACHE_CONTROL, "public, max-age=86400")],
+        )
+            .into_response();
+    }
+    Error::RouteNotFound {
+        method: method.to_string(),
+        path: shown(uri.path()),
+    }
+    .into_response()
 }

@@ -3,7 +3,7 @@
 //! talks to the ordinary API with the approver's key; it holds no secret of its own.
 
 use super::extract::Segment;
-use crate::Error;
+use crate::{error::Missing, Error};
 use axum::{
     http::header,
     response::{IntoResponse, Redirect, Response},
@@ -51,7 +51,7 @@ pub(super) async fn asset(Segment(name): Segment) -> Result<Response, Error> {
     match name.as_str() {
         "app.js" => Ok(file("text/javascript; charset=utf-8", SCRIPT)),
         "app.css" => Ok(file("text/css; charset=utf-8", STYLE)),
-        _ => Err(Error::NotFound),
+        _ => Err(Error::NotFound(Missing::PageFile(name))),
     }
 }
 

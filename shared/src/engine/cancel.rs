@@ -4,6 +4,7 @@ use super::{commit::Committed, require, wake_of, Engine};
 use crate::{
     config::{Principal, Role},
     domain::{Action, Actor, SealReason, State},
+    error::Missing,
     store::Stop,
     Error,
 };
@@ -63,14 +64,15 @@ impl Engine {
     /// Lift a stop. Actions sealed while it stood stay sealed.
     pub async fn lift_stop(&self, who: &Principal, scope: &str) -> Result<(), Error> {
         require(who, &[Role::Admin], "lift stops")?;
+        let missing = || Error::NotFound(Missing::Stop(scope.to_owned()));
         if scope.is_empty() || scope.len() > crate::domain::submission::MAX_ID {
-            return Err(Error::NotFound);
+            return Err(missing());
         }
         if self.store.lift_stop(&who.tenant, scope).await? {
             tracing::warn!(tenant = %who.tenant, scope, by = %who.id, "stop lifted");
             Ok(())
         } else {
-            Err(Error::NotFound)
+            Err(missing())
         }
     }
 }

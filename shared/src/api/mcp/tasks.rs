@@ -24,7 +24,7 @@ const RESULT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 pub(super) async fn own(rpc: &Rpc<'_>, id: &str) -> Result<Option<Action>, RpcError> {
     match rpc.engine.get(rpc.who, id).await {
         Ok(action) if action.agent_id == rpc.who.id => Ok(Some(action)),
-        Ok(_) | Err(Error::NotFound) => Ok(None),
+        Ok(_) | Err(Error::NotFound(_)) => Ok(None),
         Err(e) => Err(RpcError::from_engine(e)),
     }
 }
@@ -192,7 +192,7 @@ pub(super) async fn cancel(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
         Err(Error::ActionSealed { state }) => {
             refused(&format!("it is already in a terminal status ({state})"))
         }
-        Err(Error::NotFound) => Err(not_found()),
+        Err(Error::NotFound(_)) => Err(not_found()),
         Err(e) => Err(RpcError::from_engine(e)),
     }
 }

@@ -12,7 +12,6 @@ use countersign::{
     clock::ManualClock,
     config::Config,
     domain::{notice::OutboxEntry, Actor, SealReason, State, Transition},
-    engine::SubmitRequest,
     faults::{Fault, FaultyStore, Matching, Write},
     store::{dynamodb::DynamoStore, sqlite::SqliteStore, Store, StoreError},
     tools::Executors,
@@ -21,7 +20,7 @@ use countersign::{
 use countersign_tests::{
     keys,
     receiver::{notify_toml, Mode, Receiver},
-    temp_db, RecordingWaker,
+    submission, temp_db, RecordingWaker,
 };
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Value};
@@ -261,8 +260,7 @@ async fn sc_not_01_dynamodb_a_crash_right_after_the_transition_still_notifies() 
     ));
     let agent = config.principal(keys::AGENT).unwrap().clone();
     let approver = config.principal(keys::APPROVER).unwrap().clone();
-    let request: SubmitRequest =
-        serde_json::from_value(json!({"tool": "mail.send", "args": {"n": "crash"}})).unwrap();
+    let request = submission(json!({"tool": "mail.send", "args": {"n": "crash"}}));
     let action = dying.submit(&agent, request, None).await.unwrap().action;
     let seal = Matching {
         write: Some(Write::Commit),
@@ -394,8 +392,7 @@ async fn pending(
         clock,
     );
     let agent = config.principal(keys::AGENT).unwrap();
-    let request: SubmitRequest =
-        serde_json::from_value(json!({"tool": "mail.send", "args": {"n": n}})).unwrap();
+    let request = submission(json!({"tool": "mail.send", "args": {"n": n}}));
     engine.submit(agent, request, None).await.unwrap().action
 }
 

@@ -16,7 +16,7 @@ use countersign::{
     wake::{in_process::InProcessWaker, scheduler::SchedulerWaker},
     Clock, Engine, SystemClock,
 };
-use countersign_tests::{config_toml, in_secs, keys, temp_db, ToolServer};
+use countersign_tests::{config_toml, in_secs, keys, submission, temp_db, ToolServer};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 use std::{sync::Arc, time::Duration};
@@ -43,9 +43,8 @@ async fn sc_edge_09_in_process_early_wakes_rearm_in_the_future_and_never_run_ear
         Arc::new(SystemClock),
     );
     let agent = config.principal(keys::AGENT).cloned().unwrap();
-    let req = serde_json::from_value(json!({"tool": "report.build", "args": {},
-        "schedule": {"not_before": in_secs(4), "not_after": in_secs(60)}}))
-    .unwrap();
+    let req = submission(json!({"tool": "report.build", "args": {},
+        "schedule": {"not_before": in_secs(4), "not_after": in_secs(60)}}));
     let action = engine.submit(&agent, req, None).await.unwrap().action;
     let not_before = action.schedule.unwrap().not_before;
 
@@ -112,9 +111,8 @@ async fn sc_edge_09_scheduler_early_wake_replaces_the_fired_schedule_with_a_late
             .unwrap()
     };
     // not_before is 3 s ahead in real time (33 s by the lagging clock).
-    let req = serde_json::from_value(json!({"tool": "report.build", "args": {},
-        "schedule": {"not_before": at(33).to_string(), "not_after": at(600).to_string()}}))
-    .unwrap();
+    let req = submission(json!({"tool": "report.build", "args": {},
+        "schedule": {"not_before": at(33).to_string(), "not_after": at(600).to_string()}}));
     let action = engine.submit(&agent, req, None).await.unwrap().action;
     let not_before = action.schedule.unwrap().not_before;
     let ticket = action.ticket().unwrap();

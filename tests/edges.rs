@@ -16,7 +16,9 @@ use countersign::{
     tools::{Call, Executors, ToolAnswer, ToolRunner},
     Clock, Engine,
 };
-use countersign_tests::{config_toml, keys, temp_db, Behaviour, RecordingWaker, ToolServer};
+use countersign_tests::{
+    config_toml, keys, submission, temp_db, Behaviour, RecordingWaker, ToolServer,
+};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 use std::{sync::Arc, time::Duration};
@@ -125,12 +127,11 @@ impl Edge {
         (nb, na): (i64, i64),
         expected: State,
     ) -> Action {
-        let req = serde_json::from_value(json!({
+        let req = submission(json!({
             "tool": tool,
             "args": args,
             "schedule": {"not_before": self.at(nb).to_string(), "not_after": self.at(na).to_string()},
-        }))
-        .unwrap();
+        }));
         let a = self
             .engine
             .submit(&self.who(keys::AGENT), req, None)
@@ -458,7 +459,7 @@ async fn inline_runs_fit_the_request(backend: Backend) {
     // (a) search.web: recovery `fail`, timeout 2 s → claim budget 2 s > request budget 1 s.
     let e = edge(backend, "request_budget = \"1s\"").await;
     let agent = e.who(keys::AGENT);
-    let req = || serde_json::from_value(json!({"tool": "search.web", "args": {"q": "x"}})).unwrap();
+    let req = || submission(json!({"tool": "search.web", "args": {"q": "x"}}));
     let a = e.engine.submit(&agent, req(), None).await.unwrap().action;
     assert_eq!(
         a.state(),
@@ -649,12 +650,8 @@ const WRITE_KINDS: [WriteKind; 14] = [
 ];
 
 impl Edge {
-    fn submit_req(
-        &self,
-        tool: &str,
-        args: serde_json::Value,
-    ) -> countersign::engine::SubmitRequest {
-        serde_json::from_value(json!({"tool": tool, "args": args})).unwrap()
+    fn submit_req(&self, tool: &str, args: serde_json::Value) -> countersign::domain::Submission {
+        submission(json!({"tool": tool, "args": args}))
     }
     fn next_create(&self, fault: &Fault) {
         let create = Matching {

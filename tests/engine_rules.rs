@@ -13,7 +13,7 @@ use countersign::{
     tools::Executors,
     Engine, Error,
 };
-use countersign_tests::{config_toml, keys, temp_db, RecordingWaker, ToolServer};
+use countersign_tests::{config_toml, keys, submission, temp_db, RecordingWaker, ToolServer};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 use std::sync::{atomic::Ordering, Arc};
@@ -65,12 +65,11 @@ impl Rig {
 
     /// Submit `tool` with a window [now+nb, now+na]; approve it if it needs approval.
     async fn committed(&self, tool: &str, nb: i64, na: i64) -> Action {
-        let req = serde_json::from_value(json!({
+        let req = submission(json!({
             "tool": tool,
             "args": {"n": 1},
             "schedule": {"not_before": self.at(nb).to_string(), "not_after": self.at(na).to_string()},
-        }))
-        .unwrap();
+        }));
         let submitted = self
             .engine
             .submit(&self.who(keys::AGENT), req, None)
@@ -463,7 +462,7 @@ async fn futures_join<T: Send + 'static>(
 #[tokio::test]
 async fn sc_app_04_pending_approvals_expire() {
     let r = rig().await;
-    let req = |v| serde_json::from_value(v).unwrap();
+    let req = submission;
     let scheduled = r
         .engine
         .submit(
@@ -622,7 +621,7 @@ async fn webhook_answers_are_classified_and_capped() {
     let run = |tool: &'static str| {
         let (engine, who) = (r.engine.clone(), r.who(keys::AGENT));
         async move {
-            let req = serde_json::from_value(json!({"tool": tool, "args": {}})).unwrap();
+            let req = submission(json!({"tool": tool, "args": {}}));
             engine.submit(&who, req, None).await.unwrap().action
         }
     };
@@ -765,7 +764,7 @@ async fn a_non_json_result_is_capped_as_stored() {
         answer: serde_json::Value::String("\u{1}".repeat(20 * 1024)),
         ..Behaviour::default()
     });
-    let req = serde_json::from_value(json!({"tool": "search.web", "args": {}})).unwrap();
+    let req = submission(json!({"tool": "search.web", "args": {}}));
     let a = r
         .engine
         .submit(&r.who(keys::AGENT), req, None)

@@ -215,9 +215,10 @@ async fn sc_int_01_shape_errors_are_clear_4xx() {
         .submit(keys::APPROVER, json!({"tool": "mail.send", "args": {}}))
         .await;
     assert_eq!((s, err_code(&v)), (403, "forbidden"));
-    // Unknown routes and bad query parameters are JSON errors too.
+    // Unknown routes and bad query parameters are JSON errors too (an unknown route is
+    // `route_not_found` since issue 16: tests/errors.rs).
     let (s, v) = w.api.get("/v1/nothing", keys::AGENT).await;
-    assert_eq!((s, err_code(&v)), (404, "not_found"));
+    assert_eq!((s, err_code(&v)), (404, "route_not_found"));
     let (s, v) = w.api.get("/v1/actions?state=bogus", keys::AGENT).await;
     assert_eq!(
         (s, err_code(&v), err_param(&v)),

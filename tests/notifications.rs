@@ -6,7 +6,6 @@ use countersign::{
     config::Config,
     domain::State,
     embedded::Server,
-    engine::SubmitRequest,
     faults::{Fault, FaultyStore, Matching, Write},
     store::{sqlite::SqliteStore, Store},
     tools::Executors,
@@ -15,7 +14,7 @@ use countersign::{
 use countersign_tests::{
     config_toml, keys,
     receiver::{notify_toml, Mode, Receiver},
-    temp_db, Api, RecordingWaker, ToolServer,
+    submission, temp_db, Api, RecordingWaker, ToolServer,
 };
 use serde_json::{json, Value};
 use std::{sync::Arc, time::Duration};
@@ -354,7 +353,7 @@ async fn sc_not_01_a_crash_right_after_the_transition_still_notifies() {
     ));
     let agent = config.principal(keys::AGENT).unwrap().clone();
     let approver = config.principal(keys::APPROVER).unwrap().clone();
-    let request: SubmitRequest = serde_json::from_value(pending(json!({"n": "crash"}))).unwrap();
+    let request = submission(pending(json!({"n": "crash"})));
     let action = engine.submit(&agent, request, None).await.unwrap().action;
     let seal = Matching {
         write: Some(Write::Commit),
@@ -581,7 +580,7 @@ async fn sc_not_01_signed_at_the_engines_clock_over_the_dedupe_key() {
         clock.clone(),
     );
     let agent = config.principal(keys::AGENT).unwrap().clone();
-    let request: SubmitRequest = serde_json::from_value(pending(json!({"n": "clock"}))).unwrap();
+    let request = submission(pending(json!({"n": "clock"})));
     let action = engine.submit(&agent, request, None).await.unwrap().action;
     let notifier = Arc::new(countersign::notify::Notifier::new(
         config,

@@ -21,7 +21,9 @@ use countersign::{
     tools::Executors,
     Clock, Engine,
 };
-use countersign_tests::{config_toml, in_secs, keys, temp_db, Api, RecordingWaker, ToolServer};
+use countersign_tests::{
+    config_toml, in_secs, keys, submission, temp_db, Api, RecordingWaker, ToolServer,
+};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Value};
 use std::{path::Path, sync::Arc};
@@ -204,9 +206,8 @@ async fn sc_edge_08_sqlite_sweep_quarantines_and_goes_on() {
     };
     let mut ids = Vec::new();
     for k in ["good", "deep"] {
-        let req = serde_json::from_value(json!({"tool": "report.build", "args": {"k": k},
-            "schedule": {"not_before": at(60), "not_after": at(600)}}))
-        .unwrap();
+        let req = submission(json!({"tool": "report.build", "args": {"k": k},
+            "schedule": {"not_before": at(60), "not_after": at(600)}}));
         ids.push(engine.submit(&agent, req, None).await.unwrap().action.id);
     }
     damage_sqlite(&db, &ids[1], too_deep);

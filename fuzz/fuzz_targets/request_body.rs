@@ -2,7 +2,7 @@
 //! panic; an accepted body re-serializes to a body that is accepted again, equal.
 #![no_main]
 
-use countersign::{api::json, engine::SubmitRequest};
+use countersign::api::{body::SubmitRequest, json};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
@@ -11,5 +11,7 @@ fuzz_target!(|bytes: &[u8]| {
     };
     let again = json::parse(&serde_json::to_vec(&value).unwrap()).expect("its own output parses");
     assert_eq!(value, again);
-    let _ = serde_json::from_value::<SubmitRequest>(value);
+    if let Ok(request) = serde_json::from_value::<SubmitRequest>(value) {
+        let _ = request.into_submission();
+    }
 });

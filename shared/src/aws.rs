@@ -324,7 +324,7 @@ fn classify(e: Error) -> Result<ResumeAnswer, Retryable> {
 
 fn permanent_kind(e: &Error) -> &'static str {
     match e {
-        Error::NotFound => "NotFound",
+        Error::NotFound(_) | Error::RouteNotFound { .. } => "NotFound",
         Error::Validation { .. } => "Validation",
         Error::Forbidden(_) | Error::Unauthenticated => "Forbidden",
         _ => "Internal",

@@ -11,8 +11,12 @@ pub enum Error {
     Unauthenticated,
     #[error("{0}")]
     Forbidden(String),
-    #[error("no such action")]
-    NotFound,
+    /// A resource that is not there (another tenant's counts as not there).
+    #[error("{0}")]
+    NotFound(Missing),
+    /// No route has this method and path: a wrong address, not a missing resource.
+    #[error("no route {method} {path}")]
+    RouteNotFound { method: String, path: String },
     /// Intake refusals: the action is recorded sealed `denied`; the id lets the caller read it.
     #[error("{message}")]
     Refused {
@@ -40,6 +44,44 @@ pub enum Error {
     Unavailable(String),
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// What was not found, named in the answer's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    Action,
+    /// A notification id (`ntf_…`) with no notice in the outbox.
+    Notification(String),
+    /// A stop to lift: an agent id, or `*` for the tenant's.
+    Stop(String),
+    /// A file of the approver page.
+    PageFile(String),
+    /// A path segment that does not decode names nothing.
+    Undecodable,
+}
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Missing::Action => f.write_str("no such action"),
+            Missing::Notification(id) => write!(f, "no such notification: {}", shown(id)),
+            Missing::Stop(scope) if scope == "*" => f.write_str("no stop for the whole tenant"),
+            Missing::Stop(agent) => write!(f, "no stop for agent {}", shown(agent)),
+            Missing::PageFile(name) => {
+                write!(f, "no such file of the approver page: {}", shown(name))
+            }
+            Missing::Undecodable => f.write_str("no such resource: the path is not valid UTF-8"),
+        }
+    }
+}
+
+/// A caller's text echoed in a message, cut short: an id may be kilobytes long.
+pub fn shown(text: &str) -> String {
+    const MAX: usize = 80;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
 }
 
 /// The intake outcomes that are recorded as sealed `denied` and answered with 403.

@@ -347,6 +347,14 @@ executor = "builtin.echo"
     )
 }
 
+/// A `POST /v1/actions` body as the engine takes it: read and shaped as the API does.
+pub fn submission(body: Value) -> countersign::domain::Submission {
+    serde_json::from_value::<countersign::api::body::SubmitRequest>(body)
+        .unwrap()
+        .into_submission()
+        .unwrap()
+}
+
 /// RFC 3339 UTC, `secs` from now (negative for the past).
 pub fn in_secs(secs: i64) -> String {
     Timestamp::now()

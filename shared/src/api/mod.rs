@@ -1,17 +1,23 @@
 //! The HTTP API (SPEC §3). One router, served by the local server and by the Lambda functions.
+//!
+//! Modules, none importing another in a circle: `router` → handlers (`routes`, `ui`, `mcp`,
+//! `openapi`); `openapi` → handlers' annotations; handlers → `body`, `extract`, `view`, `error`.
 
 mod auth;
+pub mod body;
 pub mod error;
+mod extract;
 pub mod json;
 mod mcp;
 pub mod openapi;
 pub mod rate;
+mod router;
 mod routes;
 pub mod ui;
 pub mod view;
 
 pub use auth::Caller;
-pub use routes::router;
+pub use router::router;
 
 /// Largest accepted request body.
 pub const MAX_BODY: usize = 256 * 1024;

@@ -2,14 +2,17 @@
 //! (`utoipa`). Served at `/openapi.json`; committed as `docs/openapi.json` (a test holds the
 //! two equal; regenerate with `cargo run -q -p countersign-local -- openapi > docs/openapi.json`).
 
-use super::{routes, view};
+use super::{
+    body::{ApproveBody, DenyBody, RequestedWindow, StopBody, SubmitRequest},
+    error::{ErrorBody, ErrorDetail},
+    routes, view,
+};
 use crate::{
     domain::{
         action::Approval,
         deed::{Call, Countersignature, Deed, SignatureBlock, Signed},
         Actor, ActorKind, Decision, Event, NextAction, Outcome, RunRef, State, Window,
     },
-    engine::{RequestedWindow, SubmitRequest},
     store::Stop,
 };
 use utoipa::{
@@ -19,58 +22,8 @@ use utoipa::{
         security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
         Content, HeaderBuilder, Ref, RefOr,
     },
-    Modify, OpenApi, ToSchema,
+    Modify, OpenApi,
 };
-
-/// `{"error": {…}}`: every refusal (SPEC §3), from `Error::body`.
-#[derive(ToSchema)]
-#[allow(dead_code)] // describes the JSON that `Error::body` writes
-pub struct ErrorBody {
-    error: ErrorDetail,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct ErrorDetail {
-    /// A stable code: validation_failed, unauthenticated, forbidden, not_found, denied,
-    /// schedule_needs_approval, capability_bound, agent_stopped, context_changed,
-    /// action_executing, action_sealed, action_not_sealed, idempotency_conflict,
-    /// payload_too_large, rate_limited, unavailable.
-    code: String,
-    message: String,
-    /// validation_failed: the field, header or query parameter at fault.
-    param: Option<String>,
-    /// action_sealed, action_not_sealed: the action's state.
-    state: Option<State>,
-    /// Intake refusals: the action, recorded sealed `denied`.
-    action_id: Option<String>,
-    /// context_changed: the digest that is current.
-    context_digest: Option<String>,
-}
-
-/// A notification whose tries are used up (`OutboxEntry::view`).
-#[derive(ToSchema)]
-#[allow(dead_code)] // describes the JSON that `OutboxEntry::view` writes
-pub struct DeadNotification {
-    /// `ntf_…`: stable across tries.
-    id: String,
-    /// approval_requested or action_sealed.
-    #[schema(rename = "type")]
-    kind: String,
-    action_id: String,
-    attempts: u32,
-    #[schema(value_type = String, format = DateTime)]
-    next_at: String,
-    #[schema(value_type = Option<String>, format = DateTime)]
-    dead_at: Option<String>,
-    last_error: Option<String>,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct DeadNotifications {
-    data: Vec<DeadNotification>,
-}
 
 #[derive(OpenApi)]
 #[openapi(
@@ -106,16 +59,16 @@ pub struct DeadNotifications {
         view::EventList,
         view::QuarantineList,
         crate::store::Quarantined,
-        DeadNotification,
-        DeadNotifications,
+        view::DeadNotification,
+        view::DeadNotifications,
         ErrorBody,
         super::mcp::JsonRpcRequest,
         ErrorDetail,
         SubmitRequest,
         RequestedWindow,
-        routes::ApproveBody,
-        routes::DenyBody,
-        routes::StopBody,
+        ApproveBody,
+        DenyBody,
+        StopBody,
         Stop,
         Approval,
         Actor,

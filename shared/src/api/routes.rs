@@ -1,111 +1,30 @@
-//! Routes and request parsing. Handlers only translate HTTP ⇄ engine calls.
+//! The API's handlers. Each only translates HTTP ⇄ engine calls: a body becomes a domain value
+//! (`body`), an answer a view (`view`), an error the one error body (`error`).
 
 use super::{
-    openapi::{DeadNotification, DeadNotifications, ErrorBody},
-    view::{ActionPage, ActionView, EventList, QuarantineList},
-    Caller, MAX_BODY,
+    auth::Caller,
+    body::{idempotency_key, ApproveBody, DenyBody, StopBody, SubmitRequest},
+    error::ErrorBody,
+    extract::{bytes, read_json, Segment},
+    view::{
+        ActionPage, ActionView, DeadNotification, DeadNotifications, EventList, QuarantineList,
+    },
 };
 use crate::{
     domain::{deed::Signed, State},
-    engine::{ListFilter, SubmitRequest},
+    engine::ListFilter,
     store::Stop,
     Engine, Error,
 };
 use axum::{
     body::Body,
-    extract::{Path, Query, State as Shared},
+    extract::{Query, State as Shared},
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
-    routing::{delete, get, post},
-    Json, Router,
+    Json,
 };
-use serde::de::DeserializeOwned;
-use serde::Deserialize;
 use serde_json::json;
 use std::{collections::HashMap, sync::Arc};
-use utoipa::ToSchema;
-
-pub fn router(engine: Arc<Engine>) -> Router {
-    // Built once per router: per process locally, per container on Lambda (SC-SEC-04).
-    let rate_limits = Arc::new(super::rate::RateLimits::new(&engine.config().limits));
-    Router::new()
-        .route("/v1/actions", post(submit).get(list))
-        .route("/v1/actions/{id}", get(get_action))
-        .route("/v1/actions/{id}/events", get(events))
-        .route("/v1/actions/{id}/deed", get(deed))
-        .route("/v1/actions/{id}/approve", post(approve))
-        .route("/v1/actions/{id}/deny", post(deny))
-        .route("/v1/actions/{id}/cancel", post(cancel))
-        .route("/v1/stops", post(stop))
-        .route("/v1/stops/{scope}", delete(lift_stop))
-        .route("/ui", get(super::ui::to_index))
-        .route("/ui/", get(super::ui::index))
-        .route("/ui/{asset}", get(super::ui::asset))
-        .route("/v1/notifications/dead", get(dead_notifications))
-        .route("/v1/notifications/{id}/redeliver", post(redeliver))
-        .route("/v1/quarantine", get(quarantined))
-        .route("/openapi.json", get(super::openapi::openapi_json))
-        .route("/mcp", post(super::mcp::endpoint))
-        .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
-        .fallback(|| async { Error::NotFound })
-        .method_not_allowed_fallback(|| async {
-            Error::validation("method", "this route does not accept that method")
-        })
-        .layer(axum::Extension(rate_limits))
-        .with_state(engine)
-}
-
-/// A path segment (`{id}`, `{scope}`). One that does not decode (e.g. `%FF`) names nothing:
-/// 404 in the API's JSON shape, not the framework's plain-text rejection.
-pub(super) struct Segment(pub(super) String);
-
-impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Segment {
-    type Rejection = Error;
-
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        state: &S,
-    ) -> Result<Self, Error> {
-        Path::<String>::from_request_parts(parts, state)
-            .await
-            .map(|Path(segment)| Segment(segment))
-            .map_err(|_| Error::NotFound)
-    }
-}
-
-/// Read a JSON body: size-capped, parsed strictly, then shaped so that `param` names the
-/// offending field.
-async fn read_json<T: DeserializeOwned>(body: Body) -> Result<T, Error> {
-    let bytes = axum::body::to_bytes(body, MAX_BODY)
-        .await
-        .map_err(|_| Error::PayloadTooLarge(format!("the body exceeds {MAX_BODY} bytes")))?;
-    if bytes.is_empty() {
-        return Err(Error::validation("body", "a JSON object body is required"));
-    }
-    // Strict: hostile depth, duplicate keys and inexact numbers are refused here (SC-SEC-03).
-    let value = super::json::parse(&bytes)?;
-    if !value.is_object() {
-        return Err(Error::validation("body", "the body must be a JSON object"));
-    }
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
-        // The path already ends at an unknown field; a missing one is named only in the message.
-        let param = match (path.as_str(), missing_field(&inner)) {
-            (".", Some(field)) => field,
-            (".", None) => "body".to_owned(),
-            (p, Some(field)) => format!("{p}.{field}"),
-            (p, None) => p.to_owned(),
-        };
-        Error::validation(&param, inner)
-    })
-}
-
-/// serde says "missing field `x`": name that field.
-fn missing_field(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("missing field `")?;
-    rest.split('`').next().map(str::to_owned)
-}
 
 fn action_response(status: StatusCode, action: &crate::domain::Action) -> Response {
     (status, Json(ActionView::from(action))).into_response()
@@ -142,8 +61,9 @@ pub(super) async fn submit(
         ),
         None => None,
     };
-    let req: SubmitRequest = read_json(body).await?;
-    let submitted = engine.submit(&who, req, key).await?;
+    let call = read_json::<SubmitRequest>(body).await?.into_submission()?;
+    let key = key.map(idempotency_key).transpose()?;
+    let submitted = engine.submit(&who, call, key).await?;
     let status = match submitted.action.decision {
         crate::domain::Decision::RequireApproval => StatusCode::ACCEPTED,
         crate::domain::Decision::Schedule => StatusCode::CREATED,
@@ -279,13 +199,6 @@ pub(super) async fn deed(
         .into_response())
 }
 
-/// The countersignature: the digest of the context the approver was shown.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ApproveBody {
-    context_digest: String,
-}
-
 /// Countersign: commit the ticket for exactly this context (SPEC §4 Approval).
 #[utoipa::path(
     post,
@@ -313,13 +226,6 @@ pub(super) async fn approve(
     ))
 }
 
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(super) struct DenyBody {
-    /// Why, in the approver's words (1–1000 characters).
-    reason: String,
-}
-
 /// Deny: seal `denied` with the approver's reason.
 #[utoipa::path(
     post,
@@ -343,7 +249,7 @@ pub(super) async fn deny(
     let body: DenyBody = read_json(body).await?;
     Ok(action_response(
         StatusCode::OK,
-        &engine.deny(&who, &id, &body.reason).await?,
+        &engine.deny(&who, &id, body.reason()?).await?,
     ))
 }
 
@@ -371,14 +277,6 @@ pub(super) async fn cancel(
     ))
 }
 
-/// Whom to stop: one agent, or (no body, or no `agent_id`) the whole tenant.
-#[derive(Deserialize, Default, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(super) struct StopBody {
-    #[serde(default)]
-    agent_id: Option<String>,
-}
-
 /// Stop an agent or the whole tenant: no tool attempt of its scope starts afterwards.
 #[utoipa::path(
     post,
@@ -395,16 +293,14 @@ pub(super) async fn stop(
     Caller(who): Caller,
     body: Body,
 ) -> Result<Response, Error> {
-    let bytes = axum::body::to_bytes(body, MAX_BODY)
-        .await
-        .map_err(|_| Error::PayloadTooLarge(format!("the body exceeds {MAX_BODY} bytes")))?;
+    let bytes = bytes(body).await?;
     // An empty body stops the whole tenant.
     let body: StopBody = if bytes.iter().all(u8::is_ascii_whitespace) {
         StopBody::default()
     } else {
         read_json(Body::from(bytes)).await?
     };
-    let stop = engine.stop(&who, body.agent_id.as_deref()).await?;
+    let stop = engine.stop(&who, body.agent_id()?).await?;
     Ok((StatusCode::CREATED, Json(json!(stop))).into_response())
 }
 
@@ -464,8 +360,8 @@ pub(super) async fn dead_notifications(
         }
     }
     let dead = engine.dead_notifications(&who, limit).await?;
-    let data: Vec<serde_json::Value> = dead.iter().map(|e| e.view()).collect();
-    Ok(Json(json!({ "data": data })).into_response())
+    let data = dead.iter().map(DeadNotification::from).collect();
+    Ok(Json(DeadNotifications { data }).into_response())
 }
 
 /// Admins: try a dead notification again.
@@ -486,7 +382,7 @@ pub(super) async fn redeliver(
     Segment(id): Segment,
 ) -> Result<Response, Error> {
     let entry = engine.redeliver(&who, &id).await?;
-    Ok((StatusCode::ACCEPTED, Json(entry.view())).into_response())
+    Ok((StatusCode::ACCEPTED, Json(DeadNotification::from(&entry))).into_response())
 }
 /// Admins: the tenant's actions whose stored record does not load (SC-EDGE-08).
 #[utoipa::path(

@@ -2,8 +2,8 @@
 //! server and the Lambda behind API Gateway serve the same bytes with no build step. The page
 //! talks to the ordinary API with the approver's key; it holds no secret of its own.
 
-use super::routes::Segment;
-use crate::Error;
+use super::extract::Segment;
+use crate::{error::Missing, Error};
 use axum::{
     http::header,
     response::{IntoResponse, Redirect, Response},
@@ -44,14 +44,14 @@ pub(super) async fn index() -> Response {
     params(("asset" = String, Path, description = "`app.js` or `app.css`")),
     responses(
         (status = 200, description = "The file", content((String = "text/javascript"), (String = "text/css"))),
-        (status = 404, description = "not_found", body = crate::api::openapi::ErrorBody),
+        (status = 404, description = "not_found", body = super::error::ErrorBody),
     )
 )]
 pub(super) async fn asset(Segment(name): Segment) -> Result<Response, Error> {
     match name.as_str() {
         "app.js" => Ok(file("text/javascript; charset=utf-8", SCRIPT)),
         "app.css" => Ok(file("text/css; charset=utf-8", STYLE)),
-        _ => Err(Error::NotFound),
+        _ => Err(Error::NotFound(Missing::PageFile(name))),
     }
 }
 

@@ -2,7 +2,8 @@
 //! the OpenAPI document, so the two cannot drift apart.
 
 use crate::domain::{
-    action::Approval, Action, Actor, Decision, Event, NextAction, Outcome, RunRef, State, Window,
+    action::Approval, notice::OutboxEntry, Action, Actor, Decision, Event, NextAction, Outcome,
+    RunRef, State, Window,
 };
 use crate::store::Quarantined;
 use jiff::Timestamp;
@@ -86,4 +87,41 @@ pub struct EventList {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct QuarantineList {
     pub data: Vec<Quarantined>,
+}
+
+/// A notification whose tries are used up (no endpoint URLs: they may carry credentials).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeadNotification {
+    /// `ntf_…`: stable across tries.
+    pub id: String,
+    /// approval_requested or action_sealed.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub action_id: String,
+    pub attempts: u32,
+    #[schema(value_type = String, format = DateTime)]
+    pub next_at: Timestamp,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub dead_at: Option<Timestamp>,
+    pub last_error: Option<String>,
+}
+
+impl From<&OutboxEntry> for DeadNotification {
+    fn from(e: &OutboxEntry) -> Self {
+        DeadNotification {
+            id: e.id(),
+            kind: e.kind.as_str(),
+            action_id: e.action_id.clone(),
+            attempts: e.attempts,
+            next_at: e.next_at,
+            dead_at: e.dead_at,
+            last_error: e.last_error.clone(),
+        }
+    }
+}
+
+/// Admins: the tenant's dead notifications, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeadNotifications {
+    pub data: Vec<DeadNotification>,
 }

@@ -10,6 +10,7 @@ pub mod notice;
 pub mod policy;
 pub mod resume;
 pub mod seal;
+pub mod submission;
 pub mod ticket;
 pub mod transition;
 pub mod window;
@@ -19,6 +20,7 @@ pub use action::{
 };
 pub use audit::Event;
 pub use seal::SealReason;
+pub use submission::Submission;
 pub use ticket::{AwaitReason, Ticket};
 pub use transition::{Change, Creation, Transition};
 pub use window::Window;

@@ -267,19 +267,6 @@ impl OutboxEntry {
             ..self.clone()
         }
     }
-
-    /// The admin view (no endpoint URLs: they may carry credentials).
-    pub fn view(&self) -> Value {
-        json!({
-            "id": self.id(),
-            "type": self.kind.as_str(),
-            "action_id": self.action_id,
-            "attempts": self.attempts,
-            "next_at": self.next_at,
-            "dead_at": self.dead_at,
-            "last_error": self.last_error,
-        })
-    }
 }
 
 /// A short name for an endpoint that does not reveal its URL (which may hold a token).

@@ -36,8 +36,23 @@ impl Window {
         now: Timestamp,
         rules: WindowRules,
     ) -> Result<Window, String> {
-        let not_before = parse_instant("not_before", not_before)?;
-        let not_after = parse_instant("not_after", not_after)?;
+        Window::parse(not_before, not_after)?.admit(now, rules)
+    }
+
+    /// The shape of a requested window: both times, RFC 3339 with an offset.
+    pub fn parse(not_before: Option<&str>, not_after: Option<&str>) -> Result<Window, String> {
+        Ok(Window {
+            not_before: parse_instant("not_before", not_before)?,
+            not_after: parse_instant("not_after", not_after)?,
+        })
+    }
+
+    /// A requested window held to the rules at `now` (SC-INT-02).
+    pub fn admit(self, now: Timestamp, rules: WindowRules) -> Result<Window, String> {
+        let Window {
+            not_before,
+            not_after,
+        } = self;
         let width = not_after.duration_since(not_before);
         if width < rules.min_width {
             return Err(format!(
@@ -56,10 +71,7 @@ impl Window {
                 rules.max_ahead
             ));
         }
-        Ok(Window {
-            not_before,
-            not_after,
-        })
+        Ok(self)
     }
 }
 

@@ -90,13 +90,6 @@ impl Engine {
         reason: &str,
     ) -> Result<Action, Error> {
         require(who, &[Role::Approver], "deny actions")?;
-        let reason = reason.trim();
-        if reason.is_empty() || reason.len() > 1000 {
-            return Err(Error::validation(
-                "reason",
-                "reason must be 1–1000 characters",
-            ));
-        }
         let action = self.load(&who.tenant, action_id).await?;
         match action.state() {
             State::PendingApproval => {}

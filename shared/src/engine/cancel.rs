@@ -4,6 +4,7 @@ use super::{commit::Committed, require, wake_of, Engine};
 use crate::{
     config::{Principal, Role},
     domain::{Action, Actor, SealReason, State},
+    error::Missing,
     store::Stop,
     Error,
 };
@@ -49,14 +50,6 @@ impl Engine {
     /// SC-STOP-01: a committed stop for one agent or (`None`) the whole tenant.
     pub async fn stop(&self, who: &Principal, agent_id: Option<&str>) -> Result<Stop, Error> {
         require(who, &[Role::Admin], "set stops")?;
-        if let Some(id) = agent_id {
-            if id.trim().is_empty() || id == "*" || id.len() > crate::engine::intake::MAX_ID {
-                return Err(Error::validation(
-                    "agent_id",
-                    "agent_id must be an agent id; omit it to stop the tenant",
-                ));
-            }
-        }
         let stop = Stop {
             tenant: who.tenant.clone(),
             agent_id: agent_id.map(str::to_owned),
@@ -71,14 +64,15 @@ impl Engine {
     /// Lift a stop. Actions sealed while it stood stay sealed.
     pub async fn lift_stop(&self, who: &Principal, scope: &str) -> Result<(), Error> {
         require(who, &[Role::Admin], "lift stops")?;
-        if scope.is_empty() || scope.len() > crate::engine::intake::MAX_ID {
-            return Err(Error::NotFound);
+        let missing = || Error::NotFound(Missing::Stop(scope.to_owned()));
+        if scope.is_empty() || scope.len() > crate::domain::submission::MAX_ID {
+            return Err(missing());
         }
         if self.store.lift_stop(&who.tenant, scope).await? {
             tracing::warn!(tenant = %who.tenant, scope, by = %who.id, "stop lifted");
             Ok(())
         } else {
-            Err(Error::NotFound)
+            Err(missing())
         }
     }
 }

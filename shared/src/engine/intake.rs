@@ -1,4 +1,5 @@
-//! Intake (SPEC §4 Intake): shape, idempotency, window, stop, capability, policy — in that order.
+//! Intake (SPEC §4 Intake): idempotency, window, stop, capability, policy — in that order (the
+//! call's shape is the API's: `api::body`).
 
 use super::{require, Engine};
 use crate::{
@@ -10,48 +11,17 @@ use crate::{
         policy,
         transition::TicketTerms,
         window::Window,
-        Action, Actor, Creation, Decision, Outcome, RunRef, SealReason, Stage, State,
+        Action, Actor, Creation, Decision, Outcome, SealReason, Stage, State, Submission,
     },
     error::Refusal,
     store::IdempotencyRecord,
     Error,
 };
 use jiff::{SignedDuration, Timestamp};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Largest accepted `args`, serialized.
-pub const MAX_ARGS: usize = 64 * 1024;
-/// Longest caller-supplied identifier (`run.*`, `action_kind`).
-pub const MAX_ID: usize = 256;
 /// How long an Idempotency-Key is remembered.
 pub const IDEMPOTENCY_TTL: SignedDuration = SignedDuration::from_hours(24);
-
-/// The body of `POST /v1/actions`. Unknown fields are rejected.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SubmitRequest {
-    /// The tool to call: a name from the tenant's catalog.
-    #[schema(min_length = 1)]
-    pub tool: String,
-    /// The call's arguments, exactly as the tool receives them (≤ 64 KiB serialized).
-    #[schema(value_type = Object)]
-    pub args: serde_json::Map<String, Value>,
-    #[serde(default)]
-    pub action_kind: Option<String>,
-    #[serde(default)]
-    pub run: Option<RunRef>,
-    #[serde(default)]
-    pub schedule: Option<RequestedWindow>,
-}
-
-/// RFC 3339 times with an offset; at least the minimum width apart, ending within 72 h.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RequestedWindow {
-    pub not_before: Option<String>,
-    pub not_after: Option<String>,
-}
 
 /// The intake's answer: the action, and whether it is an idempotent replay.
 #[derive(Debug, Clone)]
@@ -64,17 +34,15 @@ impl Engine {
     pub async fn submit(
         &self,
         who: &Principal,
-        req: SubmitRequest,
+        call: Submission,
         idempotency_key: Option<&str>,
     ) -> Result<Submitted, Error> {
         require(who, &[Role::Agent], "submit actions")?;
-        check_shape(&req)?;
         let tenant = self.tenant(&who.tenant)?;
-        let payload_digest = canonical::digest(&req);
         let now = self.clock.now();
+        let payload_digest = call.payload_digest.clone();
         let key = match idempotency_key {
             Some(key) => {
-                check_idempotency_key(key)?;
                 if let Some(replay) = self.replay(who, key, &payload_digest, now).await? {
                     return replay;
                 }
@@ -82,9 +50,9 @@ impl Engine {
             }
             None => None,
         };
-        let window = self.window_of(&req, now)?;
+        let window = self.window_of(&call, now)?;
         let (first, reason) = self
-            .decide(tenant, draft(who, req, window, now), now)
+            .decide(tenant, draft(who, call, window, now), now)
             .await?;
         // SC-EDGE-07: a due ticket whose tool fits the request is committed already claimed.
         let (first, inline) = self.claimed_inline(first, now);
@@ -116,18 +84,13 @@ impl Engine {
     }
 
     /// The requested window, checked against the window rules (SC-INT-02).
-    fn window_of(&self, req: &SubmitRequest, now: Timestamp) -> Result<Option<Window>, Error> {
-        let Some(w) = &req.schedule else {
+    fn window_of(&self, call: &Submission, now: Timestamp) -> Result<Option<Window>, Error> {
+        let Some(w) = call.window else {
             return Ok(None);
         };
-        Window::requested(
-            w.not_before.as_deref(),
-            w.not_after.as_deref(),
-            now,
-            self.config.limits.window,
-        )
-        .map(Some)
-        .map_err(|m| Error::validation("schedule", m))
+        w.admit(now, self.config.limits.window)
+            .map(Some)
+            .map_err(|m| Error::validation("schedule", m))
     }
 
     /// A due ticket whose tool fits the request, committed already claimed by this request
@@ -270,16 +233,16 @@ impl Engine {
 }
 
 /// The call as submitted, before the gate: `decide` gives it its decision and first stage.
-fn draft(who: &Principal, req: SubmitRequest, window: Option<Window>, now: Timestamp) -> Action {
+fn draft(who: &Principal, call: Submission, window: Option<Window>, now: Timestamp) -> Action {
     Action {
         id: format!("act_{}", ulid::Ulid::new()),
         tenant: who.tenant.clone(),
         agent_id: who.id.clone(),
-        tool: req.tool,
-        args_digest: canonical::digest(&req.args),
-        args: Value::Object(req.args),
-        action_kind: req.action_kind,
-        run: req.run,
+        tool: call.tool,
+        args_digest: canonical::digest(&call.args),
+        args: Value::Object(call.args),
+        action_kind: call.action_kind,
+        run: call.run,
         schedule: window,
         decision: Decision::Deny,
         stage: Stage::PendingApproval,
@@ -329,60 +292,4 @@ fn answer(action: Action, replayed: bool) -> Result<Submitted, Error> {
         }
     }
     Ok(Submitted { action, replayed })
-}
-
-fn check_shape(req: &SubmitRequest) -> Result<(), Error> {
-    if req.tool.trim().is_empty() {
-        return Err(Error::validation("tool", "tool must be a non-empty string"));
-    }
-    if req.tool.len() > 256 {
-        return Err(Error::validation("tool", "tool must be at most 256 bytes"));
-    }
-    if let Some(kind) = &req.action_kind {
-        if kind.trim().is_empty() || kind.len() > MAX_ID {
-            return Err(Error::validation(
-                "action_kind",
-                format!("action_kind must be 1–{MAX_ID} bytes, or null"),
-            ));
-        }
-    }
-    if let Some(run) = &req.run {
-        let ids = [
-            ("run.run_id", &run.run_id),
-            ("run.thread_id", &run.thread_id),
-            ("run.call_id", &run.call_id),
-        ];
-        for (param, id) in ids {
-            if id
-                .as_ref()
-                .is_some_and(|v| v.trim().is_empty() || v.len() > MAX_ID)
-            {
-                return Err(Error::validation(
-                    param,
-                    format!("{param} must be 1–{MAX_ID} bytes when given"),
-                ));
-            }
-        }
-    }
-    let size = serde_json::to_vec(&req.args)
-        .map(|v| v.len())
-        .unwrap_or(usize::MAX);
-    if size > MAX_ARGS {
-        return Err(Error::PayloadTooLarge(format!(
-            "args is {size} bytes; the limit is {MAX_ARGS}"
-        )));
-    }
-    Ok(())
-}
-
-fn check_idempotency_key(key: &str) -> Result<(), Error> {
-    let ok = !key.is_empty() && key.len() <= 255 && key.bytes().all(|b| (0x21..=0x7e).contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::validation(
-            "Idempotency-Key",
-            "Idempotency-Key must be 1–255 visible ASCII characters",
-        ))
-    }
 }

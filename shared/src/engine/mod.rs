@@ -16,7 +16,7 @@ mod resume;
 mod runs;
 mod sweep;
 
-pub use intake::{RequestedWindow, SubmitRequest, Submitted};
+pub use intake::Submitted;
 pub use query::{ListFilter, SCAN_FACTOR};
 pub use resume::ResumeOutcome;
 pub use sweep::SweepReport;
@@ -24,6 +24,7 @@ pub use sweep::SweepReport;
 use crate::{
     config::{Config, Principal, Role, Tenant},
     domain::{resume::Wake, Action},
+    error::Missing,
     store::Store,
     tools::ToolRunner,
     wake::Waker,
@@ -92,11 +93,11 @@ impl Engine {
     /// Load an action of the caller's tenant; another tenant's id is simply not found.
     async fn load(&self, tenant: &str, action_id: &str) -> Result<Action, Error> {
         if !is_action_id(action_id) {
-            return Err(Error::NotFound);
+            return Err(Error::NotFound(Missing::Action));
         }
         match self.load_or_quarantine(tenant, action_id).await? {
             quarantine::Loaded::Found(action) => Ok(*action),
-            quarantine::Loaded::Missing => Err(Error::NotFound),
+            quarantine::Loaded::Missing => Err(Error::NotFound(Missing::Action)),
             quarantine::Loaded::Quarantined => Err(Error::Internal(format!(
                 "action {action_id} does not load; it is quarantined"
             ))),
@@ -143,8 +144,14 @@ fn require(who: &Principal, roles: &[Role], what: &str) -> Result<(), Error> {
     if roles.contains(&who.role) {
         Ok(())
     } else {
-        Err(Error::Forbidden(
-            format!("a {:?} key cannot {what}", who.role).to_lowercase(),
-        ))
+        let role = format!("{:?}", who.role).to_lowercase();
+        let article = if role.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        Err(Error::Forbidden(format!(
+            "{article} {role} key cannot {what}"
+        )))
     }
 }

@@ -4,6 +4,7 @@ use super::{require, Engine};
 use crate::{
     config::{Principal, Role},
     domain::notice::{parse_notice_id, OutboxEntry},
+    error::Missing,
     notify::Notifier,
     store::StoreError,
     Error,
@@ -51,14 +52,15 @@ impl Engine {
     /// and on one still retrying; a delivered notice is gone from the outbox (404).
     pub async fn redeliver(&self, who: &Principal, id: &str) -> Result<OutboxEntry, Error> {
         require(who, &[Role::Admin], "redeliver notifications")?;
-        let (action_id, seq) = parse_notice_id(id).ok_or(Error::NotFound)?;
+        let missing = || Error::NotFound(Missing::Notification(id.to_owned()));
+        let (action_id, seq) = parse_notice_id(id).ok_or_else(missing)?;
         // A worker may settle the entry between our read and write: read again and retry.
         for _ in 0..3 {
             let entry = self
                 .store
                 .outbox_entry(&who.tenant, &action_id, seq)
                 .await?
-                .ok_or(Error::NotFound)?;
+                .ok_or_else(missing)?;
             let revived = entry.revived(self.clock.now());
             match self.store.outbox_settle(&entry, Some(&revived)).await {
                 Ok(()) => {

@@ -1,11 +1,11 @@
 //! `tools/list` and `tools/call`: the tenant's catalog, and calls through the very gate of
 //! `POST /v1/actions` (`Engine::submit`).
 
-use super::{tasks, text, wants_task, Revision, Rpc, RpcError};
+use super::{tasks, tenant, text, wants_task, Revision, Rpc, RpcError};
 use crate::{
+    api::body::{idempotency_key, RequestedWindow, SubmitRequest},
     config::{Tenant, ToolEntry},
     domain::{policy, Decision},
-    engine::{RequestedWindow, SubmitRequest},
     Error,
 };
 use serde_json::{json, Map, Value};
@@ -16,15 +16,6 @@ const WINDOW_ARG: &str = "countersign_window";
 const WINDOW_META: &str = "io.countersign/window";
 /// An idempotency key for programmatic clients, in `params._meta` (as `Idempotency-Key`).
 const IDEMPOTENCY_META: &str = "io.countersign/idempotencyKey";
-
-pub(super) fn tenant<'a>(rpc: &Rpc<'a>) -> Result<&'a Tenant, RpcError> {
-    rpc.engine.config().tenant(&rpc.who.tenant).ok_or_else(|| {
-        RpcError::from_engine(Error::Internal(format!(
-            "tenant {} is not configured",
-            rpc.who.tenant
-        )))
-    })
-}
 
 fn decision(tenant: &Tenant, tool: &str) -> Decision {
     policy::gate(&tenant.policy, tool).decision
@@ -180,7 +171,14 @@ pub(super) async fn call(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
         run: None,
         schedule,
     };
-    let action = match rpc.engine.submit(rpc.who, request, key).await {
+    let checked = request
+        .into_submission()
+        .and_then(|call| Ok((call, key.map(idempotency_key).transpose()?)));
+    let (call, key) = match checked {
+        Ok(checked) => checked,
+        Err(e) => return refused(e),
+    };
+    let action = match rpc.engine.submit(rpc.who, call, key).await {
         Ok(submitted) => submitted.action,
         // A refusal is recorded as a sealed action: answer it like any other.
         Err(Error::Refused { action_id, .. }) => rpc

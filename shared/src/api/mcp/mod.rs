@@ -64,6 +64,16 @@ impl Rpc<'_> {
     }
 }
 
+/// The caller's tenant (the catalog and the tasks both answer within it).
+fn tenant<'a>(rpc: &Rpc<'a>) -> Result<&'a crate::config::Tenant, RpcError> {
+    rpc.engine.config().tenant(&rpc.who.tenant).ok_or_else(|| {
+        RpcError::from_engine(Error::Internal(format!(
+            "tenant {} is not configured",
+            rpc.who.tenant
+        )))
+    })
+}
+
 /// A JSON-RPC error, with the HTTP status the transport answers it with.
 #[derive(Debug)]
 pub(crate) struct RpcError {
@@ -126,10 +136,7 @@ impl RpcError {
         if matches!(e, Error::Internal(_) | Error::Unavailable(_)) {
             tracing::error!(code, error = %e, "mcp request failed");
         }
-        let message = body["error"]["message"]
-            .as_str()
-            .unwrap_or("internal error")
-            .to_owned();
+        let message = body.error.message;
         let rpc_code = match e {
             Error::Unavailable(_) => -32000,
             _ => -32603,

@@ -3,7 +3,7 @@
 //! exists as soon as the answer does, since the intake commits the action first. Another
 //! agent's or tenant's task answers exactly as a missing one (SC-SEC-01).
 
-use super::{catalog::tenant, text, Revision, Rpc, RpcError};
+use super::{tenant, text, Revision, Rpc, RpcError};
 use crate::{
     config::Tenant,
     domain::{Action, State},
@@ -24,7 +24,7 @@ const RESULT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 pub(super) async fn own(rpc: &Rpc<'_>, id: &str) -> Result<Option<Action>, RpcError> {
     match rpc.engine.get(rpc.who, id).await {
         Ok(action) if action.agent_id == rpc.who.id => Ok(Some(action)),
-        Ok(_) | Err(Error::NotFound) => Ok(None),
+        Ok(_) | Err(Error::NotFound(_)) => Ok(None),
         Err(e) => Err(RpcError::from_engine(e)),
     }
 }
@@ -192,7 +192,7 @@ pub(super) async fn cancel(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
         Err(Error::ActionSealed { state }) => {
             refused(&format!("it is already in a terminal status ({state})"))
         }
-        Err(Error::NotFound) => Err(not_found()),
+        Err(Error::NotFound(_)) => Err(not_found()),
         Err(e) => Err(RpcError::from_engine(e)),
     }
 }

@@ -1,0 +1,181 @@
+//! The request bodies and their shape checks: what a caller may send, turned into the domain
+//! values the engine takes. The engine never sees a body.
+
+use crate::{
+    domain::{canonical, submission::MAX_ID, RunRef, Submission, Window},
+    Error,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// Largest accepted `args`, serialized.
+pub const MAX_ARGS: usize = 64 * 1024;
+/// Longest tool name.
+const MAX_TOOL: usize = 256;
+/// Longest deny reason.
+const MAX_REASON: usize = 1000;
+
+/// The body of `POST /v1/actions`. Unknown fields are rejected.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitRequest {
+    /// The tool to call: a name from the tenant's catalog.
+    #[schema(min_length = 1)]
+    pub tool: String,
+    /// The call's arguments, exactly as the tool receives them (≤ 64 KiB serialized).
+    #[schema(value_type = Object)]
+    pub args: serde_json::Map<String, Value>,
+    #[serde(default)]
+    pub action_kind: Option<String>,
+    #[serde(default)]
+    pub run: Option<RunRef>,
+    #[serde(default)]
+    pub schedule: Option<RequestedWindow>,
+}
+
+/// RFC 3339 times with an offset; at least the minimum width apart, ending within 72 h.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestedWindow {
+    pub not_before: Option<String>,
+    pub not_after: Option<String>,
+}
+
+impl SubmitRequest {
+    /// The call in shape, or the first field at fault. The window's rules that depend on the
+    /// time (SC-INT-02) are the intake's.
+    pub fn into_submission(self) -> Result<Submission, Error> {
+        self.check_shape()?;
+        // Of the payload as sent (window text included): what an idempotent replay must repeat.
+        let payload_digest = canonical::digest(&self);
+        let window = match &self.schedule {
+            Some(w) => Some(
+                Window::parse(w.not_before.as_deref(), w.not_after.as_deref())
+                    .map_err(|m| Error::validation("schedule", m))?,
+            ),
+            None => None,
+        };
+        Ok(Submission {
+            tool: self.tool,
+            args: self.args,
+            action_kind: self.action_kind,
+            run: self.run,
+            window,
+            payload_digest,
+        })
+    }
+
+    fn check_shape(&self) -> Result<(), Error> {
+        if self.tool.trim().is_empty() {
+            return Err(Error::validation("tool", "tool must be a non-empty string"));
+        }
+        if self.tool.len() > MAX_TOOL {
+            return Err(Error::validation("tool", "tool must be at most 256 bytes"));
+        }
+        if let Some(kind) = &self.action_kind {
+            if kind.trim().is_empty() || kind.len() > MAX_ID {
+                return Err(Error::validation(
+                    "action_kind",
+                    format!("action_kind must be 1–{MAX_ID} bytes, or null"),
+                ));
+            }
+        }
+        if let Some(run) = &self.run {
+            check_run(run)?;
+        }
+        let size = serde_json::to_vec(&self.args)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX);
+        if size > MAX_ARGS {
+            return Err(Error::PayloadTooLarge(format!(
+                "args is {size} bytes; the limit is {MAX_ARGS}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn check_run(run: &RunRef) -> Result<(), Error> {
+    let ids = [
+        ("run.run_id", &run.run_id),
+        ("run.thread_id", &run.thread_id),
+        ("run.call_id", &run.call_id),
+    ];
+    for (param, id) in ids {
+        if id
+            .as_ref()
+            .is_some_and(|v| v.trim().is_empty() || v.len() > MAX_ID)
+        {
+            return Err(Error::validation(
+                param,
+                format!("{param} must be 1–{MAX_ID} bytes when given"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An `Idempotency-Key` (header, or MCP `_meta`): 1–255 visible ASCII characters.
+pub fn idempotency_key(key: &str) -> Result<&str, Error> {
+    let ok = !key.is_empty() && key.len() <= 255 && key.bytes().all(|b| (0x21..=0x7e).contains(&b));
+    if ok {
+        Ok(key)
+    } else {
+        Err(Error::validation(
+            "Idempotency-Key",
+            "Idempotency-Key must be 1–255 visible ASCII characters",
+        ))
+    }
+}
+
+/// The countersignature: the digest of the context the approver was shown.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveBody {
+    pub context_digest: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DenyBody {
+    /// Why, in the approver's words (1–1000 characters).
+    reason: String,
+}
+
+impl DenyBody {
+    /// The reason, trimmed.
+    pub fn reason(&self) -> Result<&str, Error> {
+        let reason = self.reason.trim();
+        if reason.is_empty() || reason.len() > MAX_REASON {
+            return Err(Error::validation(
+                "reason",
+                "reason must be 1–1000 characters",
+            ));
+        }
+        Ok(reason)
+    }
+}
+
+/// Whom to stop: one agent, or (no body, or no `agent_id`) the whole tenant.
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopBody {
+    #[serde(default)]
+    agent_id: Option<String>,
+}
+
+impl StopBody {
+    /// The agent to stop; `None`: the whole tenant.
+    pub fn agent_id(&self) -> Result<Option<&str>, Error> {
+        match self.agent_id.as_deref() {
+            Some(id) if id.trim().is_empty() || id == "*" || id.len() > MAX_ID => {
+                Err(Error::validation(
+                    "agent_id",
+                    "agent_id must be an agent id; omit it to stop the tenant",
+                ))
+            }
+            id => Ok(id),
+        }
+    }
+}

@@ -7,6 +7,9 @@
 //! transition pays for every byte of the state item. Values a transition derives (the actor,
 //! `updated_at`, `sealed_at` and chain head equal the last event's) are stored only when they
 //! differ, and fields this adapter does not know yet are kept in `x` rather than dropped.
+//!
+//! Over 500 lines on purpose: each record's encoding sits beside its decoding, so a changed
+//! attribute is changed both ways in one reading (the round-trip tests are in `item_tests.rs`).
 
 use super::keys::{call_sk, epoch_seconds, nanos, state_sk, sweep_pk, sweep_shard, tenant_pk};
 use crate::domain::{Action, Actor, ActorKind, Decision, Event, RunRef, State, Window};

@@ -1,5 +1,5 @@
-//! One store conformance suite, run against both adapters (SQLite, and DynamoDB on LocalStack),
-//! so both keep the same semantics: conditional writes and typed conflicts (SPEC §1.3),
+//! One store conformance suite, run against every adapter (SQLite, DynamoDB on LocalStack, and
+//! Postgres from scripts/postgres.sh), so all keep the same semantics: conditional writes and typed conflicts (SPEC §1.3),
 //! atomicity of transition + audit event (§1.7), listing and pagination, idempotency records
 //! (SC-INT-07), stops (SC-STOP-01) and the sweep index (SC-REC-01/02, SC-APP-04).
 
@@ -19,6 +19,7 @@ use countersign::{
         StoreError, Unreadable,
     },
 };
+use countersign_tests::postgres;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 use std::sync::Arc;
@@ -783,6 +784,16 @@ async fn sc_sec_06_tampered_chains_fail_on_dynamodb() {
         &table,
     ))
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sc_sec_06_tampered_chains_fail_on_postgres() {
+    tampered_chains_fail(&postgres::store("chain").await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn store_conformance_postgres() {
+    conformance(Arc::new(postgres::store("conformance").await)).await;
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! Test support: a counting tool server (real HTTP on 127.0.0.1), a test configuration, an
 //! API client, and doubles for the wake port.
 
+pub mod postgres;
 pub mod receiver;
 
 use axum::{

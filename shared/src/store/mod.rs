@@ -4,6 +4,8 @@
 #[cfg(feature = "aws")]
 pub mod dynamodb;
 #[cfg(feature = "embedded")]
+pub mod postgres;
+#[cfg(feature = "embedded")]
 pub mod sqlite;
 
 use crate::domain::{notice::OutboxEntry, Action, Creation, Event, Transition};

@@ -1,0 +1,86 @@
+//! Connecting: the URL, TLS (rustls; `sslmode=require` asks for it) and the pool.
+
+use super::{PostgresStore, StoreError, StoreResult};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use std::{path::PathBuf, sync::Arc, time::Duration};
+use tokio_postgres::config::SslMode;
+
+/// How to reach the database, besides its URL.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The most connections this instance holds (every store call takes one for its duration).
+    pub pool_size: usize,
+    /// PEM certificates to trust besides the public roots (a cloud's own CA: RDS, Cloud SQL,
+    /// Azure), used when the URL asks for TLS.
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            pool_size: 16,
+            ca_file: None,
+        }
+    }
+}
+
+/// A store call that waits longer than this for a connection fails as unavailable instead of
+/// queueing without end (the engine's callers retry within their budgets).
+const WAIT: Duration = Duration::from_secs(5);
+
+fn config_error(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(format!("database configuration: {e}"))
+}
+
+impl PostgresStore {
+    /// Connect to `url` (`postgres://user:password@host:port/db?sslmode=require`), bring the
+    /// schema up to date and check it (see `schema`). TLS when `sslmode=require`: the server's
+    /// certificate must verify against the public roots or [`Options::ca_file`], for its host
+    /// name (stricter than libpq's `require`, which encrypts without checking who answers).
+    pub async fn connect(url: &str, options: &Options) -> StoreResult<Self> {
+        let pg: tokio_postgres::Config = url.parse().map_err(config_error)?;
+        let manager = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match pg.get_ssl_mode() {
+            SslMode::Require => {
+                let tls = tokio_postgres_rustls::MakeRustlsConnect::new(tls_config(options)?);
+                Manager::from_config(pg.clone(), tls, manager)
+            }
+            _ => Manager::from_config(pg.clone(), tokio_postgres::NoTls, manager),
+        };
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(WAIT))
+            .create_timeout(Some(WAIT))
+            .build()
+            .map_err(config_error)?;
+        let store = PostgresStore { pool };
+        let mut client = store.client().await?;
+        super::schema::migrate(&mut client).await?;
+        Ok(store)
+    }
+}
+
+/// rustls with ring, the public roots and the configured CA file.
+fn tls_config(options: &Options) -> StoreResult<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = &options.ca_file {
+        use rustls::pki_types::{pem::PemObject, CertificateDer};
+        let certs = CertificateDer::pem_file_iter(path)
+            .map_err(|e| config_error(format!("CA file {}: {e}", path.display())))?;
+        for cert in certs {
+            let cert =
+                cert.map_err(|e| config_error(format!("CA file {}: {e}", path.display())))?;
+            roots.add(cert).map_err(config_error)?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(config_error)?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}

@@ -1,0 +1,136 @@
+//! The Postgres adapter's notification outbox (SC-NOT-01/02): entries written with their
+//! transition, read when due, settled by a conditional replace on their revision.
+
+use super::{conflict_or_unavailable, malformed, unavailable, PostgresStore};
+use crate::{
+    domain::{notice::OutboxEntry, Change},
+    store::{sortable_instant as instant, StoreError, StoreResult},
+};
+use deadpool_postgres::GenericClient;
+use jiff::Timestamp;
+use tokio_postgres::Row;
+
+/// Inside the transition's transaction: the notice lands with the transition or not at all.
+pub(super) async fn insert(tx: &impl GenericClient, t: &Change) -> StoreResult<()> {
+    let Some(entry) = t.outbox_entry() else {
+        return Ok(());
+    };
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO outbox (tenant, action_id, seq, rev, next_at, dead_at, body)
+             VALUES ($1, $2, $3, $4, $5, NULL, $6)",
+        )
+        .await
+        .map_err(unavailable)?;
+    tx.execute(
+        &stmt,
+        &[
+            &entry.tenant,
+            &entry.action_id,
+            &(entry.seq as i64),
+            &(entry.rev as i64),
+            &instant(entry.next_at),
+            &body(&entry)?,
+        ],
+    )
+    .await
+    .map_err(conflict_or_unavailable)
+    .map(drop)
+}
+
+fn body(entry: &OutboxEntry) -> StoreResult<Vec<u8>> {
+    serde_json::to_vec(entry).map_err(malformed)
+}
+
+fn entries(rows: Vec<Row>) -> StoreResult<Vec<OutboxEntry>> {
+    rows.iter()
+        .map(|row| serde_json::from_slice(row.get(0)).map_err(malformed))
+        .collect()
+}
+
+impl PostgresStore {
+    pub(super) async fn due(
+        &self,
+        until: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<OutboxEntry>> {
+        entries(
+            self.rows(
+                "SELECT body FROM outbox WHERE dead_at IS NULL AND next_at <= $1
+                 ORDER BY next_at LIMIT $2",
+                &[&instant(until), &(limit as i64)],
+            )
+            .await?,
+        )
+    }
+
+    pub(super) async fn entry(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        seq: u64,
+    ) -> StoreResult<Option<OutboxEntry>> {
+        let rows = self
+            .rows(
+                "SELECT body FROM outbox WHERE tenant = $1 AND action_id = $2 AND seq = $3",
+                &[&tenant, &action_id, &(seq as i64)],
+            )
+            .await?;
+        Ok(entries(rows)?.pop())
+    }
+
+    pub(super) async fn dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+        entries(
+            self.rows(
+                "SELECT body FROM outbox WHERE tenant = $1 AND dead_at IS NOT NULL
+                 ORDER BY dead_at LIMIT $2",
+                &[&tenant, &(limit as i64)],
+            )
+            .await?,
+        )
+    }
+
+    pub(super) async fn settle(
+        &self,
+        was: &OutboxEntry,
+        next: Option<&OutboxEntry>,
+    ) -> StoreResult<()> {
+        let client = self.client().await?;
+        let key = (&was.tenant, &was.action_id, was.seq as i64, was.rev as i64);
+        let changed = match next {
+            None => {
+                client
+                    .execute(
+                        "DELETE FROM outbox
+                         WHERE tenant = $1 AND action_id = $2 AND seq = $3 AND rev = $4",
+                        &[key.0, key.1, &key.2, &key.3],
+                    )
+                    .await
+            }
+            Some(n) => {
+                client
+                    .execute(
+                        "UPDATE outbox SET rev = $5, next_at = $6, dead_at = $7, body = $8
+                         WHERE tenant = $1 AND action_id = $2 AND seq = $3 AND rev = $4",
+                        &[
+                            key.0,
+                            key.1,
+                            &key.2,
+                            &key.3,
+                            &(n.rev as i64),
+                            &instant(n.next_at),
+                            &n.dead_at.map(instant),
+                            &body(n)?,
+                        ],
+                    )
+                    .await
+            }
+        }
+        .map_err(unavailable)?;
+        if changed == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::Conflict)
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The Postgres adapter's tables, as versioned migrations compiled into the binary. Each start
+//! applies the ones the database lacks, in one transaction under an advisory lock (instances
+//! starting together wait for each other), and refuses a database whose schema is newer than
+//! this binary knows: an older binary must not write rows whose meaning it does not know.
+
+use super::{unavailable, Pooled};
+use crate::store::{StoreError, StoreResult};
+
+/// The migrations, oldest first: the schema's version is the count applied. Append only; a
+/// released migration is never edited.
+pub(super) const MIGRATIONS: &[&str] = &[
+    // 1: the tables of the SQLite adapter, with the same keys and text-sortable instants
+    //    (fixed-width UTC, nanoseconds: `timestamptz` would cut them to microseconds). Text
+    //    compares bytewise (`C`) whatever the database's locale: ids and instants sort as time.
+    r#"
+CREATE TABLE actions (
+    tenant   TEXT COLLATE "C" NOT NULL,
+    id       TEXT COLLATE "C" NOT NULL,
+    agent_id TEXT COLLATE "C" NOT NULL,
+    state    TEXT COLLATE "C" NOT NULL,
+    version  BIGINT NOT NULL,
+    sweep_at TEXT COLLATE "C",
+    body     BYTEA NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX actions_sweep ON actions (sweep_at) WHERE sweep_at IS NOT NULL;
+CREATE TABLE events (
+    tenant    TEXT COLLATE "C" NOT NULL,
+    action_id TEXT COLLATE "C" NOT NULL,
+    seq       BIGINT NOT NULL,
+    body      BYTEA NOT NULL,
+    PRIMARY KEY (tenant, action_id, seq)
+);
+CREATE TABLE idempotency (
+    tenant         TEXT COLLATE "C" NOT NULL,
+    agent_id       TEXT COLLATE "C" NOT NULL,
+    key            TEXT COLLATE "C" NOT NULL,
+    payload_digest TEXT COLLATE "C" NOT NULL,
+    action_id      TEXT COLLATE "C" NOT NULL,
+    expires_at     TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (tenant, agent_id, key)
+);
+CREATE INDEX idempotency_expiry ON idempotency (expires_at);
+CREATE TABLE quarantine (
+    tenant    TEXT COLLATE "C" NOT NULL,
+    action_id TEXT COLLATE "C" NOT NULL,
+    reason    TEXT COLLATE "C" NOT NULL,
+    at        TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (tenant, action_id)
+);
+CREATE TABLE stops (
+    tenant TEXT COLLATE "C" NOT NULL,
+    scope  TEXT COLLATE "C" NOT NULL,
+    body   BYTEA NOT NULL,
+    PRIMARY KEY (tenant, scope)
+);
+CREATE TABLE outbox (
+    tenant    TEXT COLLATE "C" NOT NULL,
+    action_id TEXT COLLATE "C" NOT NULL,
+    seq       BIGINT NOT NULL,
+    rev       BIGINT NOT NULL,
+    next_at   TEXT COLLATE "C" NOT NULL,
+    dead_at   TEXT COLLATE "C",
+    body      BYTEA NOT NULL,
+    PRIMARY KEY (tenant, action_id, seq)
+);
+CREATE INDEX outbox_due ON outbox (next_at) WHERE dead_at IS NULL;
+CREATE INDEX outbox_dead ON outbox (tenant, dead_at) WHERE dead_at IS NOT NULL;
+"#,
+];
+
+/// Any number will do as long as it is fixed: it names "countersign migrates" among the
+/// database's advisory locks.
+const MIGRATION_LOCK: i64 = 0x636f_756e_7465_7273; // "counters"
+
+/// What went wrong with the schema at start.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    #[error(
+        "the database's countersign schema is version {found}, newer than this binary knows \
+         ({known}): upgrade countersign before starting it against this database"
+    )]
+    Newer { found: i64, known: i64 },
+}
+
+/// Bring the schema up to [`MIGRATIONS`]; the version it is at afterwards.
+pub(super) async fn migrate(client: &mut Pooled) -> StoreResult<i64> {
+    let tx = client.transaction().await.map_err(unavailable)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(unavailable)?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS countersign_schema (
+             version    BIGINT PRIMARY KEY,
+             applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+         )",
+    )
+    .await
+    .map_err(unavailable)?;
+    let found: i64 = tx
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM countersign_schema",
+            &[],
+        )
+        .await
+        .map_err(unavailable)?
+        .get(0);
+    let known = MIGRATIONS.len() as i64;
+    if found > known {
+        return Err(StoreError::Unavailable(
+            SchemaError::Newer { found, known }.to_string(),
+        ));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        tx.batch_execute(sql).await.map_err(unavailable)?;
+        tx.execute(
+            "INSERT INTO countersign_schema (version) VALUES ($1)",
+            &[&(i as i64 + 1)],
+        )
+        .await
+        .map_err(unavailable)?;
+    }
+    tx.commit().await.map_err(unavailable)?;
+    Ok(known)
+}

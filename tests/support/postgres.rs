@@ -1,0 +1,47 @@
+//! Postgres for the tests: the server `scripts/postgres.sh` starts (its URL in
+//! `COUNTERSIGN_TEST_DATABASE_URL`, else that script's default), and a fresh schema per test
+//! so tests run in parallel on one database and each sees only its own rows.
+
+use countersign::store::postgres::{Options, PostgresStore};
+
+/// The script's server unless the environment names another.
+pub fn base_url() -> String {
+    std::env::var("COUNTERSIGN_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://countersign:countersign@127.0.0.1:54329/countersign".into())
+}
+
+/// The server certificate of the script's server (TLS tests).
+pub fn ca_file() -> std::path::PathBuf {
+    std::env::var("COUNTERSIGN_TEST_DATABASE_CA")
+        .unwrap_or_else(|_| "/tmp/countersign-postgres-54329/server.crt".into())
+        .into()
+}
+
+/// A new, empty schema; the URL whose connections use it (its `search_path`).
+pub async fn fresh_url(label: &str) -> String {
+    let schema = format!("t_{label}_{}", ulid::Ulid::new()).to_lowercase();
+    let (client, connection) = tokio_postgres::connect(&base_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| {
+            panic!("no Postgres at COUNTERSIGN_TEST_DATABASE_URL ({e}): source scripts/postgres.sh")
+        });
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await
+        .unwrap();
+    with_schema(&base_url(), &schema)
+}
+
+/// `url` with its connections' `search_path` set to `schema`.
+pub fn with_schema(url: &str, schema: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}options=-csearch_path%3D{schema}")
+}
+
+/// A store on a fresh schema.
+pub async fn store(label: &str) -> PostgresStore {
+    PostgresStore::connect(&fresh_url(label).await, &Options::default())
+        .await
+        .unwrap()
+}

@@ -1,5 +1,5 @@
-//! Guarantees at the edges (SPEC SC-EDGE-01, -02, -04, -05, -06, -07), each proven on SQLite and
-//! on DynamoDB (LocalStack): the engine with a fault-injecting store decorator (feature
+//! Guarantees at the edges (SPEC SC-EDGE-01, -02, -04, -05, -06, -07), each proven on SQLite, on
+//! DynamoDB (LocalStack) and on Postgres (scripts/postgres.sh): the engine with a fault-injecting store decorator (feature
 //! `faults`), an injected clock and tools over real HTTP. Every scenario below failed on the
 //! main branch before the fix it names; its comment says what it caught.
 
@@ -17,7 +17,7 @@ use countersign::{
     Clock, Engine,
 };
 use countersign_tests::{
-    config_toml, keys, submission, temp_db, Behaviour, RecordingWaker, ToolServer,
+    config_toml, keys, postgres, submission, temp_db, Behaviour, RecordingWaker, ToolServer,
 };
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
@@ -37,11 +37,13 @@ struct Edge {
 enum Backend {
     Sqlite,
     Dynamodb,
+    Postgres,
 }
 
-/// The two tests of one scenario, named by its SC id: on SQLite and on DynamoDB.
-macro_rules! on_both_stores {
-    ($scenario:ident: $sqlite:ident, $dynamodb:ident) => {
+/// The tests of one scenario, named by its SC id and their store: on SQLite, on DynamoDB and
+/// on Postgres.
+macro_rules! on_every_store {
+    ($scenario:ident: $sqlite:ident, $dynamodb:ident, $postgres:ident) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn $sqlite() {
             $scenario(Backend::Sqlite).await;
@@ -49,6 +51,10 @@ macro_rules! on_both_stores {
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn $dynamodb() {
             $scenario(Backend::Dynamodb).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $postgres() {
+            $scenario(Backend::Postgres).await;
         }
     };
 }
@@ -80,6 +86,7 @@ async fn edge_with(
                 &table,
             ))
         }
+        Backend::Postgres => Arc::new(postgres::store("edges").await),
     };
     let store = Arc::new(FaultyStore::new(inner));
     let clock = Arc::new(ManualClock::new(Timestamp::now()));
@@ -236,7 +243,7 @@ async fn no_attempt_after_deadline(backend: Backend) {
     );
 }
 
-on_both_stores!(no_attempt_after_deadline: sc_edge_01_no_attempt_after_deadline_sqlite, sc_edge_01_no_attempt_after_deadline_dynamodb);
+on_every_store!(no_attempt_after_deadline: sc_edge_01_no_attempt_after_deadline_sqlite, sc_edge_01_no_attempt_after_deadline_dynamodb, sc_edge_01_no_attempt_after_deadline_postgres);
 
 // ---------------------------------------------------------------------------------------------
 // SC-EDGE-02: a stop is final from the moment it is answered.
@@ -279,7 +286,7 @@ async fn stop_is_final_once_answered(backend: Backend) {
     assert_eq!(e.load(&b.id).await.state(), State::Failed);
 }
 
-on_both_stores!(stop_is_final_once_answered: sc_edge_02_stop_is_final_once_answered_sqlite, sc_edge_02_stop_is_final_once_answered_dynamodb);
+on_every_store!(stop_is_final_once_answered: sc_edge_02_stop_is_final_once_answered_sqlite, sc_edge_02_stop_is_final_once_answered_dynamodb, sc_edge_02_stop_is_final_once_answered_postgres);
 
 // ---------------------------------------------------------------------------------------------
 // SC-EDGE-04: a tool's answer survives transient and ambiguous store errors.
@@ -320,7 +327,7 @@ async fn results_survive_store_faults(backend: Backend) {
     assert_eq!((injected.failed, injected.ambiguous), (2, 4));
 }
 
-on_both_stores!(results_survive_store_faults: sc_edge_04_results_survive_store_faults_sqlite, sc_edge_04_results_survive_store_faults_dynamodb);
+on_every_store!(results_survive_store_faults: sc_edge_04_results_survive_store_faults_sqlite, sc_edge_04_results_survive_store_faults_dynamodb, sc_edge_04_results_survive_store_faults_postgres);
 
 // ---------------------------------------------------------------------------------------------
 // SC-EDGE-05: shutdown claims nothing new and lets the runs under way commit.
@@ -361,7 +368,7 @@ async fn drain_lets_runs_commit(backend: Backend) {
     assert_eq!(e.tools.count_for(&b.id), 0);
 }
 
-on_both_stores!(drain_lets_runs_commit: sc_edge_05_drain_lets_runs_commit_sqlite, sc_edge_05_drain_lets_runs_commit_dynamodb);
+on_every_store!(drain_lets_runs_commit: sc_edge_05_drain_lets_runs_commit_sqlite, sc_edge_05_drain_lets_runs_commit_dynamodb, sc_edge_05_drain_lets_runs_commit_postgres);
 
 /// SC-EDGE-05 through the local server: shutdown waits for the wake's run under way and its
 /// result commits before it returns. Caught on main: `shutdown` returned at once and the
@@ -447,7 +454,7 @@ async fn identical_bodies_on_every_attempt(backend: Backend) {
     );
 }
 
-on_both_stores!(identical_bodies_on_every_attempt: sc_edge_06_identical_bodies_on_every_attempt_sqlite, sc_edge_06_identical_bodies_on_every_attempt_dynamodb);
+on_every_store!(identical_bodies_on_every_attempt: sc_edge_06_identical_bodies_on_every_attempt_sqlite, sc_edge_06_identical_bodies_on_every_attempt_dynamodb, sc_edge_06_identical_bodies_on_every_attempt_postgres);
 
 // ---------------------------------------------------------------------------------------------
 // SC-EDGE-07: no request waits on a tool longer than its caller can.
@@ -509,7 +516,7 @@ async fn inline_runs_fit_the_request(backend: Backend) {
     assert_eq!(e.tools.count_for(&b.id), 1);
 }
 
-on_both_stores!(inline_runs_fit_the_request: sc_edge_07_inline_runs_fit_the_request_sqlite, sc_edge_07_inline_runs_fit_the_request_dynamodb);
+on_every_store!(inline_runs_fit_the_request: sc_edge_07_inline_runs_fit_the_request_sqlite, sc_edge_07_inline_runs_fit_the_request_dynamodb, sc_edge_07_inline_runs_fit_the_request_postgres);
 
 // ---------------------------------------------------------------------------------------------
 // SC-APP-04 with a window: a scheduled approval lapses at its expiry, whatever the sweep index.
@@ -550,7 +557,7 @@ async fn scheduled_approval_lapses_at_its_expiry(backend: Backend) {
     );
 }
 
-on_both_stores!(scheduled_approval_lapses_at_its_expiry: sc_app_04_scheduled_approval_lapses_at_its_expiry_sqlite, sc_app_04_scheduled_approval_lapses_at_its_expiry_dynamodb);
+on_every_store!(scheduled_approval_lapses_at_its_expiry: sc_app_04_scheduled_approval_lapses_at_its_expiry_sqlite, sc_app_04_scheduled_approval_lapses_at_its_expiry_dynamodb, sc_app_04_scheduled_approval_lapses_at_its_expiry_postgres);
 
 // ---------------------------------------------------------------------------------------------
 // SC-REC-02 / SC-RES-07: a worker held up past its lease starts no attempt; recovery takes over.
@@ -606,7 +613,7 @@ async fn worker_past_its_lease_yields(backend: Backend) {
     assert!(e.tools.count_for(&a.id) > 1);
 }
 
-on_both_stores!(worker_past_its_lease_yields: sc_rec_02_a_worker_past_its_lease_yields_to_recovery_sqlite, sc_rec_02_a_worker_past_its_lease_yields_to_recovery_dynamodb);
+on_every_store!(worker_past_its_lease_yields: sc_rec_02_a_worker_past_its_lease_yields_to_recovery_sqlite, sc_rec_02_a_worker_past_its_lease_yields_to_recovery_dynamodb, sc_rec_02_a_worker_past_its_lease_yields_to_recovery_postgres);
 
 // ---------------------------------------------------------------------------------------------
 // SC-EDGE-10: every transition resolves an ambiguous write by reading back.
@@ -941,7 +948,7 @@ async fn own_write_is_never_a_lost_race(backend: Backend) {
     assert!(failed.is_empty(), "rows that failed: {failed:#?}");
 }
 
-on_both_stores!(own_write_is_never_a_lost_race: sc_edge_10_own_write_is_never_a_lost_race_sqlite, sc_edge_10_own_write_is_never_a_lost_race_dynamodb);
+on_every_store!(own_write_is_never_a_lost_race: sc_edge_10_own_write_is_never_a_lost_race_sqlite, sc_edge_10_own_write_is_never_a_lost_race_dynamodb, sc_edge_10_own_write_is_never_a_lost_race_postgres);
 
 // ---------------------------------------------------------------------------------------------
 // SC-EDGE-11: a recovery that halts before its first attempt of a later epoch is not "never ran".
@@ -988,7 +995,7 @@ async fn halted_recovery_is_outcome_unknown(backend: Backend) {
     }
 }
 
-on_both_stores!(halted_recovery_is_outcome_unknown: sc_edge_11_halted_recovery_is_outcome_unknown_sqlite, sc_edge_11_halted_recovery_is_outcome_unknown_dynamodb);
+on_every_store!(halted_recovery_is_outcome_unknown: sc_edge_11_halted_recovery_is_outcome_unknown_sqlite, sc_edge_11_halted_recovery_is_outcome_unknown_dynamodb, sc_edge_11_halted_recovery_is_outcome_unknown_postgres);
 
 // ---------------------------------------------------------------------------------------------
 // SC-EDGE-01 at the receiver: an attempt's connect and send are over by the deadline.
@@ -1068,7 +1075,7 @@ async fn no_request_reaches_the_tool_after_the_deadline(backend: Backend) {
     );
 }
 
-on_both_stores!(no_request_reaches_the_tool_after_the_deadline: sc_edge_01_no_request_reaches_the_tool_after_the_deadline_sqlite, sc_edge_01_no_request_reaches_the_tool_after_the_deadline_dynamodb);
+on_every_store!(no_request_reaches_the_tool_after_the_deadline: sc_edge_01_no_request_reaches_the_tool_after_the_deadline_sqlite, sc_edge_01_no_request_reaches_the_tool_after_the_deadline_dynamodb, sc_edge_01_no_request_reaches_the_tool_after_the_deadline_postgres);
 
 // ---------------------------------------------------------------------------------------------
 // SC-EDGE-06: the signature's time is the engine's, and it covers the key receivers dedupe on.
@@ -1106,7 +1113,7 @@ async fn signed_at_the_engines_clock_over_the_dedupe_key(backend: Backend) {
     );
 }
 
-on_both_stores!(signed_at_the_engines_clock_over_the_dedupe_key: sc_edge_06_signed_at_the_engines_clock_over_the_dedupe_key_sqlite, sc_edge_06_signed_at_the_engines_clock_over_the_dedupe_key_dynamodb);
+on_every_store!(signed_at_the_engines_clock_over_the_dedupe_key: sc_edge_06_signed_at_the_engines_clock_over_the_dedupe_key_sqlite, sc_edge_06_signed_at_the_engines_clock_over_the_dedupe_key_dynamodb, sc_edge_06_signed_at_the_engines_clock_over_the_dedupe_key_postgres);
 
 /// SC-EDGE-01 for the MCP executor: an attempt with no time left before `not_after` is not
 /// sent. Caught on the merged tree: the MCP executor used the tool's whole timeout, not the

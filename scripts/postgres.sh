@@ -8,12 +8,12 @@
 #
 # The server: PostgreSQL from Debian's packages (installed with apt-get if no `postgres` binary
 # is found), a fresh cluster in a temporary directory, on 127.0.0.1:${COUNTERSIGN_PG_PORT:-54329},
-# password (SCRAM) authentication, TLS on with a self-signed certificate for 127.0.0.1, and
+# password (SCRAM) authentication, TLS on with a certificate for 127.0.0.1 from a test CA, and
 # `fsync` and `synchronous_commit` as shipped (on). PostgreSQL refuses to run as root: as root
 # it runs as the `postgres` user the package creates.
 #
 # Exports COUNTERSIGN_TEST_DATABASE_URL (the tests give each test its own schema in it) and
-# COUNTERSIGN_TEST_DATABASE_CA (the server certificate, for the TLS tests).
+# COUNTERSIGN_TEST_DATABASE_CA (the CA of the server's certificate, for the TLS tests).
 
 pg_port=${COUNTERSIGN_PG_PORT:-54329}
 pg_state=${COUNTERSIGN_PG_STATE:-/tmp/countersign-postgres-$pg_port}
@@ -40,7 +40,7 @@ pg_as() {
 
 pg_exports() {
   export COUNTERSIGN_TEST_DATABASE_URL="postgres://countersign:countersign@127.0.0.1:$pg_port/countersign"
-  export COUNTERSIGN_TEST_DATABASE_CA="$pg_state/server.crt"
+  export COUNTERSIGN_TEST_DATABASE_CA="$pg_state/ca.crt"
 }
 
 pg_answers() {
@@ -56,9 +56,15 @@ pg_start() {
   rm -rf "$pg_state" && mkdir -p "$pg_state"
   dir=$pg_state/data
   printf 'countersign\n' >"$pg_state/pw"
-  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=127.0.0.1" \
-    -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
-    -keyout "$pg_state/server.key" -out "$pg_state/server.crt" 2>/dev/null
+  # A test CA and a server certificate it signs (a self-signed CA certificate cannot be the
+  # server's own: TLS clients refuse a CA certificate presented as an end entity).
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=countersign test CA" \
+    -keyout "$pg_state/ca.key" -out "$pg_state/ca.crt" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+    -keyout "$pg_state/server.key" -out "$pg_state/server.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' >"$pg_state/ext"
+  openssl x509 -req -in "$pg_state/server.csr" -CA "$pg_state/ca.crt" -CAkey "$pg_state/ca.key" \
+    -CAcreateserial -days 30 -extfile "$pg_state/ext" -out "$pg_state/server.crt" 2>/dev/null
   chmod 600 "$pg_state/server.key"
   [ "$(id -u)" = 0 ] && chown -R postgres "$pg_state"
   pg_as "$bin/initdb" -D "$dir" -U countersign --pwfile="$pg_state/pw" \
@@ -101,6 +107,7 @@ case "${1:-ensure}" in
     fi
     pg_exports
     # Beside any exit trap already set (localstack/ensure.sh sets one).
-    trap "$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/"); [ \"\$postgres_started\" = 1 ] && pg_stop" EXIT
+    pg_prev_trap=$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/")
+    trap "${pg_prev_trap:+$pg_prev_trap; }[ \"\$postgres_started\" = 1 ] && pg_stop" EXIT
     ;;
 esac

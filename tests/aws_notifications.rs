@@ -370,6 +370,10 @@ async fn stores(label: &str) -> Vec<(&'static str, Arc<dyn Store>)> {
                 &w.table,
             )),
         ),
+        (
+            "postgres",
+            Arc::new(countersign_tests::postgres::store(label).await),
+        ),
     ]
 }
 

@@ -1,6 +1,6 @@
 //! SC-SEC-05 (one list request reads a bounded number of stored items, whatever its filter)
-//! after a race of concurrent submits with one `Idempotency-Key`, on SQLite and on DynamoDB
-//! (LocalStack), over real HTTP. On DynamoDB the read is measured in what DynamoDB bills: the
+//! after a race of concurrent submits with one `Idempotency-Key`, on SQLite, on DynamoDB
+//! (LocalStack) and on Postgres, over real HTTP. On DynamoDB the read is measured in what DynamoDB bills: the
 //! read capacity the list's queries report (`ReturnConsumedCapacity`).
 //!
 //! Caught on main (issue 14, defect 6): each of the 200 losers of the race had put its call item
@@ -32,6 +32,7 @@ const OLDER: usize = 5;
 enum Backend {
     Sqlite,
     Dynamodb,
+    Postgres,
 }
 
 /// The API over an engine whose store holds writes at a gate on demand and counts list reads;
@@ -61,6 +62,10 @@ async fn rig(backend: Backend) -> Rig {
                 Some((client, table)),
             )
         }
+        Backend::Postgres => (
+            Arc::new(countersign_tests::postgres::store("orphans").await),
+            None,
+        ),
     };
     let (api, store) = countersign_tests::counted_api(config, inner).await;
     Rig {
@@ -286,4 +291,9 @@ async fn sc_sec_05_losers_of_an_idempotency_race_leave_nothing_a_list_reads_sqli
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sc_sec_05_losers_of_an_idempotency_race_leave_nothing_a_list_reads_dynamodb() {
     losers_leave_nothing_a_list_reads(Backend::Dynamodb).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_sec_05_losers_of_an_idempotency_race_leave_nothing_a_list_reads_postgres() {
+    losers_leave_nothing_a_list_reads(Backend::Postgres).await;
 }

@@ -1,21 +1,60 @@
-//! The embedded deployment: the engine with an SQLite store, the in-process waker, the sweep
-//! loop and the HTTP API in one process. `functions/local` is a thin binary over this; tests
-//! start it the same way.
+//! The self-hosted deployment: the engine with an SQLite or a Postgres store, the in-process
+//! waker, the sweep loop and the HTTP API in one process. `functions/local` is a thin binary
+//! over this; tests start it the same way.
 
 use crate::{
     config::Config,
     domain::resume::Wake,
     notify::{self, Notifier},
-    store::{sqlite::SqliteStore, Store},
+    store::{
+        postgres::{self, PostgresStore},
+        sqlite::SqliteStore,
+        Store,
+    },
     tools::{Executors, ToolRunner},
     wake::in_process::InProcessWaker,
     Clock, Engine, SystemClock,
 };
-use std::{net::SocketAddr, path::Path, sync::Arc};
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 use tokio::{
     sync::{mpsc, watch},
     task::JoinHandle,
 };
+
+/// The store a server keeps its records in.
+#[derive(Debug, Clone)]
+pub enum Database {
+    /// An SQLite file (created if missing): one process.
+    Sqlite(PathBuf),
+    /// A Postgres database (its schema migrated at start), which several servers may share.
+    Postgres {
+        url: String,
+        options: postgres::Options,
+    },
+}
+
+impl Database {
+    pub async fn open(&self) -> Result<Arc<dyn Store>, crate::store::StoreError> {
+        Ok(self.open_shared().await?.0)
+    }
+
+    /// The store, and when other instances may share it, the store itself to follow them.
+    async fn open_shared(
+        &self,
+    ) -> Result<(Arc<dyn Store>, Option<PostgresStore>), crate::store::StoreError> {
+        Ok(match self {
+            Database::Sqlite(path) => (Arc::new(SqliteStore::open(path)?), None),
+            Database::Postgres { url, options } => {
+                let store = PostgresStore::connect(url, options).await?;
+                (Arc::new(store.clone()), Some(store))
+            }
+        })
+    }
+}
 
 /// Wraps the opened store (e.g. in a fault-injecting decorator).
 pub type WrapStore = Box<dyn FnOnce(Arc<dyn Store>) -> Arc<dyn Store> + Send>;
@@ -68,7 +107,18 @@ impl Server {
         listen: SocketAddr,
         parts: Parts,
     ) -> Result<Server, Box<dyn std::error::Error + Send + Sync>> {
-        let store = (parts.wrap_store)(Arc::new(SqliteStore::open(db)?));
+        Self::start_on(config, &Database::Sqlite(db.to_owned()), listen, parts).await
+    }
+
+    /// As [`Server::start_with`], on any [`Database`].
+    pub async fn start_on(
+        config: Arc<Config>,
+        database: &Database,
+        listen: SocketAddr,
+        parts: Parts,
+    ) -> Result<Server, Box<dyn std::error::Error + Send + Sync>> {
+        let (opened, shared) = database.open_shared().await?;
+        let store = (parts.wrap_store)(opened);
         let (waker, wakes) = InProcessWaker::new(parts.waker_clock);
         let engine = Arc::new(Engine::new(
             config.clone(),
@@ -82,7 +132,15 @@ impl Server {
         let mut background = vec![tokio::spawn(deliver(engine.clone(), wakes))];
         engine.rediscover().await?;
         let every = std::time::Duration::try_from(config.limits.sweep_interval)?;
-        background.push(tokio::spawn(sweep_loop(engine.clone(), every)));
+        background.push(tokio::spawn(sweep_loop(
+            engine.clone(),
+            every,
+            shared.clone(),
+        )));
+        if let Some(shared) = shared {
+            let clock = parts.clock.clone();
+            background.push(tokio::spawn(follow(engine.clone(), shared, clock, every)));
+        }
 
         let listener = tokio::net::TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
@@ -154,13 +212,83 @@ async fn deliver(engine: Arc<Engine>, mut rx: mpsc::UnboundedReceiver<Wake>) {
 /// Most wakes [`deliver`] takes from the channel at once.
 const DELIVER_AT_ONCE: usize = 1024;
 
-async fn sweep_loop(engine: Arc<Engine>, every: std::time::Duration) {
+/// Every instance sweeps each tick; on a shared store one at a time (the others skip the
+/// tick), so they do not repeat each other's work, and a killed one's turn passes on.
+async fn sweep_loop(
+    engine: Arc<Engine>,
+    every: std::time::Duration,
+    shared: Option<PostgresStore>,
+) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Err(e) = engine.sweep().await {
+        let swept = match &shared {
+            None => engine.sweep().await.map(drop),
+            Some(store) => match store.exclusively(engine.sweep()).await {
+                Ok(Some(swept)) => swept.map(drop),
+                Ok(None) => Ok(()),
+                Err(e) => Err(e.into()),
+            },
+        };
+        if let Err(e) = swept {
             tracing::error!(error = %e, "sweep failed; the next tick retries");
+        }
+    }
+}
+
+/// How far ahead the due-index poll of a shared store arms tickets, and how often it runs.
+const FOLLOW_AHEAD: jiff::SignedDuration = jiff::SignedDuration::from_secs(30);
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Learn of the tickets other instances commit: arm each one announced, and poll the due index
+/// for the ones due soon (what an announcement missed: this instance was starting, or its
+/// listening session was down). Each timer leads to a claim, which only one instance wins.
+async fn follow(
+    engine: Arc<Engine>,
+    store: PostgresStore,
+    clock: Arc<dyn Clock>,
+    sweep_every: std::time::Duration,
+) {
+    let every = FOLLOW_EVERY.min(sweep_every);
+    loop {
+        let mut listener = match store.listen().await {
+            Ok(listener) => Some(listener),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for tickets; polling only");
+                None
+            }
+        };
+        let mut poll = tokio::time::interval(every);
+        loop {
+            tokio::select! {
+                _ = poll.tick() => {
+                    let until = clock.now().saturating_add(FOLLOW_AHEAD).unwrap_or(jiff::Timestamp::MAX);
+                    if let Err(e) = engine.rediscover_until(until).await {
+                        tracing::warn!(error = %e, "the due-index poll failed; the next one retries");
+                    }
+                }
+                ticket = next_ticket(&mut listener) => match ticket {
+                    Some((tenant, id)) => {
+                        if let Err(e) = engine.arm_committed(&tenant, &id).await {
+                            tracing::warn!(%tenant, action_id = %id, error = %e, "arming an announced ticket failed; the poll retries");
+                        }
+                    }
+                    // The session ended: listen again.
+                    None => break,
+                },
+            }
+        }
+    }
+}
+
+async fn next_ticket(listener: &mut Option<postgres::Listener>) -> Option<(String, String)> {
+    match listener {
+        Some(l) => l.next().await,
+        // Not listening: wait for the poll (and try to listen again after a while).
+        None => {
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            None
         }
     }
 }

@@ -10,15 +10,19 @@ pub fn base_url() -> String {
         .unwrap_or_else(|_| "postgres://countersign:countersign@127.0.0.1:54329/countersign".into())
 }
 
-/// The server certificate of the script's server (TLS tests).
+/// The CA of the script's server certificate (TLS tests).
 pub fn ca_file() -> std::path::PathBuf {
     std::env::var("COUNTERSIGN_TEST_DATABASE_CA")
-        .unwrap_or_else(|_| "/tmp/countersign-postgres-54329/server.crt".into())
+        .unwrap_or_else(|_| "/tmp/countersign-postgres-54329/ca.crt".into())
         .into()
 }
 
 /// A new, empty schema; the URL whose connections use it (its `search_path`).
 pub async fn fresh_url(label: &str) -> String {
+    let label: String = label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
     let schema = format!("t_{label}_{}", ulid::Ulid::new()).to_lowercase();
     let (client, connection) = tokio_postgres::connect(&base_url(), tokio_postgres::NoTls)
         .await

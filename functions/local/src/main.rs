@@ -1,9 +1,14 @@
-//! countersign in one process: the HTTP API, an SQLite store and the in-process waker.
+//! countersign self-hosted: the HTTP API, an SQLite or Postgres store and the in-process waker.
 
 mod verify;
 
 use clap::{Parser, Subcommand};
-use countersign::{config::Config, domain::deed, embedded::Server};
+use countersign::{
+    config::Config,
+    domain::deed,
+    embedded::{Database, Parts, Server},
+    store::postgres,
+};
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 #[derive(Parser, Debug)]
@@ -33,6 +38,17 @@ struct Args {
     /// Off unless given.
     #[arg(long, env = "COUNTERSIGN_METRICS_LISTEN")]
     metrics_listen: Option<SocketAddr>,
+    /// A Postgres database instead of the SQLite file, which several servers may share:
+    /// `postgres://user:password@host:5432/db`, with `?sslmode=require` for TLS (the server's
+    /// certificate verified for its host name). Its schema is migrated at start.
+    #[arg(long, env = "COUNTERSIGN_DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
+    /// Connections this server keeps to Postgres at most.
+    #[arg(long, env = "COUNTERSIGN_DATABASE_POOL_SIZE", default_value_t = 16)]
+    database_pool_size: usize,
+    /// PEM certificates to trust for Postgres's TLS besides the public roots (a cloud's CA).
+    #[arg(long, env = "COUNTERSIGN_DATABASE_CA_FILE")]
+    database_ca_file: Option<PathBuf>,
     /// Log as JSON lines instead of text.
     #[arg(long, env = "COUNTERSIGN_LOG_JSON")]
     log_json: bool,
@@ -43,7 +59,7 @@ enum Command {
     /// Check a whole store's invariants (every action of every configured tenant loads in one
     /// valid state, its audit chain verifies and ends in its state, nothing `executing` on a
     /// lapsed lease); prints counts and every violation, exits 1 when there is any. Reads the
-    /// SQLite file `--db`, or with `--table` a DynamoDB table (build with `--features aws`;
+    /// SQLite file `--db`, the Postgres database `--database-url`, or with `--table` a DynamoDB table (build with `--features aws`;
     /// region and credentials from the environment). Serves nothing; run it on a stopped server.
     Verify {
         /// A DynamoDB table instead of the SQLite file.
@@ -99,7 +115,16 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
     countersign::tools::secrets::check(&config, &Default::default(), false)?;
     // And it sends the notifications: their secrets too.
     countersign::notify::check_secrets(&config)?;
-    tracing::info!(config = %args.config.display(), db = %args.db.display(), "starting");
+    let database = args.database();
+    match &database {
+        // The URL may carry a password: it is never logged.
+        Database::Postgres { .. } => {
+            tracing::info!(config = %args.config.display(), db = "postgres", "starting")
+        }
+        Database::Sqlite(path) => {
+            tracing::info!(config = %args.config.display(), db = %path.display(), "starting")
+        }
+    }
     if let Some(addr) = args.metrics_listen {
         let handle = countersign::telemetry::prometheus::install();
         let listener = tokio::net::TcpListener::bind(addr)
@@ -108,10 +133,26 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
         tracing::info!(addr = %listener.local_addr()?, "serving metrics at /metrics");
         tokio::spawn(countersign::telemetry::prometheus::serve(listener, handle));
     }
-    let server = Server::start(config, &args.db, args.listen).await?;
+    let server = Server::start_on(config, &database, args.listen, Parts::default()).await?;
     server.run_until(shutdown_signal()).await?;
     tracing::info!("stopped; committed tickets stay in the store and are rediscovered on start");
     Ok(())
+}
+
+impl Args {
+    /// The store to open: Postgres when a URL is given, else the SQLite file.
+    fn database(&self) -> Database {
+        match &self.database_url {
+            Some(url) => Database::Postgres {
+                url: url.clone(),
+                options: postgres::Options {
+                    pool_size: self.database_pool_size,
+                    ca_file: self.database_ca_file.clone(),
+                },
+            },
+            None => Database::Sqlite(self.db.clone()),
+        }
+    }
 }
 
 fn verify_deed(key: &std::path::Path, file: &std::path::Path) -> std::process::ExitCode {

@@ -39,23 +39,26 @@ async fn check(
 async fn open(
     args: &super::Args,
     table: Option<String>,
-) -> Result<Box<dyn Store>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<std::sync::Arc<dyn Store>, Box<dyn std::error::Error + Send + Sync>> {
     match table {
+        None if args.database_url.is_some() => Ok(args.database().open().await?),
         None => {
             if !args.db.exists() {
                 return Err(format!("no database at {}", args.db.display()).into());
             }
-            Ok(Box::new(countersign::store::sqlite::SqliteStore::open(
-                &args.db,
-            )?))
+            Ok(std::sync::Arc::new(
+                countersign::store::sqlite::SqliteStore::open(&args.db)?,
+            ))
         }
         #[cfg(feature = "aws")]
         Some(table) => {
             let sdk = countersign::aws::sdk_config().await;
-            Ok(Box::new(countersign::store::dynamodb::DynamoStore::new(
-                aws_sdk_dynamodb::Client::new(&sdk),
-                table,
-            )))
+            Ok(std::sync::Arc::new(
+                countersign::store::dynamodb::DynamoStore::new(
+                    aws_sdk_dynamodb::Client::new(&sdk),
+                    table,
+                ),
+            ))
         }
         #[cfg(not(feature = "aws"))]
         Some(_) => Err("--table needs a build with `--features aws`".into()),

@@ -173,7 +173,25 @@ impl Engine {
 
     /// On start: re-arm every committed waiting ticket (a restart loses nothing).
     pub async fn rediscover(&self) -> Result<usize, Error> {
-        let waiting = self.store.sweep_due(Timestamp::MAX, 100_000).await?;
+        self.rediscover_until(Timestamp::MAX).await
+    }
+
+    /// Arm a ticket another instance committed (it announced it), if it still waits: every
+    /// instance sharing the store then wakes it on time, and its claim decides which runs it.
+    pub async fn arm_committed(&self, tenant: &str, action_id: &str) -> Result<bool, Error> {
+        match self.load_or_quarantine(tenant, action_id).await? {
+            Loaded::Found(action) if action.state() == State::Approved => {
+                self.arm(&action).await;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Re-arm every committed waiting ticket due by `until` (the due-index poll of instances
+    /// sharing a store: what an announcement missed).
+    pub async fn rediscover_until(&self, until: Timestamp) -> Result<usize, Error> {
+        let waiting = self.store.sweep_due(until, 100_000).await?;
         let (mut armed, mut quarantined) = (0, 0);
         for r in waiting {
             match self.load_or_quarantine(&r.tenant, &r.action_id).await? {
@@ -185,7 +203,11 @@ impl Engine {
                 _ => {}
             }
         }
-        tracing::info!(armed, quarantined, "rediscovered waiting tickets");
+        if until == Timestamp::MAX {
+            tracing::info!(armed, quarantined, "rediscovered waiting tickets");
+        } else {
+            tracing::debug!(armed, quarantined, %until, "re-armed the tickets due soon");
+        }
         Ok(armed)
     }
 }

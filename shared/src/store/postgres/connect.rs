@@ -24,9 +24,10 @@ impl Default for Options {
     }
 }
 
-/// A store call that waits longer than this for a connection fails as unavailable instead of
-/// queueing without end (the engine's callers retry within their budgets).
-const WAIT: Duration = Duration::from_secs(5);
+/// Opening a connection (or checking a pooled one) that takes longer than this fails the call
+/// as unavailable: the database is down or unreachable. A call that waits for a busy pool's
+/// next free connection is not timed out: a burst queues as it does for SQLite's threads.
+const WAIT: Duration = Duration::from_secs(10);
 
 fn config_error(e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(format!("database configuration: {e}"))
@@ -42,21 +43,24 @@ impl PostgresStore {
         let manager = ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         };
-        let manager = match pg.get_ssl_mode() {
-            SslMode::Require => {
-                let tls = tokio_postgres_rustls::MakeRustlsConnect::new(tls_config(options)?);
-                Manager::from_config(pg.clone(), tls, manager)
-            }
-            _ => Manager::from_config(pg.clone(), tokio_postgres::NoTls, manager),
+        let tls = match pg.get_ssl_mode() {
+            SslMode::Require => Some(tokio_postgres_rustls::MakeRustlsConnect::new(tls_config(
+                options,
+            )?)),
+            _ => None,
+        };
+        let manager = match &tls {
+            Some(tls) => Manager::from_config(pg.clone(), tls.clone(), manager),
+            None => Manager::from_config(pg.clone(), tokio_postgres::NoTls, manager),
         };
         let pool = Pool::builder(manager)
             .max_size(options.pool_size.max(1))
             .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(WAIT))
             .create_timeout(Some(WAIT))
+            .recycle_timeout(Some(WAIT))
             .build()
             .map_err(config_error)?;
-        let store = PostgresStore { pool };
+        let store = PostgresStore { pool, pg, tls };
         let mut client = store.client().await?;
         super::schema::migrate(&mut client).await?;
         Ok(store)

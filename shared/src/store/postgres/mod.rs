@@ -12,18 +12,20 @@ use super::{
     IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreError, StoreResult,
     SweepRef, Unreadable,
 };
-use crate::domain::{notice::OutboxEntry, Action, Change, Creation, Event, Transition};
+use crate::domain::{notice::OutboxEntry, Action, Change, Creation, Event, State, Transition};
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use jiff::Timestamp;
 use tokio_postgres::error::SqlState;
 
 mod connect;
+mod listen;
 mod outbox;
 mod reads;
 mod schema;
 
 pub use connect::Options;
+pub use listen::Listener;
 pub use schema::SchemaError;
 
 use super::sortable_instant as instant;
@@ -33,6 +35,9 @@ type Pooled = deadpool_postgres::Object;
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
+    /// For sessions outside the pool (the listener).
+    pg: tokio_postgres::Config,
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
 }
 
 /// The server's own words when it gave them (the client's `Display` is only "db error").
@@ -41,6 +46,19 @@ fn unavailable(e: tokio_postgres::Error) -> StoreError {
         Some(db) => format!("{}: {}", db.code().code(), db.message()),
         None => e.to_string(),
     })
+}
+
+/// An error and its causes, one after another (a failed connect says why only in its sources,
+/// e.g. which certificate check failed).
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 fn malformed(e: impl std::fmt::Display) -> StoreError {
@@ -61,7 +79,7 @@ impl PostgresStore {
         self.pool
             .get()
             .await
-            .map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))
+            .map_err(|e| StoreError::Unavailable(format!("no database connection: {}", causes(&e))))
     }
 
     /// The schema version the database is at (the migrations this binary applied or found).
@@ -70,6 +88,19 @@ impl PostgresStore {
         let row = client
             .query_one(
                 "SELECT coalesce(max(version), 0) FROM countersign_schema",
+                &[],
+            )
+            .await
+            .map_err(unavailable)?;
+        Ok(row.get(0))
+    }
+
+    /// Whether this store's sessions run over TLS (asked of the server about one of them).
+    pub async fn encrypted(&self) -> StoreResult<bool> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                "SELECT coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)",
                 &[],
             )
             .await
@@ -88,7 +119,8 @@ impl PostgresStore {
     }
 }
 
-/// A transition's event and outbox entry, inside its transaction.
+/// A transition's event and outbox entry, inside its transaction, and the announcement of a
+/// committed ticket to every instance (`listen`).
 async fn insert_event(tx: &impl GenericClient, t: &Change) -> StoreResult<()> {
     let stmt = tx
         .prepare_cached("INSERT INTO events (tenant, action_id, seq, body) VALUES ($1, $2, $3, $4)")
@@ -101,6 +133,9 @@ async fn insert_event(tx: &impl GenericClient, t: &Change) -> StoreResult<()> {
     )
     .await
     .map_err(conflict_or_unavailable)?;
+    if t.action.state() == State::Approved {
+        listen::announce(tx, &t.action.tenant, &t.action.id).await?;
+    }
     outbox::insert(tx, t).await
 }
 

@@ -1,0 +1,240 @@
+//! Many instances on one Postgres store, over real HTTP: three servers share one database (the
+//! schema of scripts/postgres.sh's server), each learning of the tickets the others commit
+//! (LISTEN/NOTIFY and the due-index poll) and claiming with the same fenced conditional write.
+//!
+//! Sizes scale down by environment for CI time: `COUNTERSIGN_TEST_PAIRS` (the cancel/run race,
+//! default 1,000) and `COUNTERSIGN_TEST_DUE` (the burst due in one second, default 1,000).
+
+use countersign::{
+    config::Config,
+    embedded::{Database, Parts, Server},
+    store::postgres::Options,
+};
+use countersign_tests::{config_toml, keys, postgres, Api, Behaviour, ToolServer};
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{json, Value};
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+const INSTANCES: usize = 3;
+
+fn size(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Cluster {
+    servers: Vec<Server>,
+    apis: Vec<Api>,
+    tools: ToolServer,
+}
+
+/// Three servers on one fresh schema, one tool server behind them all.
+async fn cluster(label: &str) -> Cluster {
+    let tools = ToolServer::start().await;
+    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let database = Database::Postgres {
+        url: postgres::fresh_url(label).await,
+        options: Options {
+            pool_size: 8,
+            ca_file: None,
+        },
+    };
+    let mut servers = Vec::new();
+    for _ in 0..INSTANCES {
+        let listen = "127.0.0.1:0".parse().unwrap();
+        let server = Server::start_on(config.clone(), &database, listen, Parts::default())
+            .await
+            .unwrap();
+        servers.push(server);
+    }
+    let apis = servers.iter().map(|s| Api::new(s.addr)).collect();
+    Cluster {
+        servers,
+        apis,
+        tools,
+    }
+}
+
+impl Cluster {
+    /// A pseudo-random instance for request `i` (spread, not round-robin).
+    fn api(&self, i: usize) -> &Api {
+        &self.apis[(i.wrapping_mul(2_654_435_761) >> 7) % INSTANCES]
+    }
+
+    /// Commit `n` scheduled `report.build` tickets (the `schedule` rule: no person), each
+    /// through a random instance, due at `due(i)`; their ids.
+    async fn commit(&self, n: usize, due: impl Fn(usize) -> Timestamp) -> Vec<String> {
+        let mut ids = Vec::with_capacity(n);
+        for chunk in (0..n).collect::<Vec<_>>().chunks(50) {
+            let mut submits = Vec::new();
+            for &i in chunk {
+                let api = self.api(i).clone();
+                let not_before = due(i);
+                let not_after = not_before + SignedDuration::from_secs(120);
+                submits.push(tokio::spawn(async move {
+                    api.submit(
+                        keys::AGENT,
+                        json!({"tool": "report.build", "args": {"n": i},
+                               "schedule": {"not_before": not_before.to_string(), "not_after": not_after.to_string()}}),
+                    )
+                    .await
+                }));
+            }
+            for s in submits {
+                let (status, v) = s.await.unwrap();
+                assert_eq!(status, 201, "{v}");
+                ids.push(v["id"].as_str().unwrap().to_owned());
+            }
+        }
+        ids
+    }
+
+    async fn state(&self, id: &str) -> Value {
+        let (status, v) = self.apis[0]
+            .get(&format!("/v1/actions/{id}"), keys::AGENT)
+            .await;
+        assert_eq!(status, 200, "{v}");
+        v
+    }
+
+    /// Wait until none of `ids` is approved or executing (or the time is up).
+    async fn settle(&self, ids: &[String], within: Duration) {
+        let end = std::time::Instant::now() + within;
+        for id in ids {
+            loop {
+                let s = self.state(id).await["state"].as_str().unwrap().to_owned();
+                if !matches!(s.as_str(), "approved" | "executing") {
+                    break;
+                }
+                assert!(std::time::Instant::now() < end, "{id} still {s}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+
+    async fn shutdown(self) {
+        for s in self.servers {
+            s.shutdown().await.unwrap();
+        }
+    }
+}
+
+/// How long until `t` (zero if it passed).
+fn until(t: Timestamp) -> Duration {
+    Duration::try_from(t.duration_since(Timestamp::now()).max(SignedDuration::ZERO)).unwrap()
+}
+
+fn at(v: &Value, field: &str) -> Timestamp {
+    v["schedule"][field].as_str().unwrap().parse().unwrap()
+}
+
+/// SC-CAN-03 across instances: a ticket due now, its cancel sent to a random instance while
+/// every instance's timer fires for it. Exactly one outcome each; the tool runs at most once
+/// and never after a winning cancel; both sides win sometimes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_can_03_three_instances_on_postgres_cancel_races_the_run() {
+    let pairs = size("COUNTERSIGN_TEST_PAIRS", 1_000);
+    let c = cluster("race").await;
+    c.tools.behave(Behaviour {
+        delay_ms: 20,
+        ..Behaviour::default()
+    });
+    // Due one after another, each after every commit has been announced; each cancel is sent
+    // around its ticket's due instant (a little before or after), when every instance's timer
+    // for it fires.
+    let start = Timestamp::now() + SignedDuration::from_millis(5_000 + 20 * pairs as i64);
+    let due = |i: usize| start + SignedDuration::from_millis(5 * i as i64);
+    let ids = c.commit(pairs, due).await;
+    assert!(
+        Timestamp::now() < start,
+        "the commits took longer than planned"
+    );
+    let mut cancels = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let (api, id) = (c.api(i + 1).clone(), id.clone());
+        let send_at = due(i) + SignedDuration::from_millis([-30, -10, 0, 10, 30][i % 5]);
+        cancels.push(tokio::spawn(async move {
+            tokio::time::sleep(until(send_at)).await;
+            api.cancel(&id, keys::AGENT).await
+        }));
+    }
+    let mut answers = Vec::new();
+    for cancel in cancels {
+        answers.push(cancel.await.unwrap());
+    }
+    c.settle(&ids, Duration::from_secs(60)).await;
+
+    let (mut cancels_won, mut runs_won) = (0, 0);
+    for (id, (status, answer)) in ids.iter().zip(&answers) {
+        let end = c.state(id).await;
+        let ran = c.tools.count_for(id);
+        match (*status, end["state"].as_str().unwrap()) {
+            (200, "cancelled") => {
+                assert_eq!(ran, 0, "the tool ran after a winning cancel: {id}");
+                cancels_won += 1;
+            }
+            (409, "succeeded") => {
+                assert_eq!(ran, 1, "the run won and ran exactly once: {id}");
+                runs_won += 1;
+            }
+            other => panic!("not exactly one outcome for {id}: {other:?} {answer} {end}"),
+        }
+    }
+    println!(
+        "SC-CAN-03 on 3 instances: {pairs} pairs — cancel won {cancels_won}, run won {runs_won}"
+    );
+    assert!(cancels_won > 0 && runs_won > 0, "both sides won sometimes");
+    assert_eq!(
+        c.tools.received().len(),
+        runs_won,
+        "no call outside the winners"
+    );
+    c.shutdown().await;
+}
+
+/// `n` tickets due within one second, committed through random instances and run by whichever
+/// instance claims each: none early, none twice, every one run; the claim delay (tool call
+/// received − due) reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_instances_on_postgres_run_a_burst_due_in_one_second_none_early_none_twice() {
+    let n = size("COUNTERSIGN_TEST_DUE", 1_000);
+    let c = cluster("burst").await;
+    let start = Timestamp::now() + SignedDuration::from_secs(4 + n as i64 / 100);
+    let ids = c
+        .commit(n, |i| {
+            start + SignedDuration::from_micros((i * 1_000_000 / n) as i64)
+        })
+        .await;
+    tokio::time::sleep(until(start) + Duration::from_secs(1)).await;
+    c.settle(&ids, Duration::from_secs(60)).await;
+
+    let mut by_action: HashMap<String, Vec<Timestamp>> = HashMap::new();
+    for r in c.tools.received() {
+        by_action.entry(r.action_id.clone()).or_default().push(r.at);
+    }
+    let mut delays = Vec::new();
+    for id in &ids {
+        let end = c.state(id).await;
+        assert_eq!(end["state"], "succeeded", "{end}");
+        let calls = &by_action[id];
+        assert_eq!(calls.len(), 1, "run exactly once: {id}");
+        let not_before = at(&end, "not_before");
+        assert!(
+            calls[0] >= not_before,
+            "{id} ran early: {} < {not_before}",
+            calls[0]
+        );
+        delays.push(calls[0].duration_since(not_before).as_secs_f64() * 1000.0);
+    }
+    delays.sort_by(f64::total_cmp);
+    let p = |q: f64| delays[((delays.len() as f64 * q) as usize).min(delays.len() - 1)];
+    println!(
+        "3 instances, {n} due in 1 s: claim delay p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        p(0.5),
+        p(0.99),
+        p(1.0)
+    );
+    c.shutdown().await;
+}

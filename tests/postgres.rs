@@ -1,0 +1,223 @@
+//! The server on Postgres (scripts/postgres.sh starts one): over real HTTP and TLS, restarted
+//! on the same database, checked by the store-wide verifier; its schema migrations; its
+//! durability settings (SC-EDGE-03).
+
+use countersign::{
+    config::Config,
+    embedded::{Database, Parts, Server},
+    invariants::{self, Rule},
+    store::postgres::{Options, PostgresStore},
+    Clock, SystemClock,
+};
+use countersign_tests::{config_toml, in_secs, keys, postgres, Api, ToolServer};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_owned()
+}
+
+/// TLS to the database, the test server's certificate trusted.
+fn tls(url: &str) -> Database {
+    Database::Postgres {
+        url: format!("{url}&sslmode=require"),
+        options: Options {
+            pool_size: 4,
+            ca_file: Some(postgres::ca_file()),
+        },
+    }
+}
+
+/// A plain connection to the test's schema, to look at or damage rows.
+async fn sql(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// SC-EDGE-03 on Postgres: a commit is answered once it is flushed to disk (`fsync` and
+/// `synchronous_commit` on, as shipped), so an answered transition survives a host crash.
+#[tokio::test]
+async fn sc_edge_03_postgres_commits_are_synced_before_they_are_answered() {
+    let store = postgres::store("durable").await;
+    assert_eq!(store.setting("fsync").await.unwrap(), "on");
+    assert_eq!(store.setting("synchronous_commit").await.unwrap(), "on");
+}
+
+/// The migrations run once however often the server starts, and a database whose schema is
+/// newer than the binary is refused before anything is read or written.
+#[tokio::test]
+async fn postgres_schema_migrates_once_and_refuses_a_newer_schema() {
+    let url = postgres::fresh_url("migrate").await;
+    let first = PostgresStore::connect(&url, &Options::default())
+        .await
+        .unwrap();
+    let known = first.schema_version().await.unwrap();
+    assert!(known >= 1);
+    // Several instances starting at once: each finds the schema current.
+    let mut starts = tokio::task::JoinSet::new();
+    for _ in 0..3 {
+        let url = url.clone();
+        starts.spawn(async move { PostgresStore::connect(&url, &Options::default()).await });
+    }
+    while let Some(again) = starts.join_next().await {
+        let again = again.unwrap().unwrap();
+        assert_eq!(again.schema_version().await.unwrap(), known);
+    }
+    let db = sql(&url).await;
+    let applied = db
+        .query_one("SELECT count(*) FROM countersign_schema", &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        applied.get::<_, i64>(0),
+        known,
+        "each migration applied once"
+    );
+
+    db.execute(
+        "INSERT INTO countersign_schema (version) VALUES ($1)",
+        &[&(known + 1)],
+    )
+    .await
+    .unwrap();
+    let refused = PostgresStore::connect(&url, &Options::default()).await;
+    let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("newer than this binary"), "{message}");
+}
+
+/// With `sslmode=require` the server's certificate must verify: without its CA the connection
+/// is refused (an impostor answering on the database's address gets nothing), with it the
+/// session is encrypted (the server says so).
+#[tokio::test]
+async fn postgres_tls_is_required_and_the_server_certificate_verified() {
+    let url = postgres::fresh_url("tls").await;
+    let untrusted = PostgresStore::connect(
+        &format!("{url}&sslmode=require"),
+        &Options {
+            pool_size: 1,
+            ca_file: None,
+        },
+    )
+    .await;
+    assert!(untrusted.is_err(), "a certificate no root vouches for");
+    let Database::Postgres {
+        url: tls_url,
+        options,
+    } = tls(&url)
+    else {
+        unreachable!()
+    };
+    let store = PostgresStore::connect(&tls_url, &options).await.unwrap();
+    assert_eq!(store.setting("ssl").await.unwrap(), "on");
+    assert!(
+        store.encrypted().await.unwrap(),
+        "this session runs over TLS"
+    );
+}
+
+/// The server over real HTTP on Postgres (TLS): it runs, waits and cancels; a restart on the
+/// same database finds the waiting ticket; `verify`'s check passes on what it wrote and names
+/// an audit event edited in the database (SC-SEC-06) and a record that does not load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_server_over_tls_serves_restarts_and_verifies() {
+    let tools = ToolServer::start().await;
+    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let url = postgres::fresh_url("server").await;
+    let listen = "127.0.0.1:0".parse().unwrap();
+    let server = Server::start_on(config.clone(), &tls(&url), listen, Parts::default())
+        .await
+        .unwrap();
+    let api = Api::new(server.addr);
+    let (s, ran) = api
+        .submit(keys::AGENT, json!({"tool": "search.web", "args": {"q": 1}}))
+        .await;
+    assert_eq!(
+        (s, ran["state"].as_str()),
+        (200, Some("succeeded")),
+        "{ran}"
+    );
+    let (s, pending) = api
+        .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))
+        .await;
+    assert_eq!(s, 202, "{pending}");
+    let (s, scheduled) = api
+        .submit(keys::AGENT, json!({"tool": "report.build", "args": {}, "schedule": {"not_before": in_secs(3600), "not_after": in_secs(7200)}}))
+        .await;
+    assert_eq!(s, 201, "{scheduled}");
+    let (_, cancelled) = api
+        .submit(keys::AGENT, json!({"tool": "report.build", "args": {"c": 1}, "schedule": {"not_before": in_secs(3600), "not_after": in_secs(7200)}}))
+        .await;
+    let (s, _) = api.cancel(&id(&cancelled), keys::AGENT).await;
+    assert_eq!(s, 200);
+    server.shutdown().await.unwrap();
+
+    let server = Server::start_on(config.clone(), &tls(&url), listen, Parts::default())
+        .await
+        .unwrap();
+    let api = Api::new(server.addr);
+    let (s, listed) = api.get("/v1/actions?limit=10", keys::ADMIN).await;
+    assert_eq!(s, 200, "{listed}");
+    assert_eq!(listed["data"].as_array().unwrap().len(), 4, "{listed}");
+    let (_, again) = api
+        .get(&format!("/v1/actions/{}", id(&scheduled)), keys::AGENT)
+        .await;
+    assert_eq!(
+        again["state"], "approved",
+        "the ticket outlived the restart"
+    );
+    server.shutdown().await.unwrap();
+
+    let tenants: Vec<String> = config.tenants.keys().cloned().collect();
+    let Database::Postgres {
+        url: tls_url,
+        options,
+    } = tls(&url)
+    else {
+        unreachable!()
+    };
+    let store = PostgresStore::connect(&tls_url, &options).await.unwrap();
+    let now = SystemClock.now();
+    let clean = invariants::check(&store, &tenants, now).await.unwrap();
+    assert!(clean.ok(), "{clean:?}");
+    assert_eq!(clean.actions, 4, "{clean:?}");
+    assert_eq!(clean.states["succeeded"], 1);
+
+    let db = sql(&url).await;
+    let row = db
+        .query_one(
+            "SELECT body FROM events WHERE action_id = $1 AND seq = 1",
+            &[&id(&ran)],
+        )
+        .await
+        .unwrap();
+    let mut event: Value = serde_json::from_slice(row.get(0)).unwrap();
+    event["reason"] = json!("forged");
+    db.execute(
+        "UPDATE events SET body = $1 WHERE action_id = $2 AND seq = 1",
+        &[&event.to_string().into_bytes(), &id(&ran)],
+    )
+    .await
+    .unwrap();
+    db.execute(
+        "UPDATE actions SET body = $1 WHERE id = $2",
+        &[&b"{not json".to_vec(), &id(&pending)],
+    )
+    .await
+    .unwrap();
+    let damaged = invariants::check(&store, &tenants, now).await.unwrap();
+    let mut found: Vec<(String, Rule)> = damaged
+        .violations
+        .iter()
+        .map(|v| (v.action_id.clone(), v.rule))
+        .collect();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut expected = vec![
+        (id(&ran), Rule::AuditChain),
+        (id(&pending), Rule::Unreadable),
+    ];
+    expected.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(found, expected, "{damaged:?}");
+}

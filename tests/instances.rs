@@ -201,12 +201,17 @@ async fn sc_can_03_three_instances_on_postgres_cancel_races_the_run() {
 async fn three_instances_on_postgres_run_a_burst_due_in_one_second_none_early_none_twice() {
     let n = size("COUNTERSIGN_TEST_DUE", 1_000);
     let c = cluster("burst").await;
-    let start = Timestamp::now() + SignedDuration::from_secs(4 + n as i64 / 100);
+    // After every commit has been announced: what is measured is the wake, not the intake.
+    let start = Timestamp::now() + SignedDuration::from_millis(5_000 + 20 * n as i64);
     let ids = c
         .commit(n, |i| {
             start + SignedDuration::from_micros((i * 1_000_000 / n) as i64)
         })
         .await;
+    assert!(
+        Timestamp::now() < start,
+        "the commits took longer than planned"
+    );
     tokio::time::sleep(until(start) + Duration::from_secs(1)).await;
     c.settle(&ids, Duration::from_secs(60)).await;
 

@@ -1,6 +1,6 @@
 //! SC-EDGE-08: one unreadable record never takes the rest down. Listing, the sweep and start-up
 //! skip and quarantine it (logged with its key, counted in the sweep report, listed for admins
-//! at `GET /v1/quarantine`), on SQLite and on DynamoDB (LocalStack).
+//! at `GET /v1/quarantine`), on SQLite, on DynamoDB (LocalStack) and (the sweep) on Postgres.
 //!
 //! The records are damaged directly in the store: intake now refuses input that could make one,
 //! but records written before may exist. Caught on the old main (reproduced with the local
@@ -184,10 +184,51 @@ async fn sc_edge_08_sqlite_server_lists_restarts_and_runs_despite_unreadable_rec
 /// retries), performs the rest, and does not meet it again.
 #[tokio::test]
 async fn sc_edge_08_sqlite_sweep_quarantines_and_goes_on() {
-    let tools = ToolServer::start().await;
-    let config = Arc::new(Config::from_toml(&config_toml(&tools, "5m", "2s")).unwrap());
     let db = temp_db("quarantine-sweep");
     let store = Arc::new(SqliteStore::open(&db).unwrap());
+    let damage: Damage =
+        Box::new(move |id| Box::pin(async move { damage_sqlite(&db, &id, too_deep) }));
+    sweep_quarantines_and_goes_on(store, damage).await;
+}
+
+/// As on SQLite, on Postgres (the record damaged in the database).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sc_edge_08_postgres_sweep_quarantines_and_goes_on() {
+    let url = countersign_tests::postgres::fresh_url("quarantine").await;
+    let store = Arc::new(
+        countersign::store::postgres::PostgresStore::connect(&url, &Default::default())
+            .await
+            .unwrap(),
+    );
+    let damage: Damage = Box::new(move |id| {
+        Box::pin(async move {
+            let (db, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            let row = db
+                .query_one("SELECT body FROM actions WHERE id = $1", &[&id])
+                .await
+                .unwrap();
+            let body = too_deep(row.get(0));
+            let changed = db
+                .execute("UPDATE actions SET body = $1 WHERE id = $2", &[&body, &id])
+                .await
+                .unwrap();
+            assert_eq!(changed, 1);
+        })
+    });
+    sweep_quarantines_and_goes_on(store, damage).await;
+}
+
+/// Damage one stored action (given its id) in the store's own database.
+type Damage = Box<
+    dyn FnOnce(String) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send,
+>;
+
+async fn sweep_quarantines_and_goes_on(store: Arc<dyn Store>, damage: Damage) {
+    let tools = ToolServer::start().await;
+    let config = Arc::new(Config::from_toml(&config_toml(&tools, "5m", "2s")).unwrap());
     let clock = Arc::new(ManualClock::new(Timestamp::now()));
     let engine = Engine::new(
         config.clone(),
@@ -210,7 +251,7 @@ async fn sc_edge_08_sqlite_sweep_quarantines_and_goes_on() {
             "schedule": {"not_before": at(60), "not_after": at(600)}}));
         ids.push(engine.submit(&agent, req, None).await.unwrap().action.id);
     }
-    damage_sqlite(&db, &ids[1], too_deep);
+    damage(ids[1].clone()).await;
     clock.advance(SignedDuration::from_secs(61));
 
     let report = engine.sweep().await.expect("the pass completes");

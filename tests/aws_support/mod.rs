@@ -219,7 +219,10 @@ impl AwsWorld {
         };
         let tools = ToolServer::start().await;
         let text = countersign_tests::config_toml(&tools, "1m", "5s") + extra;
-        let config = Config::from_toml(&text).expect("test config");
+        // As a function boots: parsed, then the deed keys it names read (Settings::from_env).
+        let config = Config::from_toml(&text)
+            .and_then(Config::read_keys)
+            .expect("test config");
         let settings = Settings {
             table: table.clone(),
             target: SchedulerTarget {

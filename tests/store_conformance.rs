@@ -319,7 +319,11 @@ async fn listing(store: &dyn Store) {
     let mut newest_first: Vec<String> = ids.iter().map(|a| a.id.clone()).collect();
     newest_first.sort();
     newest_first.reverse();
-    let page = |before: Option<String>, limit: usize| ListQuery { limit, before };
+    let page = |before: Option<String>, limit: usize| ListQuery {
+        limit,
+        before,
+        ..ListQuery::default()
+    };
 
     let mut seen = Vec::new();
     let mut before = None;
@@ -379,6 +383,7 @@ async fn quarantine(store: &dyn Store) {
             &ListQuery {
                 limit: 50,
                 before: None,
+                ..ListQuery::default()
             },
         )
         .await

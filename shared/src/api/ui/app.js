@@ -253,19 +253,32 @@ function renderSealed(action) {
   });
 }
 
+// Every page of a list: a page may be short or even empty and still have a `next_cursor`
+// (a list the store cannot index reads a bounded slice per request), so only its absence ends it.
+async function everyPage(path) {
+  const all = [];
+  let cursor = null;
+  do {
+    const page = await api("GET", cursor ? `${path}&cursor=${encodeURIComponent(cursor)}` : path);
+    all.push(...page.data);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return all;
+}
+
 async function load() {
   say("Loading…");
   try {
     const [pending, scheduled, recent] = await Promise.all([
-      api("GET", "actions?state=pending_approval&limit=100"),
-      api("GET", "actions?state=approved&limit=100"),
+      everyPage("actions?state=pending_approval&limit=100"),
+      everyPage("actions?state=approved&limit=100"),
       api("GET", "actions?limit=50"),
     ]);
-    fill("pending", pending.data, renderPending);
-    fill("scheduled", scheduled.data, renderScheduled);
+    fill("pending", pending, renderPending);
+    fill("scheduled", scheduled, renderScheduled);
     fill("sealed", recent.data.filter((a) => a.sealed_at).slice(0, 20), renderSealed);
     say(`Updated ${new Date().toLocaleTimeString()}.`);
-    openLinked(pending.data);
+    await openLinked(pending);
     return true;
   } catch (error) {
     if (error.code === "unauthenticated") signOut();
@@ -277,15 +290,24 @@ async function load() {
 
 // A notification links to `/ui/#action=<id>`: open that action's dialog once the list is in.
 // The fragment never reaches the server, and it names an action, never a key.
-function openLinked(pending) {
+// The action itself is read, not looked for in the list: the list may have been read a
+// moment before the action began to wait, and only the action says what it is now.
+async function openLinked(pending) {
   const linked = /^#action=(act_[0-9A-Za-z]+)$/.exec(location.hash);
   if (!linked || $("decide").open) return;
   history.replaceState(null, "", location.pathname + location.search);
-  const action = pending.find((a) => a.id === linked[1]);
-  if (action) {
+  let action = pending.find((a) => a.id === linked[1]);
+  try {
+    action = action || await api("GET", `actions/${encodeURIComponent(linked[1])}`);
+  } catch (error) {
+    alarm(await explain(error, { id: linked[1] }));
+    return;
+  }
+  if (action.state === "pending_approval") {
     openDecision(action);
   } else {
-    alarm(`${linked[1]} is no longer waiting for a countersignature; see the lists below.`);
+    alarm(`${action.id} is ${action.state.replace(/_/g, " ")}: it is no longer waiting for a ` +
+      "countersignature; see the lists below.");
   }
 }
 

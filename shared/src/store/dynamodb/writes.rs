@@ -301,12 +301,13 @@ impl DynamoStore {
         meter("PutItem(quarantine)", Units::Write, out.consumed_capacity());
         let out = self
             .update(&bad.tenant, state_sk(&bad.action_id))
-            .update_expression("SET #q = :at REMOVE #sp, #sa, #at")
+            .update_expression("SET #q = :at REMOVE #sp, #sa, #at, #wp")
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_names("#q", QUARANTINED)
             .expression_attribute_names("#sp", "sp")
             .expression_attribute_names("#sa", "sa")
             .expression_attribute_names("#at", "at")
+            .expression_attribute_names("#wp", "wp")
             .expression_attribute_values(":at", nanos(at))
             .send()
             .await;

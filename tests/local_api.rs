@@ -978,9 +978,14 @@ async fn listing_filters_and_pages_and_events_form_a_chain() {
     let events: Vec<Event> = serde_json::from_value(events["data"].clone()).unwrap();
     let path: Vec<String> = events.iter().map(|e| e.to.to_string()).collect();
     // Due now and fitting the request: the approval commits its ticket already claimed, in
-    // one write by the approver (SC-EDGE-07), so no sweep can take it before the run.
-    assert_eq!(path, ["pending_approval", "executing", "succeeded"]);
+    // one write by the approver (SC-EDGE-07), so no sweep can take it before the run; that
+    // write records the approval and the claim (issue 16: the trail had skipped `approved`).
+    assert_eq!(
+        path,
+        ["pending_approval", "approved", "executing", "succeeded"]
+    );
     assert_eq!(events[1].reason.as_deref(), Some("approved"));
+    assert_eq!(events[2].reason.as_deref(), Some("claimed"));
     // SC-SEC-06: served only after verification; the countersignature names its digest.
     assert_eq!(
         events[1].context_digest.as_deref(),

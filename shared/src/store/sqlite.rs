@@ -170,7 +170,8 @@ impl SqliteStore {
 struct Encoded {
     t: Change,
     body: Vec<u8>,
-    event: Vec<u8>,
+    /// Each event the write appends, with its number.
+    events: Vec<(i64, Vec<u8>)>,
     sweep_at: Option<String>,
 }
 
@@ -179,7 +180,13 @@ impl Encoded {
         Encoded {
             t: t.clone(),
             body: t.action.to_stored(),
-            event: serde_json::to_vec(&t.event).expect("an event serializes"),
+            events: t
+                .events()
+                .map(|e| {
+                    let body = serde_json::to_vec(e).expect("an event serializes");
+                    (e.seq as i64, body)
+                })
+                .collect(),
             sweep_at: t.action.sweep_at().map(instant),
         }
     }
@@ -187,16 +194,14 @@ impl Encoded {
 
 fn insert_event(tx: &Connection, e: &Encoded) -> StoreResult<()> {
     let t = &e.t;
-    tx.prepare_cached("INSERT INTO events (tenant, action_id, seq, body) VALUES (?1, ?2, ?3, ?4)")
-        .and_then(|mut s| {
-            s.execute(params![
-                t.action.tenant,
-                t.action.id,
-                t.event.seq as i64,
-                e.event
-            ])
-        })
-        .map_err(conflict_or_unavailable)?;
+    let mut insert = tx
+        .prepare_cached("INSERT INTO events (tenant, action_id, seq, body) VALUES (?1, ?2, ?3, ?4)")
+        .map_err(unavailable)?;
+    for (seq, body) in &e.events {
+        insert
+            .execute(params![t.action.tenant, t.action.id, seq, body])
+            .map_err(conflict_or_unavailable)?;
+    }
     outbox::insert(tx, t)
 }
 

@@ -167,10 +167,11 @@ impl DynamoStore {
         let a = &t.action;
         let expires = self.expiry_of(a);
         let attributes = state_attributes(a, &t.event, expires);
+        let first_seq = t.events().next().map_or(t.event.seq, |e| e.seq);
         let condition = Condition::At {
             state,
             version,
-            seq: t.event.seq,
+            seq: first_seq,
         }
         .render();
         let call_digest = attributes
@@ -197,7 +198,12 @@ impl DynamoStore {
         sets.push("#e = list_append(#e, :event)".into());
         req = req.expression_attribute_values(
             ":event",
-            AttributeValue::L(vec![event_value(&t.event, version + 1)]),
+            AttributeValue::L(
+                t.events()
+                    .zip(version + 1..)
+                    .map(|(e, at)| event_value(e, at))
+                    .collect(),
+            ),
         );
         // The notice this transition raises lands in the same write (SC-NOT-01).
         if let Some(notice) = super::outbox::append(t) {

@@ -1051,3 +1051,37 @@ async fn odd_ids_and_cursors_are_clear_4xx() {
         .await;
     assert_eq!((s, err_param(&v)), (400, "agent_id"));
 }
+
+/// Issue 16, defect 2 (SC-APP-01): the approver page accepted any key — signed in with an agent
+/// key it offered Approve, which then failed. Caught on main: there was no way to ask what a
+/// key is (`GET /v1/me` answered 404). Every key may ask; an unknown one is refused.
+#[tokio::test]
+async fn sc_app_01_issue16_me_names_the_keys_tenant_role_and_id() {
+    let w = world().await;
+    let berlin = "Europe/Berlin";
+    for (key, tenant, role, id, zone) in [
+        (keys::AGENT, "acme", "agent", "agent-1", berlin),
+        (keys::APPROVER, "acme", "approver", "approver-1", berlin),
+        (keys::ADMIN, "acme", "admin", "admin-1", berlin),
+        (
+            keys::OTHER_TENANT_APPROVER,
+            "globex",
+            "approver",
+            "g-approver",
+            "America/New_York",
+        ),
+    ] {
+        let (status, me) = w.api.get("/v1/me", key).await;
+        assert_eq!(status, 200, "{me}");
+        assert_eq!(
+            me,
+            json!({"tenant": tenant, "role": role, "key_id": id, "time_zone": zone}),
+            "{key}"
+        );
+    }
+    let (status, v) = w.api.get("/v1/me", "cs_not-a-key").await;
+    assert_eq!(
+        (status, &v["error"]["code"]),
+        (401, &json!("unauthenticated"))
+    );
+}

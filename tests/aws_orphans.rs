@@ -145,14 +145,16 @@ impl Rig {
         true
     }
 
-    /// `GET /v1/actions?state=pending_approval&limit=1`: the newest pending action's id, the
-    /// records the store read, and on DynamoDB the read capacity its queries consumed.
+    /// `GET /v1/actions?agent_id=agent-1&limit=1` (a filter no store indexes: it reads the
+    /// tenant's history, bounded): the newest action's id, the records the store read, and on
+    /// DynamoDB the read capacity its queries consumed. (Until issue 16 this was the pending
+    /// list, which now reads an index of the waiting actions only: no orphan is in it.)
     async fn filtered_list(&self) -> (Option<String>, Vec<usize>, Option<f64>) {
         self.store.take_list_sizes();
         aws_support::capacity::drain();
         let (status, page) = self
             .api
-            .get("/v1/actions?state=pending_approval&limit=1", keys::ADMIN)
+            .get("/v1/actions?agent_id=agent-1&limit=1", keys::ADMIN)
             .await;
         assert_eq!(status, 200, "{page}");
         let read = self.table.is_some().then(|| {
@@ -265,7 +267,7 @@ async fn losers_leave_nothing_a_list_reads(backend: Backend) {
     // found in its bound (nothing) and a cursor past them.
     if r.crashed_submissions(ids[0], RACERS - 1).await {
         let (newest, records, read) = r.filtered_list().await;
-        assert_eq!(newest, None, "nothing pending among the first five read");
+        assert_eq!(newest, None, "no action among the first five read");
         within_bound(backend, &records, read);
     }
 }
@@ -296,4 +298,111 @@ async fn sc_sec_05_losers_of_an_idempotency_race_leave_nothing_a_list_reads_dyna
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sc_sec_05_losers_of_an_idempotency_race_leave_nothing_a_list_reads_postgres() {
     losers_leave_nothing_a_list_reads(Backend::Postgres).await;
+}
+
+/// Allowed calls newer than the one pending approval: more than 5 × 100, what one unindexed
+/// filtered page read.
+const NEWER_ALLOWED: usize = 510;
+
+/// Issue 16, defect 1 (SC-SEC-05, SC-APP-01): one `mail.send` pending approval among 510 newer
+/// allowed calls. Caught on main: a filtered list read only the newest 5 × `limit` actions, so
+/// `?state=pending_approval&limit=100` answered `data: []` with a cursor, and an approver who
+/// trusted it (the page did not follow the cursor) never saw the call. Now the pending list
+/// reads through an index of the waiting actions only: the first page holds it, the list ends
+/// there, and on DynamoDB it costs what one waiting action costs, not 500 read actions.
+async fn a_pending_approval_is_found_among_newer_calls(backend: Backend) {
+    let r = rig(backend).await;
+    let (status, v) = r
+        .api
+        .submit(
+            keys::AGENT,
+            json!({"tool": "mail.send", "args": {"to": "a@example.com"}}),
+        )
+        .await;
+    assert_eq!(status, 202, "{v}");
+    let pending = v["id"].as_str().unwrap().to_owned();
+    for batch in (0..NEWER_ALLOWED).collect::<Vec<_>>().chunks(30) {
+        let submits: Vec<_> = batch
+            .iter()
+            .map(|i| {
+                let api = r.api.clone();
+                let body = json!({"tool": "search.web", "args": {"q": i}});
+                tokio::spawn(async move { api.submit(keys::AGENT, body).await })
+            })
+            .collect();
+        for s in submits {
+            let (status, v) = s.await.unwrap();
+            // 200: run inline and answered with its outcome.
+            assert!(status == 200 || status == 202, "{status} {v}");
+        }
+    }
+
+    for path in [
+        "/v1/actions?state=pending_approval&limit=100",
+        "/v1/actions?state=pending_approval&agent_id=agent-1&limit=100",
+    ] {
+        r.store.take_list_sizes();
+        aws_support::capacity::drain();
+        let (status, page) = r.api.get(path, keys::APPROVER).await;
+        assert_eq!(status, 200, "{page}");
+        let ids: Vec<&str> = page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            [pending.as_str()],
+            "{path}: the pending approval is on the first page"
+        );
+        assert_eq!(
+            page["next_cursor"],
+            Value::Null,
+            "{path}: and nothing else waits"
+        );
+        assert_eq!(
+            r.store.take_list_sizes(),
+            [1],
+            "{path}: the store read the one match"
+        );
+        if r.table.is_some() {
+            let spent = aws_support::capacity::drain();
+            let read: f64 = spent.iter().map(|s| s.read).sum();
+            // The index's page of keys (one 4 KiB unit, 0.5 RRU read eventually consistently)
+            // and the waiting action's two items (0.5 RRU each, each under 4 KiB).
+            let bound = 0.5 + 2.0 * 0.5;
+            println!("{backend:?}: {path} consumed {read} RRU (bound {bound}): {spent:?}");
+            assert!(read > 0.0, "the list reported its capacity");
+            assert!(read <= bound, "{path} consumed {read} RRU > {bound}");
+        }
+    }
+
+    // Another agent's filter passes it over; once decided it leaves the index with the
+    // transition's own write.
+    let path = "/v1/actions?state=pending_approval&agent_id=agent-2&limit=100";
+    let (_, page) = r.api.get(path, keys::APPROVER).await;
+    assert_eq!(
+        (&page["data"], &page["next_cursor"]),
+        (&json!([]), &Value::Null)
+    );
+    let digest = r.api.action(&pending).await["approval"]["context_digest"].clone();
+    let (status, v) = r.api.approve(&pending, digest.as_str().unwrap()).await;
+    assert!(status == 200 || status == 202, "{status} {v}");
+    let path = "/v1/actions?state=pending_approval&limit=100";
+    let (_, page) = r.api.get(path, keys::APPROVER).await;
+    assert_eq!(
+        (&page["data"], &page["next_cursor"]),
+        (&json!([]), &Value::Null)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_sec_05_issue16_a_pending_approval_is_found_among_510_newer_calls_sqlite() {
+    a_pending_approval_is_found_among_newer_calls(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_sec_05_issue16_a_pending_approval_is_found_among_510_newer_calls_dynamodb() {
+    a_pending_approval_is_found_among_newer_calls(Backend::Dynamodb).await;
 }

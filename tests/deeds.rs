@@ -99,10 +99,16 @@ async fn sc_sec_07_a_sealed_actions_deed_verifies_offline() {
         Some(json!({"sent": true}))
     );
     let path: Vec<State> = deed.events.iter().map(|e| e.to).collect();
-    // Due now and fitting the request: approved already claimed, in one write (SC-EDGE-07).
+    // Due now and fitting the request: approved already claimed, in one write (SC-EDGE-07)
+    // that records both the approval and the claim (issue 16).
     assert_eq!(
         path,
-        [State::PendingApproval, State::Executing, State::Succeeded]
+        [
+            State::PendingApproval,
+            State::Approved,
+            State::Executing,
+            State::Succeeded
+        ]
     );
     assert_eq!(deed.chain_head, deed.events.last().unwrap().hash);
     assert_eq!(

@@ -978,9 +978,14 @@ async fn listing_filters_and_pages_and_events_form_a_chain() {
     let events: Vec<Event> = serde_json::from_value(events["data"].clone()).unwrap();
     let path: Vec<String> = events.iter().map(|e| e.to.to_string()).collect();
     // Due now and fitting the request: the approval commits its ticket already claimed, in
-    // one write by the approver (SC-EDGE-07), so no sweep can take it before the run.
-    assert_eq!(path, ["pending_approval", "executing", "succeeded"]);
+    // one write by the approver (SC-EDGE-07), so no sweep can take it before the run; that
+    // write records the approval and the claim (issue 16: the trail had skipped `approved`).
+    assert_eq!(
+        path,
+        ["pending_approval", "approved", "executing", "succeeded"]
+    );
     assert_eq!(events[1].reason.as_deref(), Some("approved"));
+    assert_eq!(events[2].reason.as_deref(), Some("claimed"));
     // SC-SEC-06: served only after verification; the countersignature names its digest.
     assert_eq!(
         events[1].context_digest.as_deref(),
@@ -1045,4 +1050,38 @@ async fn odd_ids_and_cursors_are_clear_4xx() {
         )
         .await;
     assert_eq!((s, err_param(&v)), (400, "agent_id"));
+}
+
+/// Issue 16, defect 2 (SC-APP-01): the approver page accepted any key — signed in with an agent
+/// key it offered Approve, which then failed. Caught on main: there was no way to ask what a
+/// key is (`GET /v1/me` answered 404). Every key may ask; an unknown one is refused.
+#[tokio::test]
+async fn sc_app_01_issue16_me_names_the_keys_tenant_role_and_id() {
+    let w = world().await;
+    let berlin = "Europe/Berlin";
+    for (key, tenant, role, id, zone) in [
+        (keys::AGENT, "acme", "agent", "agent-1", berlin),
+        (keys::APPROVER, "acme", "approver", "approver-1", berlin),
+        (keys::ADMIN, "acme", "admin", "admin-1", berlin),
+        (
+            keys::OTHER_TENANT_APPROVER,
+            "globex",
+            "approver",
+            "g-approver",
+            "America/New_York",
+        ),
+    ] {
+        let (status, me) = w.api.get("/v1/me", key).await;
+        assert_eq!(status, 200, "{me}");
+        assert_eq!(
+            me,
+            json!({"tenant": tenant, "role": role, "key_id": id, "time_zone": zone}),
+            "{key}"
+        );
+    }
+    let (status, v) = w.api.get("/v1/me", "cs_not-a-key").await;
+    assert_eq!(
+        (status, &v["error"]["code"]),
+        (401, &json!("unauthenticated"))
+    );
 }

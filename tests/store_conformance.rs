@@ -12,7 +12,7 @@ use countersign::{
         audit::{self, ChainError},
         canonical,
         transition::TicketTerms,
-        Action, Actor, Creation, Decision, SealReason, Stage, State, Transition, Window,
+        Action, Actor, Creation, Decision, Lease, SealReason, Stage, State, Transition, Window,
     },
     store::{
         dynamodb::DynamoStore, sqlite::SqliteStore, IdempotencyRecord, ListQuery, Stop, Store,
@@ -320,7 +320,11 @@ async fn listing(store: &dyn Store) {
     let mut newest_first: Vec<String> = ids.iter().map(|a| a.id.clone()).collect();
     newest_first.sort();
     newest_first.reverse();
-    let page = |before: Option<String>, limit: usize| ListQuery { limit, before };
+    let page = |before: Option<String>, limit: usize| ListQuery {
+        limit,
+        before,
+        ..ListQuery::default()
+    };
 
     let mut seen = Vec::new();
     let mut before = None;
@@ -380,6 +384,7 @@ async fn quarantine(store: &dyn Store) {
             &ListQuery {
                 limit: 50,
                 before: None,
+                ..ListQuery::default()
             },
         )
         .await
@@ -794,6 +799,97 @@ async fn sc_sec_06_tampered_chains_fail_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn store_conformance_postgres() {
     conformance(Arc::new(postgres::store("conformance").await)).await;
+}
+
+/// Issue 16, defect 5: an approval that runs at once commits its ticket already claimed
+/// (`pending_approval → executing`, one conditional write, SC-EDGE-07). Caught on main: that
+/// write appended one event, `pending_approval → executing`, so the audit trail had no
+/// `approved` although the contract's diagram passes through it. The write now appends the
+/// countersignature (`pending_approval → approved`, the approver, the context digest) and then
+/// the claim (`approved → executing`), and stays one write: a second commit at the old
+/// (state, version) loses.
+async fn approve_and_claim_record_the_approval(store: &dyn Store) {
+    let tn = tenant("approve_claim");
+    let mut a = pending(&tn, "a1", far());
+    a.args_digest = canonical::digest(&a.args);
+    let approval = a.approval.as_mut().unwrap();
+    approval.context_digest = canonical::digest(&approval.context);
+    let created = Creation::new(a, Actor::agent("a1"), Some("approval_required"), t0());
+    store.create(&created, None).await.unwrap();
+    let a = created.action.clone();
+    let terms = TicketTerms {
+        catalog_fingerprint: "sha256:tool",
+        due_at: t0(),
+        deadline: plus(t0(), 60),
+    };
+    let lease = Lease {
+        owner: "approving-request".into(),
+        epoch: 1,
+        until: plus(t0(), 30),
+    };
+    let claimed = Transition::approve_claimed(&a, "approver-1", terms, lease, plus(t0(), 1));
+    store.commit(&claimed).await.unwrap();
+
+    let loaded = store.load(&tn, &a.id).await.unwrap().unwrap();
+    let events = store.events(&tn, &a.id).await.unwrap();
+    let trail: Vec<_> = events
+        .iter()
+        .map(|e| (e.from, e.to, e.reason.as_deref(), e.actor.clone()))
+        .collect();
+    assert_eq!(
+        trail,
+        [
+            (
+                None,
+                State::PendingApproval,
+                Some("approval_required"),
+                Actor::agent("a1")
+            ),
+            (
+                Some(State::PendingApproval),
+                State::Approved,
+                Some("approved"),
+                Actor::user("approver-1")
+            ),
+            (
+                Some(State::Approved),
+                State::Executing,
+                Some("claimed"),
+                Actor::system()
+            ),
+        ]
+    );
+    let digest = &a.approval.as_ref().unwrap().context_digest;
+    assert_eq!(events[1].context_digest.as_ref(), Some(digest));
+    assert_eq!((loaded.state(), loaded.version), (State::Executing, 3));
+    assert_eq!(audit::verify(&loaded, &events), Ok(()));
+    let again = approve(&a, t0(), plus(t0(), 60), plus(t0(), 2));
+    assert!(matches!(
+        store.commit(&again).await,
+        Err(StoreError::Conflict)
+    ));
+}
+
+#[tokio::test]
+async fn sc_app_03_issue16_approve_and_claim_record_the_approval_on_sqlite() {
+    approve_and_claim_record_the_approval(&SqliteStore::in_memory().unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sc_app_03_issue16_approve_and_claim_record_the_approval_on_dynamodb() {
+    let sdk = aws_support::sdk().await;
+    let table = aws_support::unique("approve_claim");
+    aws_support::create_table(&sdk, &table).await;
+    approve_and_claim_record_the_approval(&DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&sdk),
+        &table,
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sc_app_03_issue16_approve_and_claim_record_the_approval_on_postgres() {
+    approve_and_claim_record_the_approval(&postgres::store("approve_claim").await).await;
 }
 
 #[tokio::test]

@@ -389,6 +389,9 @@ impl Store for FaultyStore {
             .push(page.actions.len() + page.unreadable.len());
         Ok(page)
     }
+    fn indexes(&self, state: Option<State>, agent_id: Option<&str>) -> bool {
+        self.inner.indexes(state, agent_id)
+    }
     async fn idempotency(
         &self,
         tenant: &str,

@@ -98,6 +98,7 @@ async fn check_tenant(
                 &ListQuery {
                     limit: PAGE,
                     before: before.take(),
+                    ..ListQuery::default()
                 },
             )
             .await?;

@@ -58,7 +58,12 @@ sha256 = "{sha256(approver)}"
 [[tenants.{name}.policy]]
 tool = "mail.*"
 decision = "require_approval"
+[[tenants.{name}.policy]]
+tool = "note.*"
+decision = "allow"
 [tenants.{name}.tools."mail.send"]
+executor = "builtin.echo"
+[tenants.{name}.tools."note.keep"]
 executor = "builtin.echo"
 """
     # Rate limits far above what the tests send (they measure the page, not the limiter).
@@ -356,6 +361,79 @@ def test_sign_in_refuses_an_unknown_key_and_keeps_keys_out_of_urls(t):
     assert any(r.headers.get("authorization") == f"Bearer {APPROVER}" for r in requests)
     # No CSP violation or script error on the way.
     assert not t.console_errors, t.console_errors
+
+
+def test_sc_app_01_issue16_an_agent_key_is_refused_at_sign_in(t):
+    """Issue 16, defect 2: an agent key was let in and offered Approve (refused on click)."""
+    t.page.goto(t.server.base + "/ui/")
+    t.page.get_by_label("Approver key").fill(AGENT)
+    t.page.get_by_role("button", name="Sign in").click()
+    expect(t.page.get_by_role("alert").first).to_contain_text("only an approver key can countersign")
+    expect(t.page.get_by_role("heading", name=re.compile("Waiting for your countersignature"))).to_be_hidden()
+    assert t.page.evaluate("sessionStorage.getItem('countersign.key')") is None
+
+
+def no_sideways_scroll(page):
+    return page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+
+
+def test_issue16_a_long_argument_wraps_at_1280_and_390(t):
+    """Issue 16, defect 3: a long value made the page wider than the screen and was cut off in
+    the review dialog. At both widths nothing scrolls sideways and the whole value shows."""
+    long_value = "x" * 150 + "-" + "y" * 149  # 300 characters, no space to break at
+    action = t.server.submit(AGENT, {"to": "w@example.com", "subject": long_value})
+    for width, height, shot in ((1280, 800, "approver-1280.png"), (390, 844, "approver-390.png")):
+        t.page.set_viewport_size({"width": width, "height": height})
+        sign_in(t.page, t.server)
+        item = card(t.page, action["id"])
+        expect(item).to_contain_text(long_value)
+        assert no_sideways_scroll(t.page), (width, t.page.evaluate("document.documentElement.scrollWidth"))
+        item.scroll_into_view_if_needed()
+        t.shot(shot)
+        dialog = review(t.page, action)
+        args = dialog.locator("pre")
+        expect(args).to_contain_text(long_value)
+        # The whole value inside the dialog's box: nothing hidden behind a scroll bar.
+        assert args.evaluate("p => p.scrollWidth <= p.clientWidth && p.scrollHeight <= p.clientHeight + 1")
+        assert no_sideways_scroll(t.page), width
+        t.shot(shot.replace(".png", "-dialog.png"))
+        t.page.keyboard.press("Escape")
+        t.page.get_by_role("button", name="Sign out").click()
+
+
+def test_issue16_every_time_is_in_the_tenants_zone_named_with_utc_on_hover(t):
+    """Issue 16, defect 4: the window in the tenant's zone, expiry in UTC, "Updated" in the
+    browser's zone unnamed, the trail raw UTC with nanoseconds. Every time on the page now names
+    the tenant's zone and keeps its seconds; hovering shows the UTC instant."""
+    t.page.context.clear_cookies()
+    pending = t.server.submit(AGENT, {"to": "z@example.com", "subject": "zones"}, window_minutes=(60, 120))
+    status, allowed = t.server.call("POST", "/v1/actions", AGENT,
+                                    {"tool": "note.keep", "args": {"n": 1}})
+    assert status in (200, 201, 202), (status, allowed)
+    sign_in(t.page, t.server)
+    expect(card(t.page, pending["id"])).to_be_visible()
+    cancel = t.server.call("POST", f"/v1/actions/{pending['id']}/cancel", AGENT)
+    assert cancel[0] == 200, cancel
+    t.page.get_by_role("button", name="Refresh").click()
+    sealed = t.page.locator("#sealed").locator(f'li[data-action-id="{pending["id"]}"]')
+    sealed.get_by_text("Audit trail").click()
+    expect(sealed.locator("ol.trail li")).to_have_count(2)
+    times = t.page.locator("time")
+    assert times.count() >= 4, times.count()
+    for i in range(times.count()):
+        time_el = times.nth(i)
+        shown = time_el.inner_text()
+        assert shown.endswith("(Europe/Berlin)"), shown
+        assert re.search(r"\d\d:\d\d:\d\d", shown), shown
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", time_el.get_attribute("title")), shown
+    # No raw instants left in the text (nanoseconds, a "T" between date and time).
+    body = t.page.locator("main").inner_text()
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:", body), body
+    expect(t.page.locator("#status")).to_contain_text("(Europe/Berlin)")
+    # An allowed call never needed approval, and the page says so.
+    allowed_card = t.page.locator("#sealed").locator(f'li[data-action-id="{allowed["id"]}"]')
+    expect(allowed_card).to_contain_text("Allowed by policy, no approval needed")
+    expect(allowed_card).not_to_contain_text("runs as soon as it is approved")
 
 
 # ---- a small runner --------------------------------------------------------------------------

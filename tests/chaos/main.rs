@@ -605,6 +605,7 @@ async fn all_actions(store: &SqliteStore) -> Vec<Action> {
                 &ListQuery {
                     limit: 100,
                     before: before.take(),
+                    ..ListQuery::default()
                 },
             )
             .await

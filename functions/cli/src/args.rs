@@ -54,7 +54,7 @@ pub enum Command {
     },
     /// List actions, newest first.
     List {
-        /// Only actions waiting for a countersignature.
+        /// Only actions waiting for a countersignature: all of them (every page, unless --cursor).
         #[arg(long, conflicts_with = "state")]
         pending: bool,
         /// Only actions in this state.

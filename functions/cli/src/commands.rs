@@ -54,8 +54,11 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             limit,
             cursor,
         } => {
+            // Every waiting action, however many pages: an approver must not miss one.
+            let follow = pending && cursor.is_none();
             let state = pending.then(|| "pending_approval".to_owned()).or(state);
-            list(&client, &out, state, agent, limit, cursor).await?;
+            let query = [("state", state), ("agent_id", agent)];
+            list(&client, &out, query, limit, cursor, follow).await?;
         }
         Command::Show { id } => out.action(&client.get(&action_path(&id, "")).await?),
         Command::Approve { id, digest, yes } => {
@@ -140,30 +143,40 @@ fn rows(page: &Value) -> &[Value] {
     page["data"].as_array().map(Vec::as_slice).unwrap_or(&[])
 }
 
+/// One page, or with `follow` every page to the end, shown as one.
 async fn list(
     client: &Client,
     out: &Out,
-    state: Option<String>,
-    agent: Option<String>,
+    filter: [(&str, Option<String>); 2],
     limit: Option<u32>,
-    cursor: Option<String>,
+    mut cursor: Option<String>,
+    follow: bool,
 ) -> Result<(), Failure> {
-    let query: Vec<String> = [
-        ("state", state),
-        ("agent_id", agent),
-        ("limit", limit.map(|l| l.to_string())),
-        ("cursor", cursor),
-    ]
-    .into_iter()
-    .filter_map(|(name, value)| value.map(|v| format!("{name}={}", segment(&v))))
-    .collect();
-    let path = match query.is_empty() {
-        true => "/v1/actions".to_owned(),
-        false => format!("/v1/actions?{}", query.join("&")),
-    };
-    let page = client.get(&path).await?;
+    let mut all = Vec::new();
+    loop {
+        let query: Vec<String> = filter
+            .iter()
+            .cloned()
+            .chain([
+                ("limit", limit.map(|l| l.to_string())),
+                ("cursor", cursor.take()),
+            ])
+            .filter_map(|(name, value)| value.map(|v| format!("{name}={}", segment(&v))))
+            .collect();
+        let path = match query.is_empty() {
+            true => "/v1/actions".to_owned(),
+            false => format!("/v1/actions?{}", query.join("&")),
+        };
+        let page = client.get(&path).await?;
+        all.extend(rows(&page).iter().cloned());
+        cursor = page["next_cursor"].as_str().map(str::to_owned);
+        if !follow || cursor.is_none() {
+            break;
+        }
+    }
+    let page = json!({"data": all, "next_cursor": cursor});
     out.line(&page, || show::actions(rows(&page)));
-    if let (false, Some(next)) = (out.json, page["next_cursor"].as_str()) {
+    if let (false, Some(next)) = (out.json, &cursor) {
         eprintln!("more: --cursor {next}");
     }
     Ok(())

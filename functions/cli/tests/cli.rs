@@ -135,6 +135,46 @@ async fn sc_int_05_submit_and_list_pending_as_table_and_json() {
     assert_eq!(ids, vec![id]);
 }
 
+/// Issue 16, defect 1: caught on main — `list --pending` printed the first page and a cursor,
+/// so an approver who read its table missed the waiting actions after it (an empty first page
+/// printed an empty table and exit 0). It follows the cursors to the end now.
+#[tokio::test]
+async fn sc_app_01_issue16_list_pending_shows_every_waiting_action_across_pages() {
+    let w = world().await;
+    let mut waiting = Vec::new();
+    for i in 0..5 {
+        let action = w.pending_mail(&format!("page {i}")).await;
+        waiting.insert(0, action["id"].as_str().unwrap().to_owned());
+    }
+    let json = w
+        .cli(
+            keys::APPROVER,
+            &["--json", "list", "--pending", "--limit", "2"],
+            "",
+        )
+        .await;
+    assert_eq!(json.code, 0, "{json:?}");
+    let page = json.json();
+    let ids: Vec<&str> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, waiting, "all five, newest first, over three pages");
+    assert_eq!(page["next_cursor"], Value::Null);
+    let table = w
+        .cli(keys::APPROVER, &["list", "--pending", "--limit", "2"], "")
+        .await;
+    assert_eq!(table.code, 0, "{table:?}");
+    assert_eq!(
+        table.stdout.lines().count(),
+        1 + 5,
+        "a header and five rows: {table:?}"
+    );
+    assert!(!table.stderr.contains("more:"), "{table:?}");
+}
+
 #[tokio::test]
 async fn sc_app_02_approve_shows_the_context_and_waits_for_a_yes() {
     let w = world().await;

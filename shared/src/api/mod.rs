@@ -9,6 +9,7 @@ pub mod error;
 mod extract;
 pub mod json;
 mod mcp;
+mod me;
 pub mod openapi;
 pub mod rate;
 mod router;
@@ -41,6 +42,7 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/v1/notifications/dead", "cancel"),
     ("POST", "/v1/notifications/{id}/redeliver", "cancel"),
     ("GET", "/v1/quarantine", "intake"),
+    ("GET", "/v1/me", "intake"),
     // The OpenAPI document of the routes above.
     ("GET", "/openapi.json", "intake"),
     // MCP over Streamable HTTP (docs/mcp.md).

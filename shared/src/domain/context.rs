@@ -41,18 +41,25 @@ pub fn window_sentence(window: &Window, tz: &TimeZone, tz_name: &str) -> String 
     let start = window.not_before.to_zoned(tz.clone());
     let end = window.not_after.to_zoned(tz.clone());
     let day = "%a %-d %b %Y";
+    // Seconds are shown when either end has them: 09:42:10–09:43:10 must not read as a minute.
+    let has_seconds = |t: &jiff::Zoned| t.second() != 0 || t.subsec_nanosecond() != 0;
+    let clock = if has_seconds(&start) || has_seconds(&end) {
+        "%H:%M:%S"
+    } else {
+        "%H:%M"
+    };
     let start_abbr = start.strftime("%Z").to_string();
     let end_abbr = end.strftime("%Z").to_string();
     let same_day = start.date() == end.date();
     let start_text = if start_abbr == end_abbr {
-        start.strftime(&format!("{day} %H:%M")).to_string()
+        start.strftime(&format!("{day} {clock}")).to_string()
     } else {
-        start.strftime(&format!("{day} %H:%M %Z")).to_string()
+        start.strftime(&format!("{day} {clock} %Z")).to_string()
     };
     let end_text = if same_day {
-        end.strftime("%H:%M %Z").to_string()
+        end.strftime(&format!("{clock} %Z")).to_string()
     } else {
-        end.strftime(&format!("{day} %H:%M %Z")).to_string()
+        end.strftime(&format!("{day} {clock} %Z")).to_string()
     };
     format!("between {start_text} and {end_text} ({tz_name})")
 }
@@ -81,6 +88,12 @@ mod tests {
         assert_eq!(
             window_sentence(&w, &tz, "Europe/Berlin"),
             "between Sun 25 Oct 2026 00:00 CEST and 10:00 CET (Europe/Berlin)"
+        );
+        // Issue 16: seconds are kept (this read "between … 10:42 and 10:43").
+        let w = window("2026-12-01T09:42:10Z", "2026-12-01T09:43:10Z");
+        assert_eq!(
+            window_sentence(&w, &tz, "Europe/Berlin"),
+            "between Tue 1 Dec 2026 10:42:10 and 10:43:10 CET (Europe/Berlin)"
         );
     }
 

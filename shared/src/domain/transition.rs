@@ -16,6 +16,10 @@ use serde_json::{json, Value};
 #[derive(Debug, Clone)]
 pub struct Change {
     pub action: Action,
+    /// An event this write appends before `event`: the countersignature of an approval that
+    /// claims its ticket in the same write (`pending_approval → approved → executing`).
+    pub prior: Option<Event>,
+    /// The last event this write appends: the one that ends in `action`'s state.
     pub event: Event,
     /// Write the event's notice to the outbox with this commit (SC-NOT-01). Set when the event
     /// notifies; the engine clears it for a tenant no endpoint listens to, which then pays nothing.
@@ -23,6 +27,11 @@ pub struct Change {
 }
 
 impl Change {
+    /// Every event this write appends, in order (the store writes each).
+    pub fn events(&self) -> impl Iterator<Item = &Event> {
+        self.prior.iter().chain(std::iter::once(&self.event))
+    }
+
     /// The entry this write puts into the outbox with its commit, if any (SC-NOT-01).
     pub fn outbox_entry(&self) -> Option<OutboxEntry> {
         self.notify
@@ -92,6 +101,7 @@ impl Creation {
         action.chain_head = event.hash.clone();
         Creation(Change {
             action,
+            prior: None,
             notify: NoticeKind::of(&event).is_some(),
             event,
         })
@@ -135,6 +145,7 @@ impl Transition {
             expected: (from, current.version),
             change: Change {
                 action: next,
+                prior: None,
                 notify: NoticeKind::of(&event).is_some(),
                 event,
             },
@@ -166,11 +177,13 @@ impl Transition {
         ticket: TicketTerms<'_>,
         now: Timestamp,
     ) -> Self {
-        Self::countersign(current, approver, ticket, None, now)
+        Self::countersign(current, approver, ticket.build(current), now)
     }
 
     /// Countersign a ticket that runs at once in the approving request: `pending_approval →
-    /// executing` under `lease` in the same write, so no sweep can claim it in between.
+    /// approved → executing` under `lease` in the same write, so no sweep can claim it in
+    /// between. Both events are recorded: the approval (the approver, the context digest),
+    /// then the claim.
     pub fn approve_claimed(
         current: &Action,
         approver: &str,
@@ -178,21 +191,24 @@ impl Transition {
         lease: Lease,
         now: Timestamp,
     ) -> Self {
-        Self::countersign(current, approver, ticket, Some(lease), now)
+        let ticket = ticket.build(current);
+        let approved = Self::countersign(current, approver, ticket.clone(), now);
+        let stage = Stage::Executing { ticket, lease };
+        let mut claimed = Self::advance(
+            &approved.action,
+            stage,
+            Actor::system(),
+            Some("claimed"),
+            now,
+            |_| {},
+        );
+        claimed.expected = approved.expected;
+        claimed.change.prior = Some(approved.change.event);
+        claimed
     }
 
-    fn countersign(
-        current: &Action,
-        approver: &str,
-        ticket: TicketTerms<'_>,
-        lease: Option<Lease>,
-        now: Timestamp,
-    ) -> Self {
-        let ticket = ticket.build(current);
-        let stage = match lease {
-            Some(lease) => Stage::Executing { ticket, lease },
-            None => Stage::Approved { ticket },
-        };
+    fn countersign(current: &Action, approver: &str, ticket: Ticket, now: Timestamp) -> Self {
+        let stage = Stage::Approved { ticket };
         Self::advance(
             current,
             stage,

@@ -49,9 +49,10 @@ impl Engine {
         self.load(&who.tenant, action_id).await
     }
 
-    /// Newest first; `next_cursor` is set when more may follow. One request reads at most
-    /// [`SCAN_FACTOR`] × `limit` stored actions whatever its filter (SC-SEC-05): a filter that
-    /// matches little answers what it found with a cursor to continue from.
+    /// Newest first; `next_cursor` is set when more may follow. A filter the store indexes
+    /// (`state`, `state` + `agent_id`; on DynamoDB only `pending_approval`) reads only its
+    /// matches; any other reads at most [`SCAN_FACTOR`] × `limit` stored actions (SC-SEC-05) and
+    /// answers what it found there, perhaps nothing, with a cursor to continue from.
     pub async fn list(
         &self,
         who: &Principal,
@@ -75,7 +76,10 @@ impl Engine {
         let filtered = f.state.is_some() || f.agent_id.is_some();
         let query = ListQuery {
             limit: if filtered { SCAN_FACTOR * limit } else { limit },
+            answers: limit,
             before: f.cursor.clone(),
+            state: f.state,
+            agent_id: f.agent_id.clone(),
         };
         let mut read = self.store.list(&who.tenant, &query).await?;
         for bad in std::mem::take(&mut read.unreadable) {

@@ -8,7 +8,7 @@ pub mod postgres;
 #[cfg(feature = "embedded")]
 pub mod sqlite;
 
-use crate::domain::{notice::OutboxEntry, Action, Creation, Event, Transition};
+use crate::domain::{notice::OutboxEntry, Action, Creation, Event, State, Transition};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -61,14 +61,20 @@ impl Stop {
     }
 }
 
-/// One bounded read of a tenant's actions, newest first. Filters are the engine's: a store read
-/// never grows with a filter that matches little (SC-SEC-05).
+/// One bounded read of a tenant's actions, newest first. An adapter that keeps an index for
+/// the filter ([`Store::indexes`]) reads only matching actions, at most `answers` of them; any
+/// other reads at most `limit` of the tenant's history and leaves the filter to the engine, so a
+/// read never grows with a filter that matches little (SC-SEC-05).
 #[derive(Debug, Clone, Default)]
 pub struct ListQuery {
-    /// The most records this read may return.
+    /// The most records an unindexed read may return.
     pub limit: usize,
+    /// The most matching records an indexed read may return.
+    pub answers: usize,
     /// Return actions older than this id (ids are ULIDs: time-ordered).
     pub before: Option<String>,
+    pub state: Option<State>,
+    pub agent_id: Option<String>,
 }
 
 /// What one bounded read found.
@@ -123,9 +129,13 @@ pub trait Store: Send + Sync + 'static {
     async fn commit(&self, t: &Transition) -> StoreResult<()>;
     async fn load(&self, tenant: &str, action_id: &str) -> StoreResult<Option<Action>>;
     async fn events(&self, tenant: &str, action_id: &str) -> StoreResult<Vec<Event>>;
-    /// At most `query.limit` actions older than `query.before`, newest first; quarantined ones
+    /// Actions older than `query.before`, newest first (see [`ListQuery`]); quarantined ones
     /// are left out, unreadable ones reported in [`ListPage::unreadable`].
     async fn list(&self, tenant: &str, query: &ListQuery) -> StoreResult<ListPage>;
+    /// Whether [`Store::list`] reads only the actions of this filter, through an index.
+    fn indexes(&self, _state: Option<State>, _agent_id: Option<&str>) -> bool {
+        false
+    }
     /// A live (unexpired at `now`) idempotency record.
     async fn idempotency(
         &self,

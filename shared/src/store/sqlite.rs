@@ -21,7 +21,7 @@ use super::{
     IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreError, StoreResult,
     SweepRef, Unreadable,
 };
-use crate::domain::{notice::OutboxEntry, Action, Change, Creation, Event, Transition};
+use crate::domain::{notice::OutboxEntry, Action, Change, Creation, Event, State, Transition};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -29,6 +29,7 @@ use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
 use tokio::sync::oneshot;
 
+mod list;
 mod outbox;
 mod schema;
 mod threads;
@@ -169,7 +170,8 @@ impl SqliteStore {
 struct Encoded {
     t: Change,
     body: Vec<u8>,
-    event: Vec<u8>,
+    /// Each event the write appends, with its number.
+    events: Vec<(i64, Vec<u8>)>,
     sweep_at: Option<String>,
 }
 
@@ -178,7 +180,13 @@ impl Encoded {
         Encoded {
             t: t.clone(),
             body: t.action.to_stored(),
-            event: serde_json::to_vec(&t.event).expect("an event serializes"),
+            events: t
+                .events()
+                .map(|e| {
+                    let body = serde_json::to_vec(e).expect("an event serializes");
+                    (e.seq as i64, body)
+                })
+                .collect(),
             sweep_at: t.action.sweep_at().map(instant),
         }
     }
@@ -186,16 +194,14 @@ impl Encoded {
 
 fn insert_event(tx: &Connection, e: &Encoded) -> StoreResult<()> {
     let t = &e.t;
-    tx.prepare_cached("INSERT INTO events (tenant, action_id, seq, body) VALUES (?1, ?2, ?3, ?4)")
-        .and_then(|mut s| {
-            s.execute(params![
-                t.action.tenant,
-                t.action.id,
-                t.event.seq as i64,
-                e.event
-            ])
-        })
-        .map_err(conflict_or_unavailable)?;
+    let mut insert = tx
+        .prepare_cached("INSERT INTO events (tenant, action_id, seq, body) VALUES (?1, ?2, ?3, ?4)")
+        .map_err(unavailable)?;
+    for (seq, body) in &e.events {
+        insert
+            .execute(params![t.action.tenant, t.action.id, seq, body])
+            .map_err(conflict_or_unavailable)?;
+    }
     outbox::insert(tx, t)
 }
 
@@ -315,40 +321,14 @@ impl Store for SqliteStore {
 
     async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<ListPage> {
         let (tenant, q) = (tenant.to_owned(), q.clone());
-        self.with(move |conn| {
-            let mut stmt = conn
-                .prepare(
-                    "SELECT id, body FROM actions a WHERE tenant = ?1 AND (?2 IS NULL OR id < ?2)
-                       AND NOT EXISTS (SELECT 1 FROM quarantine q
-                                       WHERE q.tenant = a.tenant AND q.action_id = a.id)
-                     ORDER BY id DESC LIMIT ?3",
-                )
-                .map_err(unavailable)?;
-            let rows = stmt
-                .query_map(params![tenant, q.before, q.limit as i64], |row| {
-                    Ok((row.get::<_, String>(0)?, row.get::<_, Vec<u8>>(1)?))
-                })
-                .map_err(unavailable)?;
-            let mut page = ListPage::default();
-            let mut read = 0;
-            for row in rows {
-                let (id, body) = row.map_err(unavailable)?;
-                match Action::from_stored(&body) {
-                    Ok(action) => page.actions.push(action),
-                    Err(e) => page.unreadable.push(Unreadable {
-                        tenant: tenant.clone(),
-                        action_id: id.clone(),
-                        reason: e.to_string(),
-                    }),
-                }
-                read += 1;
-                if read == q.limit {
-                    page.next = Some(id);
-                }
-            }
-            Ok(page)
-        })
-        .await
+        let indexed = self.indexes(q.state, q.agent_id.as_deref());
+        self.with(move |conn| list::page(conn, &tenant, &q, indexed))
+            .await
+    }
+
+    /// Every state, alone or with an agent (the approver page's and the CLI's filters).
+    fn indexes(&self, state: Option<State>, _agent_id: Option<&str>) -> bool {
+        state.is_some()
     }
 
     async fn idempotency(

@@ -9,6 +9,9 @@ const API = new URL("../v1/", document.baseURI);
 const $ = (id) => document.getElementById(id);
 let key = sessionStorage.getItem(KEY_SLOT);
 let current = null; // the action shown in the dialog, with the digest the page computed
+// The tenant's time zone (GET /v1/me): every time on the page is shown in it, the zone named,
+// the UTC instant on hover — as the server writes window sentences.
+let tenantZone = sessionStorage.getItem("countersign.zone");
 
 // ---- the API ------------------------------------------------------------------------------
 
@@ -101,11 +104,48 @@ function pretty(value) {
   return JSON.stringify(value, null, 2);
 }
 
+// What the policy decided and when the call runs, as the card's sentence.
 function windowText(action) {
   const schedule = action.approval && action.approval.context && action.approval.context.schedule;
-  if (schedule && schedule.summary) return `Runs ${schedule.summary}`;
-  if (action.schedule) return `Runs between ${action.schedule.not_before} and ${action.schedule.not_after} (UTC)`;
-  return "No window: runs as soon as it is approved";
+  if (schedule && schedule.summary) return text(`Runs ${schedule.summary}`);
+  const window = action.schedule
+    ? [text("between "), when(action.schedule.not_before), text(" and "), when(action.schedule.not_after)]
+    : null;
+  switch (action.decision) {
+    case "require_approval":
+      return window ? span(text("Runs "), ...window) : text("No window: runs as soon as it is approved");
+    case "schedule":
+      return window ? span(text("Scheduled by policy, no approval needed: runs "), ...window)
+        : text("Scheduled by policy, no approval needed");
+    case "allow":
+      return window ? span(text("Allowed by policy, no approval needed: runs "), ...window)
+        : text("Allowed by policy, no approval needed: ran when it was submitted");
+    case "set_result":
+      return text("Answered by policy with a set result: no tool was called");
+    default:
+      return text("Denied by policy: never runs");
+  }
+}
+
+function text(value) {
+  return document.createTextNode(value);
+}
+
+function span(...children) {
+  return el("span", {}, ...children);
+}
+
+// "Tue 1 Dec 2026, 10:42:10 CET (Europe/Berlin)", the UTC instant on hover.
+function when(iso) {
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return text(iso);
+  const zone = tenantZone || "UTC";
+  const shown = new Intl.DateTimeFormat("en-GB", {
+    timeZone: zone, weekday: "short", day: "numeric", month: "short", year: "numeric",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZoneName: "short",
+  }).format(t);
+  return el("time", { datetime: t.toISOString(), "data-zone": zone, title: utc(iso),
+    text: `${shown} (${zone})` });
 }
 
 // "2 h 05 min", "4 min 10 s", "12 s"; the server decides expiry, this is only a countdown.
@@ -124,10 +164,10 @@ function timeLeft(iso) {
   return { text: `${text} left`, expired: false };
 }
 
-// "2026-12-01 13:48 UTC" from an RFC 3339 instant.
+// "2026-12-01 13:48:10 UTC" from an RFC 3339 instant.
 function utc(iso) {
   const t = new Date(iso);
-  return Number.isNaN(t.getTime()) ? iso : `${t.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+  return Number.isNaN(t.getTime()) ? iso : `${t.toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }
 
 function countdown(iso) {
@@ -186,7 +226,7 @@ function card(action, extra) {
     el("h3", {}, el("span", { text: action.tool }), document.createTextNode(" "),
       el("span", { class: "state", text: action.state.replace(/_/g, " ") })),
     el("p", { class: "meta", text: `Agent ${action.agent_id} · ${action.id}` }),
-    el("p", { class: "meta", text: windowText(action) }),
+    el("p", { class: "meta" }, windowText(action)),
   );
   if (extra) extra(item);
   item.append(el("pre", { "aria-label": `Arguments of ${action.id}`, text: pretty(action.args) }));
@@ -204,9 +244,9 @@ function trail(action) {
       const events = await api("GET", `actions/${encodeURIComponent(action.id)}/events`);
       for (const e of events.data) {
         const who = e.actor ? `${e.actor.type}${e.actor.id ? " " + e.actor.id : ""}` : "";
-        const line = `${e.at} · ${e.from || "—"} → ${e.to} · by ${who}` +
-          (e.reason ? ` · ${e.reason}` : "");
-        list.append(el("li", { text: line }));
+        const line = ` · ${e.from || "—"} → ${e.to} · by ${who}` +
+          (e.reason ? ` · ${e.reason.replace(/_/g, " ")}` : "");
+        list.append(el("li", {}, when(e.at), text(line)));
       }
     } catch (error) {
       list.append(el("li", { text: await explain(error, action) }));
@@ -227,8 +267,8 @@ function renderPending(action) {
   return card(action, (item) => {
     const expires = action.approval && action.approval.expires_at;
     if (expires) {
-      item.append(el("p", { class: "meta" }, document.createTextNode("Expires: "), countdown(expires),
-        document.createTextNode(` (${utc(expires)})`)));
+      item.append(el("p", { class: "meta" }, text("Expires: "), countdown(expires), text(" · "),
+        when(expires)));
     }
     const review = el("button", { type: "button", class: "primary", text: "Review…",
       "aria-label": `Review ${action.tool} from ${action.agent_id}` });
@@ -249,23 +289,36 @@ function renderScheduled(action) {
 function renderSealed(action) {
   return card(action, (item) => {
     const reason = action.outcome && action.outcome.reason ? ` · ${action.outcome.reason}` : "";
-    item.append(el("p", { class: "meta", text: `Sealed ${utc(action.sealed_at)}${reason}` }));
+    item.append(el("p", { class: "meta" }, text("Sealed "), when(action.sealed_at), text(reason)));
   });
+}
+
+// Every page of a list: a page may be short or even empty and still have a `next_cursor`
+// (a list the store cannot index reads a bounded slice per request), so only its absence ends it.
+async function everyPage(path) {
+  const all = [];
+  let cursor = null;
+  do {
+    const page = await api("GET", cursor ? `${path}&cursor=${encodeURIComponent(cursor)}` : path);
+    all.push(...page.data);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return all;
 }
 
 async function load() {
   say("Loading…");
   try {
     const [pending, scheduled, recent] = await Promise.all([
-      api("GET", "actions?state=pending_approval&limit=100"),
-      api("GET", "actions?state=approved&limit=100"),
+      everyPage("actions?state=pending_approval&limit=100"),
+      everyPage("actions?state=approved&limit=100"),
       api("GET", "actions?limit=50"),
     ]);
-    fill("pending", pending.data, renderPending);
-    fill("scheduled", scheduled.data, renderScheduled);
+    fill("pending", pending, renderPending);
+    fill("scheduled", scheduled, renderScheduled);
     fill("sealed", recent.data.filter((a) => a.sealed_at).slice(0, 20), renderSealed);
-    say(`Updated ${new Date().toLocaleTimeString()}.`);
-    openLinked(pending.data);
+    $("status").replaceChildren(text("Updated "), when(new Date().toISOString()), text("."));
+    await openLinked(pending);
     return true;
   } catch (error) {
     if (error.code === "unauthenticated") signOut();
@@ -277,15 +330,24 @@ async function load() {
 
 // A notification links to `/ui/#action=<id>`: open that action's dialog once the list is in.
 // The fragment never reaches the server, and it names an action, never a key.
-function openLinked(pending) {
+// The action itself is read, not looked for in the list: the list may have been read a
+// moment before the action began to wait, and only the action says what it is now.
+async function openLinked(pending) {
   const linked = /^#action=(act_[0-9A-Za-z]+)$/.exec(location.hash);
   if (!linked || $("decide").open) return;
   history.replaceState(null, "", location.pathname + location.search);
-  const action = pending.find((a) => a.id === linked[1]);
-  if (action) {
+  let action = pending.find((a) => a.id === linked[1]);
+  try {
+    action = action || await api("GET", `actions/${encodeURIComponent(linked[1])}`);
+  } catch (error) {
+    alarm(await explain(error, { id: linked[1] }));
+    return;
+  }
+  if (action.state === "pending_approval") {
     openDecision(action);
   } else {
-    alarm(`${linked[1]} is no longer waiting for a countersignature; see the lists below.`);
+    alarm(`${action.id} is ${action.state.replace(/_/g, " ")}: it is no longer waiting for a ` +
+      "countersignature; see the lists below.");
   }
 }
 
@@ -304,7 +366,8 @@ async function openDecision(action) {
   if (context.action_kind) row(shown, "Kind", document.createTextNode(context.action_kind));
   row(shown, "Window", document.createTextNode(
     context.schedule ? context.schedule.summary : "none — runs as soon as it is approved"));
-  row(shown, "Expires", countdown(action.approval.expires_at));
+  row(shown, "Expires", span(countdown(action.approval.expires_at), text(" · "),
+    when(action.approval.expires_at)));
   row(shown, "Arguments", el("pre", { text: pretty(context.args) }));
   $("decide-error").hidden = true;
   $("deny-reason").value = "";
@@ -388,6 +451,7 @@ function show(signedIn) {
 function signOut() {
   key = null;
   sessionStorage.removeItem(KEY_SLOT);
+  sessionStorage.removeItem("countersign.zone");
   $("key").value = "";
   show(false);
   say("Signed out.");
@@ -403,6 +467,25 @@ async function signIn(event) {
   }
   key = typed;
   alarm("");
+  // Only approver keys countersign: any other key is refused here, before the page offers
+  // an Approve button that the server would refuse.
+  try {
+    const me = await api("GET", "me");
+    if (me.role !== "approver") {
+      key = null;
+      alarm(`This is ${me.role === "admin" ? "an" : "a"} ${me.role} key (${me.key_id}); ` +
+        "only an approver key can countersign. Sign in with an approver key.");
+      $("key").focus();
+      return;
+    }
+    tenantZone = me.time_zone;
+    sessionStorage.setItem("countersign.zone", tenantZone);
+  } catch (error) {
+    key = null;
+    alarm(await explain(error, {}));
+    $("key").focus();
+    return;
+  }
   if (await load()) {
     sessionStorage.setItem(KEY_SLOT, key);
     $("key").value = "";

@@ -457,6 +457,10 @@ pub(super) fn state_attributes(
     optional("sa", entry.as_ref().map(|(_, bound, _)| nanos(*bound)));
     optional("at", entry.as_ref().map(|(_, _, at)| nanos(*at)));
     optional("ttl", expires.map(epoch_seconds));
+    // The sparse `waiting` index (waiting.rs): only actions that wait for a person.
+    let waiting = a.state() == State::PendingApproval;
+    optional("wp", waiting.then(|| s(tenant_pk(&a.tenant))));
+    optional("wg", waiting.then(|| s(&a.agent_id)));
     StateAttributes { set, remove }
 }
 

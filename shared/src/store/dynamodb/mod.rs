@@ -11,6 +11,7 @@
 //! - `meter`: consumed capacity (one place) and error mapping;
 //! - `outbox`: the notification outbox, attributes of the state item;
 //! - `query`: paged reads;
+//! - `waiting`: the pending list, through the sparse `waiting` index;
 //! - here: the port, and its reads.
 
 mod item;
@@ -19,13 +20,14 @@ mod meter;
 mod outbox;
 mod query;
 mod records;
+mod waiting;
 mod writes;
 
 use super::{
     IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreResult, SweepRef,
     Unreadable,
 };
-use crate::domain::{notice::OutboxEntry, Action, Creation, Event, Transition};
+use crate::domain::{notice::OutboxEntry, Action, Creation, Event, State, Transition};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::{
     types::{AttributeValue, KeysAndAttributes, ReturnValue},
@@ -38,7 +40,6 @@ use keys::{
     quarantine_pk, state_sk, stop_sk, stops_pk, sweep_pk, tenant_pk, ACTIONS_FROM, SWEEP_SHARDS,
 };
 use meter::{malformed, meter, unavailable, Units, CAPACITY};
-use std::collections::HashMap;
 
 #[derive(Clone)]
 pub struct DynamoStore {
@@ -198,6 +199,9 @@ impl Store for DynamoStore {
     /// items each (or one skipped call item), pages read until the limit is filled or the
     /// history ends.
     async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<ListPage> {
+        if self.indexes(q.state, q.agent_id.as_deref()) {
+            return self.list_waiting(tenant, q).await;
+        }
         let mut page = ListPage::default();
         let mut pairing = Pairing::default();
         let (mut read, mut last) = (0, None);
@@ -230,6 +234,12 @@ impl Store for DynamoStore {
             page.next = last;
         }
         Ok(page)
+    }
+
+    /// Only the actions waiting for a person have an index (`waiting`); any other filter reads
+    /// the tenant's history, bounded.
+    fn indexes(&self, state: Option<State>, _agent_id: Option<&str>) -> bool {
+        state == Some(State::PendingApproval)
     }
 
     async fn idempotency(
@@ -302,31 +312,12 @@ impl Store for DynamoStore {
         if agent_id != "*" {
             keys = keys.keys(key(agent_id));
         }
-        let mut request = Some(HashMap::from([(
-            self.table.clone(),
-            keys.build().map_err(malformed)?,
-        )]));
-        let mut stops = Vec::new();
-        while let Some(items) = request.take() {
-            let out = self
-                .client
-                .batch_get_item()
-                .set_request_items(Some(items))
-                .return_consumed_capacity(CAPACITY)
-                .send()
-                .await
-                .map_err(|e| unavailable("BatchGetItem(stops)", e))?;
-            meter("BatchGetItem(stops)", Units::Read, out.consumed_capacity());
-            for item in out
-                .responses()
-                .and_then(|r| r.get(&self.table))
-                .into_iter()
-                .flatten()
-            {
-                stops.push(Stop::try_from(item)?);
-            }
-            request = out.unprocessed_keys().filter(|u| !u.is_empty()).cloned();
-        }
+        let mut stops = self
+            .batch_get("BatchGetItem(stops)", keys)
+            .await?
+            .iter()
+            .map(Stop::try_from)
+            .collect::<StoreResult<Vec<_>>>()?;
         stops.sort_by(|a, b| a.scope().cmp(b.scope()));
         Ok(stops)
     }

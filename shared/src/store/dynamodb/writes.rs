@@ -167,10 +167,11 @@ impl DynamoStore {
         let a = &t.action;
         let expires = self.expiry_of(a);
         let attributes = state_attributes(a, &t.event, expires);
+        let first_seq = t.events().next().map_or(t.event.seq, |e| e.seq);
         let condition = Condition::At {
             state,
             version,
-            seq: t.event.seq,
+            seq: first_seq,
         }
         .render();
         let call_digest = attributes
@@ -197,7 +198,12 @@ impl DynamoStore {
         sets.push("#e = list_append(#e, :event)".into());
         req = req.expression_attribute_values(
             ":event",
-            AttributeValue::L(vec![event_value(&t.event, version + 1)]),
+            AttributeValue::L(
+                t.events()
+                    .zip(version + 1..)
+                    .map(|(e, at)| event_value(e, at))
+                    .collect(),
+            ),
         );
         // The notice this transition raises lands in the same write (SC-NOT-01).
         if let Some(notice) = super::outbox::append(t) {
@@ -301,12 +307,13 @@ impl DynamoStore {
         meter("PutItem(quarantine)", Units::Write, out.consumed_capacity());
         let out = self
             .update(&bad.tenant, state_sk(&bad.action_id))
-            .update_expression("SET #q = :at REMOVE #sp, #sa, #at")
+            .update_expression("SET #q = :at REMOVE #sp, #sa, #at, #wp")
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_names("#q", QUARANTINED)
             .expression_attribute_names("#sp", "sp")
             .expression_attribute_names("#sa", "sa")
             .expression_attribute_names("#at", "at")
+            .expression_attribute_names("#wp", "wp")
             .expression_attribute_values(":at", nanos(at))
             .send()
             .await;

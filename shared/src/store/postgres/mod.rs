@@ -119,20 +119,22 @@ impl PostgresStore {
     }
 }
 
-/// A transition's event and outbox entry, inside its transaction, and the announcement of a
-/// committed ticket to every instance (`listen`).
+/// A transition's events (an approve-and-claim has two) and outbox entry, inside its
+/// transaction, and the announcement of a committed ticket to every instance (`listen`).
 async fn insert_event(tx: &impl GenericClient, t: &Change) -> StoreResult<()> {
     let stmt = tx
         .prepare_cached("INSERT INTO events (tenant, action_id, seq, body) VALUES ($1, $2, $3, $4)")
         .await
         .map_err(unavailable)?;
-    let body = serde_json::to_vec(&t.event).map_err(malformed)?;
-    tx.execute(
-        &stmt,
-        &[&t.action.tenant, &t.action.id, &(t.event.seq as i64), &body],
-    )
-    .await
-    .map_err(conflict_or_unavailable)?;
+    for event in t.events() {
+        let body = serde_json::to_vec(event).map_err(malformed)?;
+        tx.execute(
+            &stmt,
+            &[&t.action.tenant, &t.action.id, &(event.seq as i64), &body],
+        )
+        .await
+        .map_err(conflict_or_unavailable)?;
+    }
     if t.action.state() == State::Approved {
         listen::announce(tx, &t.action.tenant, &t.action.id).await?;
     }

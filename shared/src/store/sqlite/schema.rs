@@ -17,6 +17,9 @@ CREATE TABLE IF NOT EXISTS actions (
     PRIMARY KEY (tenant, id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS actions_sweep ON actions (sweep_at) WHERE sweep_at IS NOT NULL;
+-- Lists filtered by state, or by state and agent, read only their matches (newest first).
+CREATE INDEX IF NOT EXISTS actions_state ON actions (tenant, state, id);
+CREATE INDEX IF NOT EXISTS actions_agent_state ON actions (tenant, agent_id, state, id);
 CREATE TABLE IF NOT EXISTS events (
     tenant    TEXT NOT NULL,
     action_id TEXT NOT NULL,

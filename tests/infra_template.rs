@@ -154,6 +154,7 @@ fn issue4_functions_that_run_tools_outlast_the_longest_tool_run() {
             secret: countersign::config::Secret::Env("UNUSED".into()),
             timeout_ms: SUPPORTED_TOOL_TIMEOUT_S * 1000,
             allow_private: false,
+            signing: Default::default(),
         },
         recovery: countersign::config::Recovery::Retry,
         info: Default::default(),

@@ -12,8 +12,9 @@ pub trait Clock: Send + Sync + 'static {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
+    /// In whole microseconds: every time is written with six fraction digits (`domain::time`).
     fn now(&self) -> Timestamp {
-        Timestamp::now()
+        crate::domain::time::micros(Timestamp::now())
     }
 }
 

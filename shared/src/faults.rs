@@ -471,10 +471,12 @@ impl SkewedClock {
 impl Clock for SkewedClock {
     fn now(&self) -> Timestamp {
         let skew = SignedDuration::from_nanos(self.skew_ns.load(Ordering::SeqCst));
-        self.inner
+        let skewed = self
+            .inner
             .now()
             .saturating_add(skew)
-            .expect("a skewed instant in range")
+            .expect("a skewed instant in range");
+        crate::domain::time::micros(skewed)
     }
 }
 

@@ -10,7 +10,7 @@ use crate::{
     domain::notice::{Notice, OutboxEntry, Settled},
     store::{Store, StoreError},
     target,
-    tools::webhook::signature,
+    tools::webhook::signed_headers,
     Clock,
 };
 use serde::Serialize;
@@ -170,15 +170,23 @@ impl Notifier {
             Format::Slack => notice.slack(),
         };
         let body = serde_json::to_vec(&body).expect("a notice serializes");
-        let signed = signature(secret.as_bytes(), self.clock.now().as_second(), &body);
-        let sent = http
+        let id = notice.id();
+        let signed = signed_headers(
+            endpoint.signing,
+            &secret,
+            &id,
+            self.clock.now().as_second(),
+            &body,
+        )
+        .map_err(|_| "misconfigured".to_owned())?;
+        let mut request = http
             .post(&endpoint.url)
             .header("content-type", "application/json")
-            .header("countersign-event-id", notice.id())
-            .header("countersign-signature", signed)
-            .body(body)
-            .send()
-            .await;
+            .header("countersign-event-id", &id);
+        for (name, value) in signed {
+            request = request.header(name, value);
+        }
+        let sent = request.body(body).send().await;
         match sent {
             Ok(r) if r.status().is_success() => Ok(()),
             Ok(r) => Err(format!("http {}", r.status().as_u16())),

@@ -38,7 +38,11 @@ pub struct SubmitRequest {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestedWindow {
+    // Both are required; read as options so that a missing one is named in the window's own
+    // words ("not_before is required", `param: "schedule"`).
+    #[schema(value_type = String, format = DateTime, required = true)]
     pub not_before: Option<String>,
+    #[schema(value_type = String, format = DateTime, required = true)]
     pub not_after: Option<String>,
 }
 

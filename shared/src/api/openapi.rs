@@ -126,7 +126,7 @@ pub(super) async fn openapi_json() -> axum::response::Response {
 }
 
 /// The answers every authenticated route may give besides its own: bad input, no key, too
-/// large, rate limited, store unavailable. Added here once instead of on every handler.
+/// large, rate limited, a fault of ours, store unavailable. Added here once instead of on every handler.
 struct Refusals;
 
 fn refusal(description: &str) -> RefOr<Response> {
@@ -183,6 +183,10 @@ fn add_refusals(op: &mut Operation) {
         ),
         ("401", "unauthenticated: no key, or an unknown one"),
         ("413", "payload_too_large: the body exceeds 256 KiB"),
+        (
+            "500",
+            "internal: a fault of ours, logged; the answer carries no details",
+        ),
         ("503", "unavailable: the store did not answer; retry"),
     ] {
         responses

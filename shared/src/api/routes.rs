@@ -41,9 +41,12 @@ fn action_response(status: StatusCode, action: &crate::domain::Action) -> Respon
         ("Idempotency-Key" = Option<String>, Header, description = "Same key and payload → the original action; same key, other payload → 409 idempotency_conflict. Scope: tenant + agent, kept ≥ 24 h."),
     ),
     responses(
-        (status = 200, description = "Ran now (allow), answered by policy (set_result), or an idempotent replay", body = ActionView),
-        (status = 201, description = "Committed by policy for its window (schedule)", body = ActionView),
-        (status = 202, description = "Waiting for a countersignature (require_approval)", body = ActionView),
+        (status = 200, description = "Ran now (allow) or answered by policy (set_result). An idempotent replay answers the original action with the status it was first answered with (200, 201 or 202) and `Idempotent-Replayed: true`.", body = ActionView,
+            headers(("Idempotent-Replayed" = String, description = "`true` on an idempotent replay; absent otherwise"))),
+        (status = 201, description = "Committed by policy for its window (schedule)", body = ActionView,
+            headers(("Idempotent-Replayed" = String, description = "`true` on an idempotent replay; absent otherwise"))),
+        (status = 202, description = "Waiting for a countersignature (require_approval)", body = ActionView,
+            headers(("Idempotent-Replayed" = String, description = "`true` on an idempotent replay; absent otherwise"))),
         (status = 403, description = "forbidden (not an agent key), denied, schedule_needs_approval, capability_bound or agent_stopped", body = ErrorBody),
         (status = 409, description = "idempotency_conflict", body = ErrorBody),
     )
@@ -102,6 +105,9 @@ pub(super) async fn get_action(
 }
 
 /// The tenant's actions, newest first.
+///
+/// A page may hold fewer than `limit` actions, even none, and still carry a `next_cursor`: one request reads a bounded number of stored items
+/// (SC-SEC-05). Follow `next_cursor` until it is null to see every match.
 #[utoipa::path(
     get,
     path = "/v1/actions",

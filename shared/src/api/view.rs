@@ -36,10 +36,13 @@ pub struct ActionView {
     /// One per transition; equals the number of audit events.
     pub version: u64,
     #[schema(value_type = String, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed")]
     pub created_at: Timestamp,
     #[schema(value_type = String, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed")]
     pub updated_at: Timestamp,
     #[schema(value_type = Option<String>, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed_opt")]
     pub sealed_at: Option<Timestamp>,
 }
 
@@ -69,11 +72,12 @@ impl From<&Action> for ActionView {
     }
 }
 
-/// A page of actions, newest first.
+/// A page of actions, newest first. It may be short or empty and still have a `next_cursor`
+/// (a request reads a bounded number of stored items): only a null `next_cursor` ends the list.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ActionPage {
     pub data: Vec<ActionView>,
-    /// Pass as `cursor` for the next page; null on the last one.
+    /// Pass as `cursor` for the next page; null on the last one — and only there.
     pub next_cursor: Option<String>,
 }
 
@@ -100,8 +104,10 @@ pub struct DeadNotification {
     pub action_id: String,
     pub attempts: u32,
     #[schema(value_type = String, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed")]
     pub next_at: Timestamp,
     #[schema(value_type = Option<String>, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed_opt")]
     pub dead_at: Option<Timestamp>,
     pub last_error: Option<String>,
 }

@@ -21,6 +21,9 @@ pub(super) struct RawTool {
     secret_env: Option<String>,
     secret_ssm: Option<String>,
     timeout: Option<String>,
+    /// `executor = "webhook"`: how each request is signed (default `countersign`).
+    #[serde(default)]
+    signing: Signing,
     /// `executor = "mcp"`: the downstream server's tool name (default: the catalog name).
     tool: Option<String>,
     #[serde(default)]
@@ -31,6 +34,23 @@ pub(super) struct RawTool {
     input_schema: Option<toml::Value>,
     /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, …), passed through as written.
     annotations: Option<toml::Value>,
+}
+
+/// How a webhook request or a notice is signed (docs/webhooks.md): countersign's own
+/// Stripe-compatible `Countersign-Signature`, or the Standard Webhooks headers (`webhook-id`,
+/// `webhook-timestamp`, `webhook-signature`) with a `whsec_<base64>` secret.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Signing {
+    #[default]
+    Countersign,
+    StandardWebhooks,
+}
+
+impl Signing {
+    fn is_default(&self) -> bool {
+        *self == Signing::Countersign
+    }
 }
 
 /// What the sweep does with an expired lease (SC-REC-02).
@@ -69,6 +89,9 @@ pub enum Executor {
         /// entry when false, so fingerprints of ordinary tools do not change.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         allow_private: bool,
+        /// Left out of the entry when the default, so fingerprints of existing tools stay.
+        #[serde(skip_serializing_if = "Signing::is_default")]
+        signing: Signing,
     },
     /// A tool of a downstream MCP server over Streamable HTTP (docs/mcp.md, "Outbound").
     #[serde(rename = "mcp")]
@@ -249,6 +272,12 @@ fn remote(
     }
     let timeout_ms = timeout.as_millis() as u64;
     Ok(match executor {
+        "mcp" if raw.signing != Signing::Countersign => {
+            return Err(bad(
+                format!("{at}.signing"),
+                "only a webhook tool is signed; an mcp tool sends a bearer token",
+            ))
+        }
         "mcp" => Executor::Mcp {
             url,
             tool: raw.tool.take().unwrap_or_else(|| name.to_owned()),
@@ -268,6 +297,7 @@ fn remote(
                 secret,
                 timeout_ms,
                 allow_private,
+                signing: raw.signing,
             }
         }
     })

@@ -21,7 +21,7 @@ mod tenant;
 mod tests;
 
 pub use catalog::{
-    Executor, Recovery, Secret, ToolEntry, ToolInfo, MAX_TOOL_TIMEOUT, MIN_TOOL_TIMEOUT,
+    Executor, Recovery, Secret, Signing, ToolEntry, ToolInfo, MAX_TOOL_TIMEOUT, MIN_TOOL_TIMEOUT,
 };
 pub use keys::DeedSigner;
 pub use limits::{Limits, Rate};

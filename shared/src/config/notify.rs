@@ -1,7 +1,7 @@
 //! The notification part of the configuration: per-tenant endpoints (`notify = [...]`), the
 //! page link base (`[server] public_url`) and the retry rule (`[notify]`).
 
-use super::{bad, duration, targets::Targets, ConfigError};
+use super::{bad, catalog::Signing, duration, targets::Targets, ConfigError};
 use crate::domain::notice::{endpoint_key, NoticeKind, RetryRule};
 use serde::Deserialize;
 
@@ -13,6 +13,8 @@ pub(super) struct RawEndpoint {
     events: Vec<String>,
     #[serde(default)]
     format: Format,
+    #[serde(default)]
+    signing: Signing,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -48,6 +50,7 @@ pub struct Endpoint {
     pub secret_env: String,
     pub events: Vec<NoticeKind>,
     pub format: Format,
+    pub signing: Signing,
     /// The tenant lists this host in `allow_private_hosts` (SC-SEC-08, as for webhooks).
     pub allow_private: bool,
 }
@@ -114,6 +117,7 @@ fn endpoint(at: &str, raw: RawEndpoint, targets: &Targets) -> Result<Endpoint, C
         secret_env: raw.secret_env,
         events,
         format: raw.format,
+        signing: raw.signing,
         allow_private,
     })
 }

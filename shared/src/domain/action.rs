@@ -124,15 +124,19 @@ impl Actor {
 /// The countersignature: the context shown to the approver, its digest, and the decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Approval {
+    /// What the approver is shown; `context_digest` is the digest of its canonical JSON.
+    #[schema(value_type = super::context::ApprovalContext)]
     pub context: Value,
     pub context_digest: String,
     /// When a pending approval lapses (SC-APP-04).
     #[schema(value_type = String, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed")]
     pub expires_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approver: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed_opt")]
     pub decided_at: Option<Timestamp>,
 }
 
@@ -222,9 +226,12 @@ struct Stored {
     outcome: Option<Outcome>,
     actor: Actor,
     version: u64,
+    #[serde(with = "crate::domain::time::fixed")]
     created_at: Timestamp,
+    #[serde(with = "crate::domain::time::fixed")]
     updated_at: Timestamp,
     #[serde(default)]
+    #[serde(with = "crate::domain::time::fixed_opt")]
     sealed_at: Option<Timestamp>,
     #[serde(default)]
     ticket: Option<Ticket>,
@@ -254,9 +261,12 @@ struct StoredRef<'a> {
     outcome: Option<&'a Outcome>,
     actor: &'a Actor,
     version: u64,
+    #[serde(with = "crate::domain::time::fixed")]
     created_at: Timestamp,
+    #[serde(with = "crate::domain::time::fixed")]
     updated_at: Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::domain::time::fixed_opt")]
     sealed_at: Option<Timestamp>,
     #[serde(skip_serializing_if = "Option::is_none")]
     ticket: Option<&'a Ticket>,
@@ -488,8 +498,10 @@ pub enum NextAction {
     /// Its window: the committed ticket runs from `not_before` until `not_after`.
     Scheduled {
         #[schema(value_type = String, format = DateTime)]
+        #[serde(with = "crate::domain::time::fixed")]
         not_before: Timestamp,
         #[schema(value_type = String, format = DateTime)]
+        #[serde(with = "crate::domain::time::fixed")]
         not_after: Timestamp,
     },
     /// Nothing: the action is sealed.

@@ -22,6 +22,7 @@ pub struct Event {
     /// Equals the action's version after this transition: one event per version.
     pub seq: u64,
     #[schema(value_type = String, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed")]
     pub at: Timestamp,
     pub actor: Actor,
     pub from: Option<State>,
@@ -61,6 +62,7 @@ pub struct Origin<'a> {
     pub tool: &'a str,
     pub args_digest: &'a str,
     pub action_kind: Option<&'a str>,
+    #[serde(serialize_with = "window_as_hashed")]
     pub schedule: Option<&'a Window>,
     pub decision: Decision,
     pub run: Option<&'a RunRef>,
@@ -80,6 +82,25 @@ impl<'a> Origin<'a> {
             run: action.run.as_ref(),
         }
     }
+}
+
+/// The window as the genesis has always hashed it (jiff's own RFC 3339 text, not the written
+/// form of `domain::time`): a format change must never move a chain.
+fn window_as_hashed<S: serde::Serializer>(
+    window: &Option<&Window>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Hashed {
+        not_before: Timestamp,
+        not_after: Timestamp,
+    }
+    window
+        .map(|w| Hashed {
+            not_before: w.not_before,
+            not_after: w.not_after,
+        })
+        .serialize(s)
 }
 
 /// The hash before the first event: binds the chain to its tenant, action and whole call.

@@ -3,7 +3,8 @@
 
 use super::{canonical, window::Window};
 use jiff::tz::TimeZone;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 pub struct ContextInput<'a> {
     pub tool: &'a str,
@@ -15,22 +16,45 @@ pub struct ContextInput<'a> {
     pub time_zone_name: &'a str,
 }
 
+/// What the approver is shown and countersigns (its canonical JSON is digested).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ApprovalContext<'a> {
+    pub tool: &'a str,
+    /// The call's arguments, exactly as the tool will receive them.
+    #[schema(value_type = Object)]
+    pub args: &'a Value,
+    pub agent_id: &'a str,
+    pub action_kind: Option<&'a str>,
+    /// Only for a call with a window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ShownWindow>,
+}
+
+/// The window as shown: its ends, and a sentence in the tenant's time zone.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ShownWindow {
+    #[serde(flatten)]
+    pub window: Window,
+    /// The tenant's IANA time zone, e.g. `Europe/Berlin`.
+    pub time_zone: String,
+    /// e.g. "between Tue 21 Oct 2026 17:30 and 19:30 CEST (Europe/Berlin)".
+    pub summary: String,
+}
+
 /// The context document and its `context_digest`.
 pub fn approval_context(input: &ContextInput<'_>) -> (Value, String) {
-    let mut context = json!({
-        "tool": input.tool,
-        "args": input.args,
-        "agent_id": input.agent_id,
-        "action_kind": input.action_kind,
-    });
-    if let Some(window) = input.schedule {
-        context["schedule"] = json!({
-            "not_before": window.not_before,
-            "not_after": window.not_after,
-            "time_zone": input.time_zone_name,
-            "summary": window_sentence(window, input.time_zone, input.time_zone_name),
-        });
-    }
+    let context = ApprovalContext {
+        tool: input.tool,
+        args: input.args,
+        agent_id: input.agent_id,
+        action_kind: input.action_kind,
+        schedule: input.schedule.map(|window| ShownWindow {
+            window: *window,
+            time_zone: input.time_zone_name.to_owned(),
+            summary: window_sentence(window, input.time_zone, input.time_zone_name),
+        }),
+    };
+    let context = serde_json::to_value(&context).expect("a context serializes");
     let digest = canonical::digest(&context);
     (context, digest)
 }
@@ -67,6 +91,7 @@ pub fn window_sentence(window: &Window, tz: &TimeZone, tz_name: &str) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn window(a: &str, b: &str) -> Window {
         Window {

@@ -45,8 +45,10 @@ pub struct Deed {
     /// The record's version: one audit event per version.
     pub version: u64,
     #[schema(value_type = String, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed")]
     pub created_at: Timestamp,
     #[schema(value_type = String, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed")]
     pub sealed_at: Timestamp,
     pub events: Vec<Event>,
     pub chain_head: String,
@@ -69,10 +71,12 @@ pub struct Call {
 #[serde(deny_unknown_fields)]
 pub struct Countersignature {
     /// What the approver was shown; verification holds it to the call and the schedule.
+    #[schema(value_type = super::context::ApprovalContext)]
     pub context: Value,
     pub context_digest: String,
     pub approver: Option<String>,
     #[schema(value_type = Option<String>, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed_opt")]
     pub decided_at: Option<Timestamp>,
 }
 

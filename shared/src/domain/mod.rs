@@ -12,6 +12,7 @@ pub mod resume;
 pub mod seal;
 pub mod submission;
 pub mod ticket;
+pub mod time;
 pub mod transition;
 pub mod window;
 

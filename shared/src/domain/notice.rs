@@ -77,7 +77,7 @@ impl Notice<'_> {
             "type": self.kind.as_str(),
             "tenant": self.action.tenant,
             "action_id": self.action.id,
-            "occurred_at": self.event.at,
+            "occurred_at": super::time::text(&self.event.at),
             "data": self.data(),
         })
     }
@@ -93,7 +93,7 @@ impl Notice<'_> {
                     "agent_id": a.agent_id,
                     "context": approval.map(|p| &p.context),
                     "context_digest": approval.map(|p| &p.context_digest),
-                    "expires_at": approval.map(|p| p.expires_at),
+                    "expires_at": approval.map(|p| super::time::text(&p.expires_at)),
                     "page_url": self.page_url,
                 })
             }

@@ -6,8 +6,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Window {
     #[schema(value_type = String, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed")]
     pub not_before: Timestamp,
     #[schema(value_type = String, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed")]
     pub not_after: Timestamp,
 }
 

@@ -51,6 +51,7 @@ pub struct Stop {
     pub tenant: String,
     pub agent_id: Option<String>,
     #[schema(value_type = String, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed")]
     pub stopped_at: Timestamp,
     pub stopped_by: String,
 }
@@ -105,6 +106,7 @@ pub struct Quarantined {
     pub action_id: String,
     pub reason: String,
     #[schema(value_type = String, format = DateTime)]
+    #[serde(with = "crate::domain::time::fixed")]
     pub quarantined_at: Timestamp,
 }
 

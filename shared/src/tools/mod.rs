@@ -101,10 +101,13 @@ impl ToolRunner for Executors {
                 url,
                 secret,
                 allow_private,
+                signing,
                 ..
             } => {
                 let secret = self.secrets.value(secret);
-                self.webhook.run(call, url, secret, *allow_private).await
+                self.webhook
+                    .run(call, url, secret, *allow_private, *signing)
+                    .await
             }
             Executor::Mcp {
                 url,

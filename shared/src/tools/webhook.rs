@@ -3,7 +3,8 @@
 //! `Countersign-Signature`, a per-tool timeout cut at the window's end and a 64 KiB result cap.
 
 use super::{Call, ToolAnswer};
-use crate::target;
+use crate::{config::Signing, target};
+use base64::{engine::general_purpose::STANDARD as BASE64, Engine as _};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
@@ -24,6 +25,39 @@ pub fn signature(secret: &[u8], unix: i64, body: &[u8]) -> String {
     format!("t={unix},v1={}", hex::encode(mac.finalize().into_bytes()))
 }
 
+/// The headers that sign `body`. `id` is what a Standard Webhooks receiver deduplicates on
+/// (`webhook-id`): a tool call's action id — the same on every attempt — or a notice's event id.
+/// Fails only for a `standard-webhooks` secret that is not `whsec_<base64>`.
+pub fn signed_headers(
+    signing: Signing,
+    secret: &str,
+    id: &str,
+    unix: i64,
+    body: &[u8],
+) -> Result<Vec<(&'static str, String)>, String> {
+    match signing {
+        Signing::Countersign => Ok(vec![(
+            "countersign-signature",
+            signature(secret.as_bytes(), unix, body),
+        )]),
+        Signing::StandardWebhooks => {
+            let key = secret
+                .strip_prefix("whsec_")
+                .and_then(|k| BASE64.decode(k).ok())
+                .ok_or("the secret is not whsec_<base64>")?;
+            let mut mac = Hmac::<Sha256>::new_from_slice(&key).expect("hmac takes any key length");
+            mac.update(format!("{id}.{unix}.").as_bytes());
+            mac.update(body);
+            let v1 = BASE64.encode(mac.finalize().into_bytes());
+            Ok(vec![
+                ("webhook-id", id.to_owned()),
+                ("webhook-timestamp", unix.to_string()),
+                ("webhook-signature", format!("v1,{v1}")),
+            ])
+        }
+    }
+}
+
 impl Webhook {
     pub fn new() -> Self {
         // Redirects are never followed: a 3xx is the tool's answer (4xx-like: failed).
@@ -38,6 +72,7 @@ impl Webhook {
         url: &str,
         secret: Option<String>,
         allow_private: bool,
+        signing: Signing,
     ) -> ToolAnswer {
         let Ready {
             http,
@@ -55,20 +90,22 @@ impl Webhook {
             "args": call.args,
         }))
         .expect("a call serializes");
-        let sent = http
+        // The engine's clock, as every other instant the engine records.
+        let signed =
+            match signed_headers(signing, &secret, call.action_id, call.at.as_second(), &body) {
+                Ok(headers) => headers,
+                Err(_) => return ToolAnswer::Failed(json!({"kind": "misconfigured"})),
+            };
+        let mut request = http
             .post(url)
             .timeout(budget)
             .header("content-type", "application/json")
             .header("idempotency-key", call.action_id)
-            .header("countersign-attempt", call.attempt)
-            .header(
-                "countersign-signature",
-                // The engine's clock, as every other instant the engine records.
-                signature(secret.as_bytes(), call.at.as_second(), &body),
-            )
-            .body(body)
-            .send()
-            .await;
+            .header("countersign-attempt", call.attempt);
+        for (name, value) in signed {
+            request = request.header(name, value);
+        }
+        let sent = request.body(body).send().await;
         let response = match sent {
             Ok(r) => r,
             Err(e) => return transport_failure(&e),
@@ -186,6 +223,34 @@ pub(super) async fn read_capped(mut response: reqwest::Response) -> Result<Body,
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn standard_webhooks_signature_matches_the_specs_vector() {
+        // The Standard Webhooks example (as the PyPI `standardwebhooks` library signs it).
+        let headers = super::signed_headers(
+            crate::config::Signing::StandardWebhooks,
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            1_614_265_330,
+            br#"{"test": 2432232314}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            headers[2],
+            (
+                "webhook-signature",
+                "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=".to_owned()
+            )
+        );
+        assert!(super::signed_headers(
+            crate::config::Signing::StandardWebhooks,
+            "not-whsec",
+            "x",
+            0,
+            b"{}"
+        )
+        .is_err());
+    }
+
     #[test]
     fn signature_matches_a_known_vector() {
         // echo -n "1700000000.{}" | openssl dgst -sha256 -hmac secret

@@ -4,6 +4,7 @@ pub mod action;
 pub mod admission;
 pub mod audit;
 pub mod canonical;
+pub mod condition;
 pub mod context;
 pub mod deed;
 pub mod notice;

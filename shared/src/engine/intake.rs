@@ -7,6 +7,7 @@ use crate::{
     domain::{
         admission::{admit, Admission, IntakeFacts},
         canonical,
+        condition::CallFacts,
         context::{approval_context, ContextInput},
         policy,
         transition::TicketTerms,
@@ -166,7 +167,7 @@ impl Engine {
         mut a: Action,
         now: Timestamp,
     ) -> Result<(Action, String), Error> {
-        let gate = policy::gate(&tenant.policy, &a.tool);
+        let gate = policy::gate(&tenant.policy, &call_facts(&a, now));
         tracing::debug!(tool = %a.tool, rule = ?gate.rule, decision = ?gate.decision, "policy gate");
         let tool = tenant.tool(&a.tool);
         let facts = IntakeFacts {
@@ -253,6 +254,18 @@ fn draft(who: &Principal, call: Submission, window: Option<Window>, now: Timesta
         updated_at: now,
         // Set by the first transition (the chain's genesis binds this action).
         chain_head: String::new(),
+    }
+}
+
+/// What a policy condition sees of the call (SC-POL-01).
+pub(crate) fn call_facts(a: &Action, now: Timestamp) -> CallFacts<'_> {
+    CallFacts {
+        tool: &a.tool,
+        args: &a.args,
+        agent_id: &a.agent_id,
+        action_kind: a.action_kind.as_deref(),
+        schedule: a.schedule,
+        now,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The approval context: what the person countersigns. Its digest binds the approval to
 //! exactly this call and window (SC-INT-06, SC-APP-02).
 
-use super::{canonical, window::Window};
+use super::{action::Quorum, canonical, policy::Matched, window::Window};
 use jiff::tz::TimeZone;
 use serde_json::{json, Value};
 
@@ -13,6 +13,9 @@ pub struct ContextInput<'a> {
     pub schedule: Option<&'a Window>,
     pub time_zone: &'a TimeZone,
     pub time_zone_name: &'a str,
+    /// The rule that asked for the countersignature, and who must give it (SC-POL-05).
+    pub rule: Option<&'a Matched>,
+    pub quorum: &'a Quorum,
 }
 
 /// The context document and its `context_digest`.
@@ -23,6 +26,17 @@ pub fn approval_context(input: &ContextInput<'_>) -> (Value, String) {
         "agent_id": input.agent_id,
         "action_kind": input.action_kind,
     });
+    // Why it waits, and for whom: countersigned with the rest (SC-POL-05).
+    if let Some(rule) = input.rule {
+        let mut policy = json!({"rule": rule.index, "label": rule.label});
+        if input.quorum.required > 1 {
+            policy["approvals"] = json!(input.quorum.required);
+        }
+        if !input.quorum.groups.is_empty() {
+            policy["approver_groups"] = json!(input.quorum.groups);
+        }
+        context["policy"] = policy;
+    }
     if let Some(window) = input.schedule {
         context["schedule"] = json!({
             "not_before": window.not_before,
@@ -99,6 +113,8 @@ mod tests {
                 schedule: w,
                 time_zone: &tz,
                 time_zone_name: "UTC",
+                rule: None,
+                quorum: &Quorum::default(),
             })
         };
         let (c1, d1) = ctx(Some(&w1));
@@ -108,5 +124,45 @@ mod tests {
         assert_ne!(d1, d3);
         assert_eq!(d1, canonical::digest(&c1));
         assert!(d1.starts_with("sha256:"));
+    }
+
+    /// The matched rule and the quorum are part of what is countersigned.
+    #[test]
+    fn sc_pol_05_the_context_names_the_rule_and_the_quorum() {
+        let tz = TimeZone::UTC;
+        let args = json!({"amount": 60000});
+        let rule = Matched {
+            index: 0,
+            label: "two-person rule above 50,000 EUR".into(),
+        };
+        let quorum = Quorum {
+            required: 2,
+            groups: vec!["finance".into()],
+            signed: vec![],
+        };
+        let ctx = |rule, quorum| {
+            approval_context(&ContextInput {
+                tool: "payments.transfer",
+                args: &args,
+                agent_id: "a1",
+                action_kind: None,
+                schedule: None,
+                time_zone: &tz,
+                time_zone_name: "UTC",
+                rule,
+                quorum,
+            })
+        };
+        let (c, d) = ctx(Some(&rule), &quorum);
+        assert_eq!(
+            c["policy"],
+            json!({"rule": 0, "label": "two-person rule above 50,000 EUR", "approvals": 2, "approver_groups": ["finance"]})
+        );
+        let one = Quorum::default();
+        let (_, single) = ctx(Some(&rule), &one);
+        let (plain, none) = ctx(None, &one);
+        assert!(plain.get("policy").is_none());
+        assert_ne!(d, single);
+        assert_ne!(single, none);
     }
 }

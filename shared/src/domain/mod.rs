@@ -9,6 +9,7 @@ pub mod context;
 pub mod deed;
 pub mod notice;
 pub mod policy;
+pub mod quorum;
 pub mod resume;
 pub mod seal;
 pub mod submission;

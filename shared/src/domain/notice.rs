@@ -24,6 +24,10 @@ impl NoticeKind {
         match (event.from, event.to) {
             (_, to) if to.is_sealed() => Some(NoticeKind::ActionSealed),
             (None, State::PendingApproval) => Some(NoticeKind::ApprovalRequested),
+            // A quorum's partial approval: asked again, saying how many are still needed.
+            (Some(State::PendingApproval), State::PendingApproval) => {
+                Some(NoticeKind::ApprovalRequested)
+            }
             _ => None,
         }
     }
@@ -94,6 +98,8 @@ impl Notice<'_> {
                     "context": approval.map(|p| &p.context),
                     "context_digest": approval.map(|p| &p.context_digest),
                     "expires_at": approval.map(|p| p.expires_at),
+                    "approvals_needed": still_needed(a),
+                    "approved_by": a.approvals().iter().map(|s| &s.approver).collect::<Vec<_>>(),
                     "page_url": self.page_url,
                 })
             }
@@ -117,8 +123,13 @@ impl Notice<'_> {
                     .and_then(|p| p.context["schedule"]["summary"].as_str())
                     .map(|s| format!(", to run {s}"))
                     .unwrap_or_default();
+                let needed = match (still_needed(a), a.approvals().len()) {
+                    (n, 0) if n <= 1 => String::new(),
+                    (n, 0) => format!(" ({n} approvals needed)"),
+                    (n, given) => format!(" ({given} approved, {n} more needed)"),
+                };
                 format!(
-                    "Approval requested: `{}` from agent `{}`{window}. <{}|Review it>",
+                    "Approval requested: `{}` from agent `{}`{window}{needed}. <{}|Review it>",
                     a.tool, a.agent_id, self.page_url
                 )
             }
@@ -134,6 +145,14 @@ impl Notice<'_> {
             "text": text,
             "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
         })
+    }
+}
+
+/// How many approvals a pending action still needs (SC-POL-04).
+fn still_needed(a: &Action) -> u32 {
+    match a.next_action() {
+        super::action::NextAction::Approval { still_needed, .. } => still_needed,
+        _ => 0,
     }
 }
 

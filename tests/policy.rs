@@ -5,6 +5,7 @@
 #[path = "aws_support/mod.rs"]
 mod aws_support;
 
+use countersign::embedded::Server;
 use countersign::{
     clock::ManualClock,
     config::{Config, Principal},
@@ -13,7 +14,7 @@ use countersign::{
     tools::Executors,
     Engine, Error,
 };
-use countersign_tests::{temp_db, RecordingWaker};
+use countersign_tests::{temp_db, Api, RecordingWaker};
 use jiff::Timestamp;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -370,6 +371,79 @@ async fn the_last_approval_racing_a_cancel_has_one_winner(backend: Backend) {
     assert_eq!(approvals_won + cancels_won, PAIRS);
 }
 on_both_stores!(the_last_approval_racing_a_cancel_has_one_winner: sc_pol_04_the_last_approval_racing_a_cancel_has_one_winner_sqlite, sc_pol_04_the_last_approval_racing_a_cancel_has_one_winner_dynamodb);
+
+/// SC-POL-05: an admin asks which rule a call would match and why, over HTTP; nothing is
+/// stored, and other roles are refused.
+#[tokio::test]
+async fn sc_pol_05_explain_answers_the_rule_and_stores_nothing() {
+    let config = Arc::new(Config::from_toml(&policy_toml()).unwrap());
+    let server = Server::start(
+        config,
+        &temp_db("policy-explain"),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let api = Api::new(server.addr);
+    let ask =
+        |args: Value| json!({"tool": "payments.transfer", "args": args, "agent_id": "agent-1"});
+    let (status, v) = api
+        .post("/v1/policy/explain", ADMIN, ask(json!({"amount": 60000})))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["decision"], "require_approval");
+    assert_eq!(
+        v["rule"],
+        json!({"index": 0, "label": "two-person rule above 50,000 EUR"})
+    );
+    assert_eq!(
+        (v["approvals"].as_u64(), &v["approver_groups"]),
+        (Some(2), &json!(["finance"]))
+    );
+    assert_eq!(v["steps"][0]["verdict"], "matched");
+    let (_, v) = api
+        .post("/v1/policy/explain", ADMIN, ask(json!({"amount": 20})))
+        .await;
+    let verdicts: Vec<_> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        (v["decision"].as_str(), verdicts),
+        (
+            Some("allow"),
+            vec!["condition_false", "condition_false", "matched"]
+        )
+    );
+    let (_, v) = api
+        .post("/v1/policy/explain", ADMIN, ask(json!({"amount": "lots"})))
+        .await;
+    assert_eq!(v["decision"], "deny");
+    assert!(v["condition_error"].as_str().is_some(), "{v}");
+    let (_, v) = api
+        .post(
+            "/v1/policy/explain",
+            ADMIN,
+            json!({"tool": "shell.exec", "agent_id": "agent-1"}),
+        )
+        .await;
+    assert_eq!(
+        (v["decision"].as_str(), &v["rule"]),
+        (Some("deny"), &Value::Null)
+    );
+    let (status, _) = api
+        .post("/v1/policy/explain", FINANCE_1, ask(json!({"amount": 1})))
+        .await;
+    assert_eq!(status, 403);
+    let (status, v) = api
+        .post("/v1/policy/explain", ADMIN, json!({"tool": "x"}))
+        .await;
+    assert_eq!(status, 400, "{v}");
+    let (_, page) = api.get("/v1/actions", ADMIN).await;
+    assert_eq!(page["data"], json!([]), "explaining stored nothing");
+}
 
 async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output>
 where

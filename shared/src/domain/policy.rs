@@ -68,7 +68,7 @@ impl Rule {
 }
 
 /// The rule that decided, as the approval context and explanations name it (SC-POL-05).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Matched {
     /// Its position in the tenant's `policy` list, from 0.
     pub index: usize,
@@ -94,11 +94,12 @@ pub struct Gate {
 }
 
 /// One rule's part in a decision, for explanations (SC-POL-05).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Step {
     pub index: usize,
     pub label: String,
     /// `tool_differs`, `condition_false`, `condition_error` or `matched`.
+    #[schema(value_type = String)]
     pub verdict: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -116,3 +116,56 @@ fn one<'a>(
         approvals,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    const H1: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+    const H2: &str = "2222222222222222222222222222222222222222222222222222222222222222";
+
+    fn err(policy: &str) -> String {
+        let text = format!(
+            "[tenants.acme]\ntime_zone = \"UTC\"\nkeys = [\n  {{ id = \"fin-1\", role = \"approver\", groups = [\"finance\"], sha256 = \"{H1}\" }},\n  {{ id = \"agent-1\", role = \"agent\", sha256 = \"{H2}\" }},\n]\npolicy = [{policy}]\n"
+        );
+        Config::from_toml(&text)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    }
+
+    /// SC-POL-01: a bad condition is a config error naming the rule, found at load.
+    #[test]
+    fn sc_pol_01_bad_conditions_and_countersigners_name_their_rule() {
+        let e = err("{ tool = \"*\", decision = \"allow\" }, { tool = \"pay\", decision = \"allow\", when = \"args.amount >\" }");
+        assert!(
+            e.contains("tenants.acme.policy[1].when") && e.contains("parse"),
+            "{e}"
+        );
+        let e = err(
+            "{ tool = \"pay\", decision = \"allow\", when = \"args.to.map(x, x).size() > 0\" }",
+        );
+        assert!(e.contains("policy[0].when") && e.contains("map"), "{e}");
+        let e =
+            err("{ tool = \"pay\", decision = \"require_approval\", approvers = [\"fiance\"] }");
+        assert!(e.contains("policy[0]") && e.contains("fiance"), "{e}");
+        let e = err("{ tool = \"pay\", decision = \"require_approval\", approvers = [\"finance\"], approvals = 2 }");
+        assert!(
+            e.contains("needs 2 distinct approver") && e.contains("has 1"),
+            "{e}"
+        );
+        let e = err("{ tool = \"pay\", decision = \"allow\", approvals = 2 }");
+        assert!(e.contains("belong to a require_approval rule"), "{e}");
+        let e = err("{ tool = \"pay\", decision = \"require_approval\", approvals = 0 }");
+        assert!(e.contains("policy[0].approvals"), "{e}");
+        let text = format!("[tenants.acme]\ntime_zone = \"UTC\"\nkeys = [{{ id = \"a\", role = \"agent\", groups = [\"x\"], sha256 = \"{H1}\" }}]\n");
+        let e = Config::from_toml(&text)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("keys[0]") && e.contains("only approver keys"),
+            "{e}"
+        );
+    }
+}

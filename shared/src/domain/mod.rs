@@ -29,3 +29,5 @@ pub use window::Window;
 
 #[cfg(test)]
 mod fixtures;
+#[cfg(test)]
+mod policy_cost;

@@ -245,8 +245,8 @@ async fn only_the_rules_groups_decide(backend: Backend) {
             page.into_iter().map(|a| a.id).collect::<Vec<_>>()
         }
     };
-    assert_eq!(listed(SRE).await, [deploy.id.clone()]);
-    assert_eq!(listed(FINANCE_2).await, [transfer.id.clone()]);
+    assert_eq!(listed(SRE).await, [deploy.id.as_str()]);
+    assert_eq!(listed(FINANCE_2).await, [transfer.id.as_str()]);
     assert_eq!(
         listed(ADMIN).await.len(),
         2,
@@ -445,9 +445,9 @@ async fn sc_pol_05_explain_answers_the_rule_and_stores_nothing() {
     assert_eq!(page["data"], json!([]), "explaining stored nothing");
 }
 
-async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output>
+async fn futures_join<F>(fs: impl Iterator<Item = F>) -> Vec<F::Output>
 where
-    F: Send + 'static,
+    F: std::future::Future + Send + 'static,
     F::Output: Send + 'static,
 {
     let handles: Vec<_> = fs.map(tokio::spawn).collect();

@@ -471,15 +471,9 @@ impl Action {
             let Some(approval) = &self.approval else {
                 return Err(Malformed("pending without approval context".into()));
             };
-            // A quorum's approvals are distinct and fewer than it needs (the last commits).
-            let mut names: Vec<&str> = approvals.iter().map(|s| s.approver.as_str()).collect();
-            names.sort_unstable();
-            names.dedup();
-            if names.len() != approvals.len()
-                || approvals.len() as u64 >= u64::from(approval.quorum.required)
-            {
+            if !approval.quorum.holds_pending(approvals) {
                 return Err(Malformed(
-                    "pending approvals repeat or exceed the quorum".into(),
+                    "pending approvals repeat or reach the quorum".into(),
                 ));
             }
         }

@@ -322,6 +322,12 @@ mod tests {
             (None, Approved, None),
             (None, Executing, None),
             (Some(PendingApproval), Approved, None),
+            // SC-POL-04: a quorum's partial approval asks again.
+            (
+                Some(PendingApproval),
+                PendingApproval,
+                Some(NoticeKind::ApprovalRequested),
+            ),
             (Some(Approved), Executing, None),
             (Some(Executing), Executing, None),
             (
@@ -345,6 +351,37 @@ mod tests {
                 "{from:?} → {to}"
             );
         }
+    }
+
+    /// SC-POL-04: after one of two approvals the notice says one more is needed, and by whom
+    /// the first was given.
+    #[test]
+    fn sc_pol_04_a_partial_approval_says_how_many_are_still_needed() {
+        use crate::domain::{
+            fixtures::{at, pending},
+            transition::{Creation, Transition},
+        };
+        let mut a = pending(
+            "act_01J0000000000000000000000N",
+            serde_json::json!({"amount": 1}),
+        );
+        a.approval.as_mut().unwrap().quorum.required = 2;
+        let a = Creation::new(a, Actor::agent("agent-1"), None, at(0))
+            .action
+            .clone();
+        let signed = Transition::sign(&a, "fin-1", at(1)).unwrap();
+        assert!(signed.notify);
+        let notice = Notice {
+            kind: NoticeKind::ApprovalRequested,
+            action: &signed.action,
+            event: &signed.event,
+            page_url: "https://example.test/ui/".into(),
+        };
+        let data = &notice.json()["data"];
+        assert_eq!(data["approvals_needed"], 1);
+        assert_eq!(data["approved_by"], serde_json::json!(["fin-1"]));
+        let text = notice.slack()["text"].as_str().unwrap().to_owned();
+        assert!(text.contains("(1 approved, 1 more needed)"), "{text}");
     }
 
     #[test]

@@ -105,25 +105,34 @@ pub struct Step {
     pub error: Option<String>,
 }
 
-/// Absence is denial (SPEC §1.6).
+/// Absence is denial (SPEC §1.6). The per-submit path: no explanation is built.
 pub fn gate(rules: &[Rule], call: &CallFacts<'_>) -> Gate {
-    explain(rules, call).0
+    decide(rules, call, None)
 }
 
 /// The gate's answer with every rule it looked at, in order, up to the one that decided.
 pub fn explain(rules: &[Rule], call: &CallFacts<'_>) -> (Gate, Vec<Step>) {
     let mut steps = Vec::new();
+    let gate = decide(rules, call, Some(&mut steps));
+    (gate, steps)
+}
+
+fn decide(rules: &[Rule], call: &CallFacts<'_>, mut steps: Option<&mut Vec<Step>>) -> Gate {
     // Converted once, on the first rule with a condition that the tool reaches.
     let mut bound: Option<Bound> = None;
+    let mut note = |index: usize, rule: &Rule, verdict, error| {
+        if let Some(steps) = steps.as_mut() {
+            steps.push(Step {
+                index,
+                label: rule.label(),
+                verdict,
+                error,
+            });
+        }
+    };
     for (index, rule) in rules.iter().enumerate() {
-        let step = |verdict, error| Step {
-            index,
-            label: rule.label(),
-            verdict,
-            error,
-        };
         if !rule.pattern.matches(call.tool) {
-            steps.push(step("tool_differs", None));
+            note(index, rule, "tool_differs", None);
             continue;
         }
         let holds = match &rule.when {
@@ -131,13 +140,13 @@ pub fn explain(rules: &[Rule], call: &CallFacts<'_>) -> (Gate, Vec<Step>) {
             Some(c) => c.holds(bound.get_or_insert_with(|| Bound::new(call))),
         };
         match holds {
-            Ok(false) => steps.push(step("condition_false", None)),
+            Ok(false) => note(index, rule, "condition_false", None),
             Ok(true) => {
-                steps.push(step("matched", None));
-                return (decided(index, rule), steps);
+                note(index, rule, "matched", None);
+                return decided(index, rule);
             }
             Err(message) => {
-                steps.push(step("condition_error", Some(message.clone())));
+                note(index, rule, "condition_error", Some(message.clone()));
                 let mut gate = denied();
                 gate.rule = Some(Matched {
                     index,
@@ -147,11 +156,11 @@ pub fn explain(rules: &[Rule], call: &CallFacts<'_>) -> (Gate, Vec<Step>) {
                     rule: index,
                     message,
                 });
-                return (gate, steps);
+                return gate;
             }
         }
     }
-    (denied(), steps)
+    denied()
 }
 
 /// Every decision a call of `tool` can get, whatever its args: for catalogs that list a tool

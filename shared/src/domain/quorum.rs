@@ -38,6 +38,15 @@ impl Quorum {
         self.signed.iter().map(|s| s.approver.as_str()).collect()
     }
 
+    /// A pending quorum's approvals are distinct and fewer than it needs (the last one commits
+    /// the ticket instead).
+    pub(super) fn holds_pending(&self, approvals: &[Signoff]) -> bool {
+        let mut names: Vec<&str> = approvals.iter().map(|s| s.approver.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        names.len() == approvals.len() && (approvals.len() as u64) < u64::from(self.required)
+    }
+
     /// Whether an approver in `groups` may decide this approval.
     pub fn admits(&self, groups: &[String]) -> bool {
         self.groups.is_empty() || self.groups.iter().any(|g| groups.contains(g))

@@ -14,7 +14,7 @@ use countersign::{
     tools::Executors,
     Engine, Error,
 };
-use countersign_tests::{temp_db, Api, RecordingWaker};
+use countersign_tests::{submission, temp_db, Api, RecordingWaker};
 use jiff::Timestamp;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -131,7 +131,7 @@ impl Rig {
         self.config.principal(key).cloned().unwrap()
     }
     async fn submit(&self, tool: &str, args: Value) -> Result<Action, Error> {
-        let req = serde_json::from_value(json!({"tool": tool, "args": args})).unwrap();
+        let req = submission(json!({"tool": tool, "args": args}));
         let a = self.engine.submit(&self.who(AGENT), req, None).await?;
         Ok(a.action)
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz the parsers that read hostile or damaged input (issue 8), each for a bounded time:
-# request bodies, schedules, the config loader, stored action records, deed files.
+# request bodies, schedules, the config loader, stored action records, deed files, policy
+# conditions (a CEL `when` and the args it reads).
 #   bash scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60)
 # Needs the nightly toolchain (rustup run nightly) and cargo-fuzz (installed here, pinned).
 # Seeds are committed in fuzz/seeds/<target>; what a run learns goes to fuzz/corpus (ignored),
@@ -12,7 +13,7 @@ version=0.13.2
 if ! cargo fuzz --version 2>/dev/null | grep -q "$version"; then
   cargo install cargo-fuzz --version "$version" --locked
 fi
-targets=(request_body schedule config stored_record deed)
+targets=(request_body schedule config stored_record deed condition)
 (cd fuzz && rustup run nightly cargo fuzz build -O)
 printf '%-14s %12s %8s %s\n' target executions crashes seconds
 status=0

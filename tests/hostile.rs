@@ -649,6 +649,7 @@ async fn matrix_call(
         ("POST", r) if r.ends_with("/approve") => Some(json!({"context_digest": digest})),
         ("POST", r) if r.ends_with("/deny") => Some(json!({"reason": "matrix"})),
         ("POST", "/v1/stops") => Some(json!({"agent_id": "matrix-agent"})),
+        ("POST", "/v1/policy/explain") => Some(json!({"tool": "mail.send", "agent_id": "agent-1"})),
         ("POST", _) => Some(json!({})),
         _ => None,
     };
@@ -710,6 +711,9 @@ async fn sc_sec_01_tenant_role_route_matrix() {
             ("GET", "/v1/quarantine") => ([403, 403, 403, 200, 401], [403, 403, 403, 200, 401]),
             // Who the key is: every key may ask (issue 16).
             ("GET", "/v1/me") => ([200, 200, 200, 200, 401], [200, 200, 200, 200, 401]),
+            ("POST", "/v1/policy/explain") => {
+                ([403, 403, 403, 200, 401], [403, 403, 403, 200, 401])
+            }
             ("GET", "/v1/notifications/dead") => {
                 ([403, 403, 403, 200, 401], [403, 403, 403, 200, 401])
             }

@@ -91,6 +91,8 @@ pub enum Refusal {
     ScheduleNeedsApproval,
     CapabilityBound,
     AgentStopped,
+    /// A policy condition could not be evaluated (SC-POL-02): answered as a denial.
+    ConditionFailed,
 }
 
 impl Refusal {
@@ -101,6 +103,7 @@ impl Refusal {
             Refusal::ScheduleNeedsApproval => SealReason::ScheduleNeedsApproval,
             Refusal::CapabilityBound => SealReason::CapabilityBound,
             Refusal::AgentStopped => SealReason::Stopped,
+            Refusal::ConditionFailed => SealReason::ConditionFailed(Default::default()),
         }
     }
 
@@ -110,6 +113,7 @@ impl Refusal {
             Refusal::ScheduleNeedsApproval,
             Refusal::CapabilityBound,
             Refusal::AgentStopped,
+            Refusal::ConditionFailed,
         ]
         .into_iter()
         .find(|r| r.reason().as_str() == reason)
@@ -117,7 +121,7 @@ impl Refusal {
 
     pub fn code(self) -> &'static str {
         match self {
-            Refusal::Denied => "denied",
+            Refusal::Denied | Refusal::ConditionFailed => "denied",
             Refusal::ScheduleNeedsApproval => "schedule_needs_approval",
             Refusal::CapabilityBound => "capability_bound",
             Refusal::AgentStopped => "agent_stopped",
@@ -132,6 +136,9 @@ impl Refusal {
             }
             Refusal::CapabilityBound => "this action_kind is not declared for the tenant",
             Refusal::AgentStopped => "the agent or tenant is stopped",
+            Refusal::ConditionFailed => {
+                "a policy condition could not be evaluated for this call, so it is denied (the action's outcome names the rule)"
+            }
         }
     }
 }

@@ -10,6 +10,7 @@
 //! - [`notify`] — the notification worker: delivers the outbox that transitions write.
 //! - [`api`] — the HTTP API (axum), shared by the local server and the Lambda functions.
 //! - [`invariants`] — the store-wide invariant check behind `countersign-local verify`.
+//! - [`policy_test`] — a table of calls run against a policy (`countersign-local policy test`).
 //! - [`config`] — the one TOML document: tenants, keys, policy, action kinds, tool catalog.
 
 pub mod api;
@@ -26,6 +27,7 @@ pub mod error;
 pub mod faults;
 pub mod invariants;
 pub mod notify;
+pub mod policy_test;
 pub mod store;
 pub mod target;
 pub mod telemetry;

@@ -93,12 +93,32 @@ pub fn context(context: &Value, expires_at: &Value, digest: &str) -> String {
         },
     ));
     rows.push(("expires", text(expires_at)));
+    // Why it waits and who must sign (SC-POL-05): part of what is countersigned.
+    rows.extend(policy_rows(&context["policy"]));
     rows.push((
         "args",
         serde_json::to_string_pretty(&context["args"]).unwrap_or_default(),
     ));
     rows.push(("digest", digest.to_owned()));
     pairs(&rows)
+}
+
+/// The matched rule, and the approvals and groups it asks for.
+fn policy_rows(policy: &Value) -> Vec<(&'static str, String)> {
+    let mut rows = Vec::new();
+    if let Some(label) = policy["label"].as_str() {
+        rows.push(("rule", format!("#{} {label}", text(&policy["rule"]))));
+    }
+    let groups = policy["approver_groups"]
+        .as_array()
+        .map(|g| g.iter().map(text).collect::<Vec<_>>().join(", "));
+    if let Some(n) = policy["approvals"].as_u64() {
+        rows.push(("approvals", format!("{n} distinct approvers")));
+    }
+    if let Some(groups) = groups {
+        rows.push(("groups", groups));
+    }
+    rows
 }
 
 pub fn action(a: &Value) -> String {
@@ -117,8 +137,26 @@ pub fn action(a: &Value) -> String {
     if let Some(digest) = a["approval"]["context_digest"].as_str() {
         rows.push(("digest", digest.to_owned()));
     }
+    rows.extend(policy_rows(&a["approval"]["context"]["policy"]));
+    if let Some(n) = a["next_action"]["still_needed"].as_u64().filter(|n| *n > 0) {
+        let given = a["approvals"].as_array().map(|g| {
+            g.iter()
+                .map(|s| text(&s["approver"]))
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
+        let by = given
+            .filter(|g| !g.is_empty())
+            .map(|g| format!(" (approved by {g})"))
+            .unwrap_or_default();
+        rows.push(("still needed", format!("{n}{by}")));
+    }
     if let Some(approver) = a["approval"]["approver"].as_str() {
         rows.push(("approver", approver.to_owned()));
+    }
+    if let Some(signed) = a["approval"]["quorum"]["signed"].as_array() {
+        let names: Vec<_> = signed.iter().map(|s| text(&s["approver"])).collect();
+        rows.push(("approvers", names.join(", ")));
     }
     if !a["outcome"].is_null() {
         rows.push(("outcome", a["outcome"].to_string()));

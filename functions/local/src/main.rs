@@ -83,6 +83,19 @@ enum Command {
     },
     /// Print the OpenAPI document (as served at /openapi.json; committed as docs/openapi.json).
     Openapi,
+    /// The policy of `--config`, offline (SC-POL-06).
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum PolicyCommand {
+    /// Run a table of calls against the policy: one line per case, exit 1 on any mismatch
+    /// (2 when the config or the cases do not load). Stores nothing, runs no tool.
+    Test {
+        /// The cases file (TOML: `[[case]]` with tool, args, agent_id, expect, rule).
+        cases: PathBuf,
+    },
 }
 
 #[tokio::main]
@@ -93,6 +106,9 @@ async fn main() -> std::process::ExitCode {
         Some(Command::Openapi) => {
             print!("{}", countersign::api::openapi::document());
             return std::process::ExitCode::SUCCESS;
+        }
+        Some(Command::Policy(PolicyCommand::Test { cases })) => {
+            return policy_test(&args.config, &cases)
         }
         Some(Command::Verify { table, json, at }) => {
             return verify::run(&args, table, json, at).await
@@ -152,6 +168,39 @@ impl Args {
             },
             None => Database::Sqlite(self.db.clone()),
         }
+    }
+}
+
+fn policy_test(config: &std::path::Path, cases: &std::path::Path) -> std::process::ExitCode {
+    let read = |p: &std::path::Path| {
+        std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+    };
+    // Parsing only: no secret is read, nothing is served.
+    let verdicts = read(config)
+        .and_then(|text| Config::from_toml(&text).map_err(|e| e.to_string()))
+        .and_then(|config| {
+            let now = jiff::Timestamp::now();
+            countersign::policy_test::run(&config, &read(cases)?, now)
+        });
+    let verdicts = match verdicts {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("countersign-local policy test: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let failed = verdicts.iter().filter(|v| v.mismatch.is_some()).count();
+    for v in &verdicts {
+        match &v.mismatch {
+            None => println!("ok    {}", v.name),
+            Some(why) => println!("FAIL  {}: {why}", v.name),
+        }
+    }
+    println!("{} cases, {failed} failed", verdicts.len());
+    if failed == 0 {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
     }
 }
 

@@ -6,6 +6,7 @@
 mod auth;
 pub mod body;
 pub mod error;
+mod explain;
 mod extract;
 pub mod json;
 mod mcp;
@@ -43,6 +44,8 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("POST", "/v1/notifications/{id}/redeliver", "cancel"),
     ("GET", "/v1/quarantine", "intake"),
     ("GET", "/v1/me", "intake"),
+    // Which policy rule a call would match (SC-POL-05): reads the config only.
+    ("POST", "/v1/policy/explain", "intake"),
     // The OpenAPI document of the routes above.
     ("GET", "/openapi.json", "intake"),
     // MCP over Streamable HTTP (docs/mcp.md).

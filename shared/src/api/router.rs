@@ -31,6 +31,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/v1/notifications/{id}/redeliver", post(routes::redeliver))
         .route("/v1/quarantine", get(routes::quarantined))
         .route("/v1/me", get(super::me::me))
+        .route("/v1/policy/explain", post(super::explain::explain))
         .route("/openapi.json", get(openapi::openapi_json))
         .route("/mcp", post(mcp::endpoint))
         .route("/healthz", get(|| async { Json(json!({"ok": true})) }))

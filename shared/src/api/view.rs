@@ -2,8 +2,9 @@
 //! the OpenAPI document, so the two cannot drift apart.
 
 use crate::domain::{
-    action::Approval, notice::OutboxEntry, Action, Actor, Decision, Event, NextAction, Outcome,
-    RunRef, State, Window,
+    action::{Approval, Signoff},
+    notice::OutboxEntry,
+    Action, Actor, Decision, Event, NextAction, Outcome, RunRef, State, Window,
 };
 use crate::store::Quarantined;
 use jiff::Timestamp;
@@ -30,6 +31,9 @@ pub struct ActionView {
     pub state: State,
     pub next_action: NextAction,
     pub approval: Option<Approval>,
+    /// A pending quorum's approvals so far (SC-POL-04); absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<Signoff>,
     pub outcome: Option<Outcome>,
     /// Who made the last transition.
     pub actor: Actor,
@@ -62,6 +66,7 @@ impl From<&Action> for ActionView {
             state: a.state(),
             next_action: a.next_action(),
             approval: a.approval.clone(),
+            approvals: a.approvals().to_vec(),
             outcome: a.outcome().cloned(),
             actor: a.actor.clone(),
             version: a.version,

@@ -1,8 +1,17 @@
-//! A tenant's `policy = [...]`: rules matched in order, the first match deciding (SPEC §4).
+//! A tenant's `policy` list: tool globs, decisions, conditions (`when`, SC-POL-01), approver
+//! groups and quorums (SC-POL-03/04). Every expression is compiled here, at load: a bad one
+//! is a config error naming its rule.
 
-use super::{bad, ConfigError};
-use crate::domain::{policy::Rule, Decision};
+use super::{bad, ConfigError, Principal, Role};
+use crate::domain::{
+    condition::Condition,
+    policy::{Countersigners, Rule},
+    Decision,
+};
 use serde::Deserialize;
+
+/// The most approvals a rule may ask for.
+const MAX_APPROVALS: u32 = 10;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -10,20 +19,41 @@ pub(super) struct RawRule {
     tool: String,
     decision: Decision,
     result: Option<toml::Value>,
+    /// How approvers and explanations name the rule (default: its tool glob).
+    name: Option<String>,
+    /// A CEL expression over the call; the rule matches only where it holds.
+    when: Option<String>,
+    /// Approver groups that may decide a call this rule holds (default: any approver).
+    #[serde(default)]
+    approvers: Vec<String>,
+    /// Distinct approvals needed (default 1).
+    approvals: Option<u32>,
 }
 
-pub(super) fn rules(at: &str, raw: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
-    raw.into_iter()
-        .enumerate()
-        .map(|(i, rule)| self::rule(&format!("{at}.policy[{i}]"), rule))
-        .collect()
+/// The rules in order, checked against the tenant's approver keys: a group no approver is in,
+/// or a quorum more than its eligible approvers can give, could never be decided.
+pub(super) fn rules<'a>(
+    at: &str,
+    raw: Vec<RawRule>,
+    principals: impl Iterator<Item = &'a Principal> + Clone,
+) -> Result<Vec<Rule>, ConfigError> {
+    let mut out = Vec::new();
+    for (i, rule) in raw.into_iter().enumerate() {
+        let rule_at = format!("{at}.policy[{i}]");
+        out.push(one(&rule_at, rule, principals.clone())?);
+    }
+    Ok(out)
 }
 
-fn rule(at: &str, raw: RawRule) -> Result<Rule, ConfigError> {
-    if raw.tool.is_empty() {
+fn one<'a>(
+    at: &str,
+    rule: RawRule,
+    principals: impl Iterator<Item = &'a Principal>,
+) -> Result<Rule, ConfigError> {
+    if rule.tool.is_empty() {
         return Err(bad(at, "tool glob must not be empty"));
     }
-    let result = match (raw.decision, raw.result) {
+    let result = match (rule.decision, rule.result) {
         (Decision::SetResult, Some(v)) => {
             Some(serde_json::to_value(v).map_err(|e| bad(at, format!("result: {e}")))?)
         }
@@ -31,5 +61,111 @@ fn rule(at: &str, raw: RawRule) -> Result<Rule, ConfigError> {
         (_, Some(_)) => return Err(bad(at, "only a set_result rule carries a result")),
         (_, None) => None,
     };
-    Ok(Rule::new(&raw.tool, raw.decision, result))
+    let mut built = Rule::new(&rule.tool, rule.decision, result);
+    if let Some(name) = &rule.name {
+        if name.trim().is_empty() || name.len() > 200 {
+            return Err(bad(at, "name must be 1–200 characters"));
+        }
+        built = built.named(name);
+    }
+    if let Some(when) = &rule.when {
+        let condition = Condition::compile(when).map_err(|e| bad(format!("{at}.when"), e))?;
+        built = built.when(condition);
+    }
+    let asks_people = rule.decision == Decision::RequireApproval;
+    let approvals = rule.approvals.unwrap_or(1);
+    if !asks_people && (rule.approvals.is_some() || !rule.approvers.is_empty()) {
+        return Err(bad(
+            at,
+            "approvers and approvals belong to a require_approval rule",
+        ));
+    }
+    if !(1..=MAX_APPROVALS).contains(&approvals) {
+        return Err(bad(
+            format!("{at}.approvals"),
+            format!("approvals must be 1–{MAX_APPROVALS}"),
+        ));
+    }
+    // Distinct people: two keys of one approver id count once, as their approvals do.
+    let eligible = principals
+        .filter(|p| p.role == Role::Approver)
+        .filter(|p| {
+            rule.approvers.is_empty() || p.groups.iter().any(|g| rule.approvers.contains(g))
+        })
+        .map(|p| p.id.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    if let Some(group) = rule.approvers.iter().find(|g| g.trim().is_empty()) {
+        return Err(bad(
+            format!("{at}.approvers"),
+            format!("{group:?} is not a group name"),
+        ));
+    }
+    let restricted = approvals > 1 || !rule.approvers.is_empty();
+    if asks_people && restricted && eligible < approvals as usize {
+        return Err(bad(
+            at,
+            format!(
+                "needs {approvals} distinct approver(s){}; the tenant has {eligible} approver key(s) that may decide it",
+                if rule.approvers.is_empty() { String::new() } else { format!(" of {}", rule.approvers.join(", ")) }
+            ),
+        ));
+    }
+    Ok(built.countersigned_by(Countersigners {
+        groups: rule.approvers,
+        approvals,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    const H1: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+    const H2: &str = "2222222222222222222222222222222222222222222222222222222222222222";
+
+    fn err(policy: &str) -> String {
+        let text = format!(
+            "[tenants.acme]\ntime_zone = \"UTC\"\nkeys = [\n  {{ id = \"fin-1\", role = \"approver\", groups = [\"finance\"], sha256 = \"{H1}\" }},\n  {{ id = \"agent-1\", role = \"agent\", sha256 = \"{H2}\" }},\n]\npolicy = [{policy}]\n"
+        );
+        Config::from_toml(&text)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    }
+
+    /// SC-POL-01: a bad condition is a config error naming the rule, found at load.
+    #[test]
+    fn sc_pol_01_bad_conditions_and_countersigners_name_their_rule() {
+        let e = err("{ tool = \"*\", decision = \"allow\" }, { tool = \"pay\", decision = \"allow\", when = \"args.amount >\" }");
+        assert!(
+            e.contains("tenants.acme.policy[1].when") && e.contains("parse"),
+            "{e}"
+        );
+        let e = err(
+            "{ tool = \"pay\", decision = \"allow\", when = \"args.to.map(x, x).size() > 0\" }",
+        );
+        assert!(e.contains("policy[0].when") && e.contains("map"), "{e}");
+        let e =
+            err("{ tool = \"pay\", decision = \"require_approval\", approvers = [\"fiance\"] }");
+        assert!(e.contains("policy[0]") && e.contains("fiance"), "{e}");
+        let e = err("{ tool = \"pay\", decision = \"require_approval\", approvers = [\"finance\"], approvals = 2 }");
+        assert!(
+            e.contains("needs 2 distinct approver") && e.contains("has 1"),
+            "{e}"
+        );
+        let e = err("{ tool = \"pay\", decision = \"allow\", approvals = 2 }");
+        assert!(e.contains("belong to a require_approval rule"), "{e}");
+        let e = err("{ tool = \"pay\", decision = \"require_approval\", approvals = 0 }");
+        assert!(e.contains("policy[0].approvals"), "{e}");
+        let text = format!("[tenants.acme]\ntime_zone = \"UTC\"\nkeys = [{{ id = \"a\", role = \"agent\", groups = [\"x\"], sha256 = \"{H1}\" }}]\n");
+        let e = Config::from_toml(&text)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("keys[0]") && e.contains("only approver keys"),
+            "{e}"
+        );
+    }
 }

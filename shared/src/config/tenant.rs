@@ -40,6 +40,9 @@ struct RawKey {
     id: String,
     role: Role,
     sha256: String,
+    /// Approver groups (SC-POL-03): a rule's `approvers` names them.
+    #[serde(default)]
+    groups: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -57,6 +60,8 @@ pub struct Principal {
     pub role: Role,
     /// The agent id for agent keys; the person or service id otherwise.
     pub id: String,
+    /// An approver's groups (SC-POL-03); empty for other roles.
+    pub groups: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -111,7 +116,8 @@ pub(super) fn tenant(
         private: raw.allow_private_hosts,
     };
     Ok(Tenant {
-        policy: policy::rules(&at, raw.policy)?,
+        // Checked against the tenant's approvers: a group nobody is in could never decide.
+        policy: policy::rules(&at, raw.policy, keys.values().filter(|p| p.tenant == name))?,
         tools: catalog::tools(&at, raw.tools, &targets)?,
         notify: notify::endpoints(&at, raw.notify, &targets)?,
         deed_key: raw.deed_key.map(|k| keys::named(&at, k)).transpose()?,
@@ -142,10 +148,14 @@ fn principals(
         if key.id.trim().is_empty() {
             return Err(bad(&key_at, "id must not be empty"));
         }
+        if key.role != Role::Approver && !key.groups.is_empty() {
+            return Err(bad(&key_at, "only approver keys belong to groups"));
+        }
         let principal = Principal {
             tenant: tenant.to_owned(),
             role: key.role,
             id: key.id,
+            groups: key.groups,
         };
         if keys.insert(hash, principal).is_some() {
             return Err(bad(&key_at, "this key hash is declared twice"));

@@ -1,5 +1,6 @@
 //! The action record: what the API returns and what the store keeps.
 
+pub use super::quorum::{Quorum, Signoff};
 use super::{ticket::Ticket, window::Window};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -138,6 +139,10 @@ pub struct Approval {
     #[schema(value_type = Option<String>, format = DateTime)]
     #[serde(with = "crate::domain::time::fixed_opt")]
     pub decided_at: Option<Timestamp>,
+    /// Who may countersign and how many must (SC-POL-03/04), as the matched rule said at
+    /// intake; absent in records written before: any approver, one approval.
+    #[serde(default, skip_serializing_if = "Quorum::is_single")]
+    pub quorum: Quorum,
 }
 
 /// How a sealed action ended: a tool result, a tool error, and/or a reason code.
@@ -165,8 +170,9 @@ pub struct Lease {
 /// refused (SC-EDGE-08).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stage {
-    /// Waits for a countersignature; its context is the action's `approval`.
-    PendingApproval,
+    /// Waits for a countersignature; its context is the action's `approval`. A quorum's
+    /// approvals so far, each a distinct approver (SC-POL-04); empty for a single approval.
+    PendingApproval { approvals: Vec<Signoff> },
     /// A committed ticket waits for its wake.
     Approved { ticket: Ticket },
     /// A worker holds the claim under `lease`.
@@ -237,6 +243,9 @@ struct Stored {
     ticket: Option<Ticket>,
     #[serde(default)]
     lease: Option<Lease>,
+    /// A pending quorum's approvals so far; absent (none) in records written before.
+    #[serde(default)]
+    approvals: Vec<Signoff>,
     chain_head: String,
 }
 
@@ -272,6 +281,8 @@ struct StoredRef<'a> {
     ticket: Option<&'a Ticket>,
     #[serde(skip_serializing_if = "Option::is_none")]
     lease: Option<&'a Lease>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approvals: Option<&'a [Signoff]>,
     chain_head: &'a str,
 }
 
@@ -298,6 +309,7 @@ impl Serialize for Action {
             sealed_at: self.sealed_at(),
             ticket: self.ticket(),
             lease: self.lease(),
+            approvals: Some(self.approvals()).filter(|a| !a.is_empty()),
             chain_head: &self.chain_head,
         }
         .serialize(s)
@@ -315,8 +327,13 @@ impl TryFrom<Stored> for Action {
 
     /// One stage from the stored fields, or a refusal naming what does not fit.
     fn try_from(r: Stored) -> Result<Self, Malformed> {
+        if r.state != State::PendingApproval && !r.approvals.is_empty() {
+            return Err(Malformed(format!("{} with pending approvals", r.state)));
+        }
         let stage = match (r.state, r.ticket, r.lease, r.sealed_at) {
-            (State::PendingApproval, None, None, None) => Stage::PendingApproval,
+            (State::PendingApproval, None, None, None) => Stage::PendingApproval {
+                approvals: r.approvals,
+            },
             (State::Approved, Some(ticket), None, None) => Stage::Approved { ticket },
             (State::Executing, Some(ticket), Some(lease), None) => {
                 Stage::Executing { ticket, lease }
@@ -384,7 +401,7 @@ impl Action {
 
     pub fn state(&self) -> State {
         match &self.stage {
-            Stage::PendingApproval => State::PendingApproval,
+            Stage::PendingApproval { .. } => State::PendingApproval,
             Stage::Approved { .. } => State::Approved,
             Stage::Executing { .. } => State::Executing,
             Stage::Sealed { state, .. } => *state,
@@ -422,6 +439,14 @@ impl Action {
         }
     }
 
+    /// A pending quorum's approvals so far (none in any other state).
+    pub fn approvals(&self) -> &[Signoff] {
+        match &self.stage {
+            Stage::PendingApproval { approvals } => approvals,
+            _ => &[],
+        }
+    }
+
     /// The ticket and lease of an executing action: what a worker holding its claim runs.
     pub fn held(&self) -> Option<Held<'_>> {
         match &self.stage {
@@ -452,8 +477,15 @@ impl Action {
                 return Err(Malformed("ticket deadline differs from the window".into()));
             }
         }
-        if self.stage == Stage::PendingApproval && self.approval.is_none() {
-            return Err(Malformed("pending without approval context".into()));
+        if let Stage::PendingApproval { approvals } = &self.stage {
+            let Some(approval) = &self.approval else {
+                return Err(Malformed("pending without approval context".into()));
+            };
+            if !approval.quorum.holds_pending(approvals) {
+                return Err(Malformed(
+                    "pending approvals repeat or reach the quorum".into(),
+                ));
+            }
         }
         Ok(())
     }
@@ -462,7 +494,7 @@ impl Action {
     /// serves the three sweeps: due tickets, expired leases and lapsed approvals.
     pub fn sweep_at(&self) -> Option<Timestamp> {
         match &self.stage {
-            Stage::PendingApproval => self.approval.as_ref().map(|a| a.expires_at),
+            Stage::PendingApproval { .. } => self.approval.as_ref().map(|a| a.expires_at),
             Stage::Approved { ticket } => Some(ticket.due_at()),
             Stage::Executing { lease, .. } => Some(lease.until),
             Stage::Sealed { .. } => None,
@@ -477,8 +509,12 @@ impl Action {
     /// `next_action` of the API: what this action waits for.
     pub fn next_action(&self) -> NextAction {
         match (&self.stage, &self.approval, self.ticket()) {
-            (Stage::PendingApproval, Some(approval), _) => NextAction::Approval {
+            (Stage::PendingApproval { approvals }, Some(approval), _) => NextAction::Approval {
                 context_digest: approval.context_digest.clone(),
+                still_needed: approval
+                    .quorum
+                    .required
+                    .saturating_sub(approvals.len() as u32),
             },
             (_, _, Some(ticket)) => NextAction::Scheduled {
                 not_before: ticket.due_at(),
@@ -493,8 +529,12 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum NextAction {
-    /// A person's countersignature of this digest.
-    Approval { context_digest: String },
+    /// A person's countersignature of this digest; `still_needed` approvals of distinct
+    /// approvers before the ticket commits (1 unless the rule asks for a quorum, SC-POL-04).
+    Approval {
+        context_digest: String,
+        still_needed: u32,
+    },
     /// Its window: the committed ticket runs from `not_before` until `not_after`.
     Scheduled {
         #[schema(value_type = String, format = DateTime)]

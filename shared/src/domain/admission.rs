@@ -71,7 +71,10 @@ pub fn admit(f: &IntakeFacts<'_>) -> Admission {
     }
     let later = |d: SignedDuration| f.now.saturating_add(d).unwrap_or(Timestamp::MAX);
     match f.gate.decision {
-        Decision::Deny => Admission::Refused(SealReason::PolicyDenied),
+        Decision::Deny => Admission::Refused(match &f.gate.failed {
+            Some(failed) => SealReason::ConditionFailed(failed.clone()),
+            None => SealReason::PolicyDenied,
+        }),
         Decision::SetResult => Admission::SetResult(f.gate.result.clone()),
         Decision::Allow => match f.window {
             Some(w) if w.not_before > later(f.allow_now_within) => {
@@ -115,6 +118,8 @@ mod tests {
             decision,
             result: (decision == Decision::SetResult).then(|| serde_json::json!({"shadow": true})),
             rule: None,
+            failed: None,
+            countersigners: Default::default(),
         }
     }
 

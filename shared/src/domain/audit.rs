@@ -325,8 +325,14 @@ fn shows_the_call(context: &Value, call: &Origin<'_>) -> Result<(), ChainError> 
 /// Whether a transition is the countersignature: `pending_approval` → `approved`, or straight
 /// to `executing` when the approving request runs the due ticket itself (SC-EDGE-07). Its event
 /// names the approved context digest (SC-SEC-06).
+/// One approval of a quorum that needs more (`pending_approval` → `pending_approval`, SC-POL-04)
+/// names it too: every approval is bound to the same digest.
 pub fn countersigns(from: Option<State>, to: State) -> bool {
-    from == Some(State::PendingApproval) && matches!(to, State::Approved | State::Executing)
+    from == Some(State::PendingApproval)
+        && matches!(
+            to,
+            State::Approved | State::Executing | State::PendingApproval
+        )
 }
 
 #[cfg(test)]

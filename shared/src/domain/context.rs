@@ -1,7 +1,7 @@
 //! The approval context: what the person countersigns. Its digest binds the approval to
 //! exactly this call and window (SC-INT-06, SC-APP-02).
 
-use super::{canonical, window::Window};
+use super::{action::Quorum, canonical, policy::Matched, window::Window};
 use jiff::tz::TimeZone;
 use serde::Serialize;
 use serde_json::Value;
@@ -14,6 +14,9 @@ pub struct ContextInput<'a> {
     pub schedule: Option<&'a Window>,
     pub time_zone: &'a TimeZone,
     pub time_zone_name: &'a str,
+    /// The rule that asked for the countersignature, and who must give it (SC-POL-05).
+    pub rule: Option<&'a Matched>,
+    pub quorum: &'a Quorum,
 }
 
 /// What the approver is shown and countersigns (its canonical JSON is digested).
@@ -25,9 +28,26 @@ pub struct ApprovalContext<'a> {
     pub args: &'a Value,
     pub agent_id: &'a str,
     pub action_kind: Option<&'a str>,
+    /// Why it waits, and for whom: countersigned with the rest (SC-POL-05).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<ShownRule<'a>>,
     /// Only for a call with a window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule: Option<ShownWindow>,
+}
+
+/// The rule that asked for the countersignature (SC-POL-05).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ShownRule<'a> {
+    /// Its position in the tenant's `policy` list, from 0.
+    pub rule: usize,
+    pub label: &'a str,
+    /// Distinct approvals needed, when more than one (SC-POL-04).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<u32>,
+    /// The approver groups that may decide; absent: any approver of the tenant.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub approver_groups: &'a [String],
 }
 
 /// The window as shown: its ends, and a sentence in the tenant's time zone.
@@ -48,6 +68,12 @@ pub fn approval_context(input: &ContextInput<'_>) -> (Value, String) {
         args: input.args,
         agent_id: input.agent_id,
         action_kind: input.action_kind,
+        policy: input.rule.map(|rule| ShownRule {
+            rule: rule.index,
+            label: &rule.label,
+            approvals: (input.quorum.required > 1).then_some(input.quorum.required),
+            approver_groups: &input.quorum.groups,
+        }),
         schedule: input.schedule.map(|window| ShownWindow {
             window: *window,
             time_zone: input.time_zone_name.to_owned(),
@@ -137,6 +163,8 @@ mod tests {
                 schedule: w,
                 time_zone: &tz,
                 time_zone_name: "UTC",
+                rule: None,
+                quorum: &Quorum::default(),
             })
         };
         let (c1, d1) = ctx(Some(&w1));
@@ -146,5 +174,45 @@ mod tests {
         assert_ne!(d1, d3);
         assert_eq!(d1, canonical::digest(&c1));
         assert!(d1.starts_with("sha256:"));
+    }
+
+    /// The matched rule and the quorum are part of what is countersigned.
+    #[test]
+    fn sc_pol_05_the_context_names_the_rule_and_the_quorum() {
+        let tz = TimeZone::UTC;
+        let args = json!({"amount": 60000});
+        let rule = Matched {
+            index: 0,
+            label: "two-person rule above 50,000 EUR".into(),
+        };
+        let quorum = Quorum {
+            required: 2,
+            groups: vec!["finance".into()],
+            signed: vec![],
+        };
+        let ctx = |rule, quorum| {
+            approval_context(&ContextInput {
+                tool: "payments.transfer",
+                args: &args,
+                agent_id: "a1",
+                action_kind: None,
+                schedule: None,
+                time_zone: &tz,
+                time_zone_name: "UTC",
+                rule,
+                quorum,
+            })
+        };
+        let (c, d) = ctx(Some(&rule), &quorum);
+        assert_eq!(
+            c["policy"],
+            json!({"rule": 0, "label": "two-person rule above 50,000 EUR", "approvals": 2, "approver_groups": ["finance"]})
+        );
+        let one = Quorum::default();
+        let (_, single) = ctx(Some(&rule), &one);
+        let (plain, none) = ctx(None, &one);
+        assert!(plain.get("policy").is_none());
+        assert_ne!(d, single);
+        assert_ne!(single, none);
     }
 }

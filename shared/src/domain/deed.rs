@@ -8,7 +8,7 @@
 //! of the same value breaks the form.
 
 use super::{
-    action::{Action, Decision, Outcome, RunRef, State},
+    action::{Action, Decision, Outcome, RunRef, Signoff, State},
     audit::{self, ChainError, Event},
     canonical,
     window::Window,
@@ -78,6 +78,9 @@ pub struct Countersignature {
     #[schema(value_type = Option<String>, format = DateTime)]
     #[serde(with = "crate::domain::time::fixed_opt")]
     pub decided_at: Option<Timestamp>,
+    /// A quorum's approvers in order, the last one included (SC-POL-04); absent for one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<Signoff>,
 }
 
 /// The deed file: the deed and its signature over the deed's canonical bytes.
@@ -192,6 +195,7 @@ impl Deed {
                 context_digest: a.context_digest.clone(),
                 approver: a.approver.clone(),
                 decided_at: a.decided_at,
+                approvers: a.quorum.signed.clone(),
             }),
             schedule: action.schedule,
             state: action.state(),

@@ -4,10 +4,12 @@ pub mod action;
 pub mod admission;
 pub mod audit;
 pub mod canonical;
+pub mod condition;
 pub mod context;
 pub mod deed;
 pub mod notice;
 pub mod policy;
+pub mod quorum;
 pub mod resume;
 pub mod seal;
 pub mod submission;
@@ -28,3 +30,5 @@ pub use window::Window;
 
 #[cfg(test)]
 mod fixtures;
+#[cfg(test)]
+mod policy_cost;

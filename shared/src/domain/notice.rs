@@ -24,6 +24,10 @@ impl NoticeKind {
         match (event.from, event.to) {
             (_, to) if to.is_sealed() => Some(NoticeKind::ActionSealed),
             (None, State::PendingApproval) => Some(NoticeKind::ApprovalRequested),
+            // A quorum's partial approval: asked again, saying how many are still needed.
+            (Some(State::PendingApproval), State::PendingApproval) => {
+                Some(NoticeKind::ApprovalRequested)
+            }
             _ => None,
         }
     }
@@ -94,6 +98,8 @@ impl Notice<'_> {
                     "context": approval.map(|p| &p.context),
                     "context_digest": approval.map(|p| &p.context_digest),
                     "expires_at": approval.map(|p| super::time::text(&p.expires_at)),
+                    "approvals_needed": still_needed(a),
+                    "approved_by": a.approvals().iter().map(|s| &s.approver).collect::<Vec<_>>(),
                     "page_url": self.page_url,
                 })
             }
@@ -117,8 +123,13 @@ impl Notice<'_> {
                     .and_then(|p| p.context["schedule"]["summary"].as_str())
                     .map(|s| format!(", to run {s}"))
                     .unwrap_or_default();
+                let needed = match (still_needed(a), a.approvals().len()) {
+                    (n, 0) if n <= 1 => String::new(),
+                    (n, 0) => format!(" ({n} approvals needed)"),
+                    (n, given) => format!(" ({given} approved, {n} more needed)"),
+                };
                 format!(
-                    "Approval requested: `{}` from agent `{}`{window}. <{}|Review it>",
+                    "Approval requested: `{}` from agent `{}`{window}{needed}. <{}|Review it>",
                     a.tool, a.agent_id, self.page_url
                 )
             }
@@ -134,6 +145,14 @@ impl Notice<'_> {
             "text": text,
             "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
         })
+    }
+}
+
+/// How many approvals a pending action still needs (SC-POL-04).
+fn still_needed(a: &Action) -> u32 {
+    match a.next_action() {
+        super::action::NextAction::Approval { still_needed, .. } => still_needed,
+        _ => 0,
     }
 }
 
@@ -303,6 +322,12 @@ mod tests {
             (None, Approved, None),
             (None, Executing, None),
             (Some(PendingApproval), Approved, None),
+            // SC-POL-04: a quorum's partial approval asks again.
+            (
+                Some(PendingApproval),
+                PendingApproval,
+                Some(NoticeKind::ApprovalRequested),
+            ),
             (Some(Approved), Executing, None),
             (Some(Executing), Executing, None),
             (
@@ -326,6 +351,37 @@ mod tests {
                 "{from:?} → {to}"
             );
         }
+    }
+
+    /// SC-POL-04: after one of two approvals the notice says one more is needed, and by whom
+    /// the first was given.
+    #[test]
+    fn sc_pol_04_a_partial_approval_says_how_many_are_still_needed() {
+        use crate::domain::{
+            fixtures::{at, pending},
+            transition::{Creation, Transition},
+        };
+        let mut a = pending(
+            "act_01J0000000000000000000000N",
+            serde_json::json!({"amount": 1}),
+        );
+        a.approval.as_mut().unwrap().quorum.required = 2;
+        let a = Creation::new(a, Actor::agent("agent-1"), None, at(0))
+            .action
+            .clone();
+        let signed = Transition::sign(&a, "fin-1", at(1)).unwrap();
+        assert!(signed.notify);
+        let notice = Notice {
+            kind: NoticeKind::ApprovalRequested,
+            action: &signed.action,
+            event: &signed.event,
+            page_url: "https://example.test/ui/".into(),
+        };
+        let data = &notice.json()["data"];
+        assert_eq!(data["approvals_needed"], 1);
+        assert_eq!(data["approved_by"], serde_json::json!(["fin-1"]));
+        let text = notice.slack()["text"].as_str().unwrap().to_owned();
+        assert!(text.contains("(1 approved, 1 more needed)"), "{text}");
     }
 
     #[test]

@@ -219,7 +219,7 @@ mod tests {
             run: None,
             schedule: None,
             decision: Decision::Schedule,
-            stage: Stage::PendingApproval,
+            stage: Stage::PendingApproval { approvals: vec![] },
             approval: None,
             actor: Actor::system(),
             version: 1,

@@ -2,6 +2,7 @@
 //! The code is what the API shows in `outcome.reason` and the audit event's `reason`.
 
 use super::action::{Outcome, State};
+use super::policy::ConditionFailed;
 use serde::{Serialize, Serializer};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +29,8 @@ pub enum SealReason {
     SetResult,
     /// SC-APP-05: an approver denied, in its own words.
     Denied(String),
+    /// SC-POL-02: a policy rule's condition could not be evaluated; the call is denied.
+    ConditionFailed(ConditionFailed),
 }
 
 impl SealReason {
@@ -42,7 +45,8 @@ impl SealReason {
             | SealReason::PolicyDenied
             | SealReason::ScheduleNeedsApproval
             | SealReason::CapabilityBound
-            | SealReason::Denied(_) => State::Denied,
+            | SealReason::Denied(_)
+            | SealReason::ConditionFailed(_) => State::Denied,
             SealReason::OutcomeUnknown => State::Failed,
             SealReason::SetResult => State::Succeeded,
         }
@@ -61,6 +65,7 @@ impl SealReason {
             SealReason::CapabilityBound => "capability_bound",
             SealReason::SetResult => "set_result",
             SealReason::Denied(words) => words,
+            SealReason::ConditionFailed(_) => "condition_error",
         }
     }
 }
@@ -68,8 +73,18 @@ impl SealReason {
 impl SealReason {
     /// The outcome of an action sealed for this reason before any tool answered.
     pub fn outcome(&self) -> Outcome {
+        // The failing rule and the evaluator's words travel with the denial (SC-POL-02).
+        let error = match self {
+            SealReason::ConditionFailed(f) => Some(serde_json::json!({
+                "kind": "condition_error",
+                "rule": f.rule,
+                "message": f.message,
+            })),
+            _ => None,
+        };
         Outcome {
             reason: Some(self.as_str().to_owned()),
+            error,
             ..Outcome::default()
         }
     }
@@ -124,6 +139,14 @@ mod tests {
                 "capability_bound",
             ),
             (SealReason::SetResult, State::Succeeded, "set_result"),
+            (
+                SealReason::ConditionFailed(ConditionFailed {
+                    rule: 0,
+                    message: "No such key: amount".into(),
+                }),
+                State::Denied,
+                "condition_error",
+            ),
             (
                 SealReason::Denied("too risky".into()),
                 State::Denied,

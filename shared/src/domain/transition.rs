@@ -3,7 +3,7 @@
 //! record must still be at its expected `(state, version)`) in one conditional write.
 
 use super::{
-    action::{Action, Actor, Lease, Outcome, Stage, State},
+    action::{Action, Actor, Lease, Outcome, Signoff, Stage, State},
     audit::{self, Entry, Event},
     notice::{NoticeKind, OutboxEntry},
     seal::SealReason,
@@ -207,7 +207,40 @@ impl Transition {
         claimed
     }
 
+    /// One approval of a quorum that still needs more (SC-POL-04): `pending_approval →
+    /// pending_approval` with the approver added, its event naming the context digest.
+    /// `None` unless `current` is pending and `approver` has not approved it yet.
+    pub fn sign(current: &Action, approver: &str, now: Timestamp) -> Option<Self> {
+        let Stage::PendingApproval { approvals } = &current.stage else {
+            return None;
+        };
+        if approvals.iter().any(|s| s.approver == approver) {
+            return None;
+        }
+        let mut approvals = approvals.clone();
+        approvals.push(Signoff {
+            approver: approver.to_owned(),
+            at: now,
+        });
+        let stage = Stage::PendingApproval { approvals };
+        let t = Self::advance(
+            current,
+            stage,
+            Actor::user(approver),
+            Some("approval_recorded"),
+            now,
+            |_| {},
+        );
+        Some(t)
+    }
+
     fn countersign(current: &Action, approver: &str, ticket: Ticket, now: Timestamp) -> Self {
+        // A quorum's record keeps every approver, this last one included (SC-POL-04).
+        let mut signed = current.approvals().to_vec();
+        signed.push(Signoff {
+            approver: approver.to_owned(),
+            at: now,
+        });
         let stage = Stage::Approved { ticket };
         Self::advance(
             current,
@@ -219,6 +252,9 @@ impl Transition {
                 if let Some(approval) = a.approval.as_mut() {
                     approval.approver = Some(approver.to_owned());
                     approval.decided_at = Some(now);
+                    if approval.quorum.required > 1 {
+                        approval.quorum.signed = signed;
+                    }
                 }
             },
         )

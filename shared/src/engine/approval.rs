@@ -1,5 +1,6 @@
 //! Countersign (SPEC §4 Approval): approve commits the ticket in one conditional write, then
-//! arms the wake; deny seals.
+//! arms the wake; deny seals. A rule's approver groups say who may decide (SC-POL-03); a quorum
+//! records each approval as its own write until the last commits the ticket (SC-POL-04).
 
 use super::{commit::Committed, require, Engine};
 use crate::{
@@ -10,6 +11,16 @@ use crate::{
     Error,
 };
 
+/// Re-tries of one approve that lost its write to another approver's partial approval.
+const APPROVE_ATTEMPTS: usize = 8;
+
+/// What one approve attempt came to.
+enum Step {
+    Done(Action),
+    /// Another approver's write landed first on a quorum still pending: try on this record.
+    Again(Action),
+}
+
 impl Engine {
     pub async fn approve(
         &self,
@@ -18,23 +29,39 @@ impl Engine {
         context_digest: &str,
     ) -> Result<Action, Error> {
         require(who, &[Role::Approver], "approve actions")?;
-        let action = self.load(&who.tenant, action_id).await?;
+        let mut action = self.load(&who.tenant, action_id).await?;
         if action.agent_id == who.id {
             return Err(Error::Forbidden(
                 "an approver cannot approve an action submitted under its own identity".into(),
             ));
         }
+        eligible(who, &action)?;
+        for _ in 0..APPROVE_ATTEMPTS {
+            match self.approve_once(who, &action, context_digest).await? {
+                Step::Done(done) => return Ok(done),
+                Step::Again(current) => action = current,
+            }
+        }
+        Err(Error::Unavailable(
+            "other approvals kept landing first; retry".into(),
+        ))
+    }
+
+    async fn approve_once(
+        &self,
+        who: &Principal,
+        action: &Action,
+        context_digest: &str,
+    ) -> Result<Step, Error> {
         let tenant = self.tenant(&action.tenant)?;
         let now = self.clock.now();
-        let approval = match awaiting(&action, context_digest)? {
+        let approval = match awaiting(action, context_digest)? {
             Awaiting::Countersignature(approval) => approval,
-            Awaiting::AlreadyApproved => return Ok(action),
+            Awaiting::AlreadyApproved => return Ok(Step::Done(action.clone())),
         };
         // SC-APP-04: a lapsed approval is sealed here too, not only by the sweep.
         if now >= approval.expires_at {
-            return Err(self
-                .seal_refused(&action, SealReason::ApprovalExpired)
-                .await);
+            return Err(self.seal_refused(action, SealReason::ApprovalExpired).await);
         }
         // SC-APP-02
         if approval.context_digest != context_digest {
@@ -42,34 +69,61 @@ impl Engine {
                 current_digest: approval.context_digest.clone(),
             });
         }
+        let given = action.approvals();
+        // SC-POL-04: one approver counts once; a repeated approve is answered, not counted.
+        if given.iter().any(|s| s.approver == who.id) {
+            return Ok(Step::Done(action.clone()));
+        }
+        if (given.len() as u64) + 1 < u64::from(approval.quorum.required) {
+            let Some(t) = Transition::sign(action, &who.id, now) else {
+                return Ok(Step::Done(action.clone()));
+            };
+            return self.landed(self.commit_now(&t).await?, who);
+        }
         let Some(tool) = tenant.tool(&action.tool) else {
-            return Err(self.seal_refused(&action, SealReason::CatalogChanged).await);
+            return Err(self.seal_refused(action, SealReason::CatalogChanged).await);
         };
         // SC-APP-03; due now and fitting the request: committed already claimed (SC-EDGE-07).
         let due_at = action.schedule.map_or(now, |w| w.not_before.max(now));
         let terms = TicketTerms {
             catalog_fingerprint: &tool.fingerprint(),
             due_at,
-            deadline: self.deadline_of(&action, now),
+            deadline: self.deadline_of(action, now),
         };
         let inline = self.inline_claim(tool, due_at, now);
         let t = match &inline {
             Some((_, lease)) => {
-                Transition::approve_claimed(&action, &who.id, terms, lease.clone(), now)
+                Transition::approve_claimed(action, &who.id, terms, lease.clone(), now)
             }
-            None => Transition::approve(&action, &who.id, terms, now),
+            None => Transition::approve(action, &who.id, terms, now),
         };
         match self.commit_now(&t).await? {
             Committed::Landed(approved) => {
                 tracing::info!(tenant = %approved.tenant, action_id = %approved.id, approver = %who.id, "approved; ticket committed");
-                Ok(self
-                    .hand_off(approved, inline.map(|(running, _)| running))
-                    .await)
+                Ok(Step::Done(
+                    self.hand_off(approved, inline.map(|(running, _)| running))
+                        .await,
+                ))
+            }
+            lost => self.landed(lost, who),
+        }
+    }
+
+    /// The answer to an approval write: ours, or what won — a quorum still pending is tried
+    /// again on the winner's record, a sealed one refused.
+    fn landed(&self, committed: Committed, who: &Principal) -> Result<Step, Error> {
+        match committed {
+            Committed::Landed(signed) => {
+                tracing::info!(tenant = %signed.tenant, action_id = %signed.id, approver = %who.id, "approval recorded; more needed");
+                Ok(Step::Done(signed))
+            }
+            Committed::LostTo(current) if current.state() == State::PendingApproval => {
+                Ok(Step::Again(current))
             }
             Committed::LostTo(current) if current.state().is_sealed() => Err(Error::ActionSealed {
                 state: current.state(),
             }),
-            Committed::LostTo(current) => Ok(current),
+            Committed::LostTo(current) => Ok(Step::Done(current)),
         }
     }
 
@@ -91,6 +145,8 @@ impl Engine {
     ) -> Result<Action, Error> {
         require(who, &[Role::Approver], "deny actions")?;
         let action = self.load(&who.tenant, action_id).await?;
+        // SC-POL-03, SC-POL-04: any eligible approver's deny seals, a quorum's too.
+        eligible(who, &action)?;
         match action.state() {
             State::PendingApproval => {}
             State::Approved => {
@@ -111,6 +167,29 @@ impl Engine {
             }),
         }
     }
+}
+
+/// Whether `who` may decide `action`'s approval: in one of the groups its rule names
+/// (SC-POL-03). An action without an approval has nothing to decide; its state answers.
+pub(crate) fn may_decide(who: &Principal, action: &Action) -> bool {
+    action
+        .approval
+        .as_ref()
+        .is_none_or(|a| a.quorum.admits(&who.groups))
+}
+
+fn eligible(who: &Principal, action: &Action) -> Result<(), Error> {
+    if may_decide(who, action) {
+        return Ok(());
+    }
+    let groups = action
+        .approval
+        .as_ref()
+        .map(|a| a.quorum.groups.join(", "))
+        .unwrap_or_default();
+    Err(Error::Forbidden(format!(
+        "this action is countersigned by the approver group(s) {groups}; this key is in none of them"
+    )))
 }
 
 /// What an approve meets.

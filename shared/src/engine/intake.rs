@@ -5,8 +5,10 @@ use super::{require, Engine};
 use crate::{
     config::{Principal, Role, Tenant},
     domain::{
+        action::Quorum,
         admission::{admit, Admission, IntakeFacts},
         canonical,
+        condition::CallFacts,
         context::{approval_context, ContextInput},
         policy,
         transition::TicketTerms,
@@ -166,7 +168,7 @@ impl Engine {
         mut a: Action,
         now: Timestamp,
     ) -> Result<(Action, String), Error> {
-        let gate = policy::gate(&tenant.policy, &a.tool);
+        let gate = policy::gate(&tenant.policy, &call_facts(&a, now));
         tracing::debug!(tool = %a.tool, rule = ?gate.rule, decision = ?gate.decision, "policy gate");
         let tool = tenant.tool(&a.tool);
         let facts = IntakeFacts {
@@ -219,8 +221,8 @@ impl Engine {
                 Ok((a, reason.into()))
             }
             (Admission::Approval { expires_at }, _) => {
-                a.approval = Some(asked(tenant, &a, expires_at));
-                a.stage = Stage::PendingApproval;
+                a.approval = Some(asked(tenant, &a, expires_at, &gate));
+                a.stage = Stage::PendingApproval { approvals: vec![] };
                 Ok((a, "approval_required".into()))
             }
             // `admit` answers a ticket only for a tool in the catalog.
@@ -245,7 +247,7 @@ fn draft(who: &Principal, call: Submission, window: Option<Window>, now: Timesta
         run: call.run,
         schedule: window,
         decision: Decision::Deny,
-        stage: Stage::PendingApproval,
+        stage: Stage::PendingApproval { approvals: vec![] },
         approval: None,
         actor: Actor::agent(&who.id),
         version: 0,
@@ -256,8 +258,30 @@ fn draft(who: &Principal, call: Submission, window: Option<Window>, now: Timesta
     }
 }
 
+/// What a policy condition sees of the call (SC-POL-01).
+pub(crate) fn call_facts(a: &Action, now: Timestamp) -> CallFacts<'_> {
+    CallFacts {
+        tool: &a.tool,
+        args: &a.args,
+        agent_id: &a.agent_id,
+        action_kind: a.action_kind.as_deref(),
+        schedule: a.schedule,
+        now,
+    }
+}
+
 /// The countersignature asked for: the context the approver is shown, and its digest.
-fn asked(tenant: &Tenant, a: &Action, expires_at: Timestamp) -> crate::domain::action::Approval {
+fn asked(
+    tenant: &Tenant,
+    a: &Action,
+    expires_at: Timestamp,
+    gate: &policy::Gate,
+) -> crate::domain::action::Approval {
+    let quorum = Quorum {
+        required: gate.countersigners.approvals.max(1),
+        groups: gate.countersigners.groups.clone(),
+        signed: Vec::new(),
+    };
     let (context, context_digest) = approval_context(&ContextInput {
         tool: &a.tool,
         args: &a.args,
@@ -266,6 +290,8 @@ fn asked(tenant: &Tenant, a: &Action, expires_at: Timestamp) -> crate::domain::a
         schedule: a.schedule.as_ref(),
         time_zone: &tenant.time_zone,
         time_zone_name: &tenant.time_zone_name,
+        rule: gate.rule.as_ref(),
+        quorum: &quorum,
     });
     crate::domain::action::Approval {
         context,
@@ -273,6 +299,7 @@ fn asked(tenant: &Tenant, a: &Action, expires_at: Timestamp) -> crate::domain::a
         expires_at,
         approver: None,
         decided_at: None,
+        quorum,
     }
 }
 

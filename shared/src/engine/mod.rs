@@ -6,6 +6,7 @@
 mod approval;
 mod cancel;
 mod commit;
+mod explain;
 mod handoff;
 mod intake;
 mod notifications;
@@ -16,6 +17,7 @@ mod resume;
 mod runs;
 mod sweep;
 
+pub use explain::Hypothetical;
 pub use intake::Submitted;
 pub use query::{ListFilter, SCAN_FACTOR};
 pub use resume::ResumeOutcome;

@@ -2,7 +2,7 @@
 
 use super::Engine;
 use crate::{
-    config::Principal,
+    config::{Principal, Role},
     domain::{audit, deed::Deed, Action, Event, State},
     store::{ListPage, ListQuery},
     Error,
@@ -85,6 +85,12 @@ impl Engine {
         for bad in std::mem::take(&mut read.unreadable) {
             self.quarantine(bad).await;
         }
+        // SC-POL-03: an approver is not offered what its groups may not decide.
+        read.actions.retain(|a| {
+            who.role != Role::Approver
+                || a.state() != State::PendingApproval
+                || super::approval::may_decide(who, a)
+        });
         Ok(f.page(read, limit))
     }
 

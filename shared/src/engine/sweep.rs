@@ -91,11 +91,13 @@ impl Engine {
         match &action.stage {
             // Listed before its approval lapses (an adapter may index a scheduled approval
             // from its window's start, where its ticket will be due: Store::defer_sweep).
-            Stage::PendingApproval if action.sweep_at().is_some_and(|at| at > self.clock.now()) => {
+            Stage::PendingApproval { .. }
+                if action.sweep_at().is_some_and(|at| at > self.clock.now()) =>
+            {
                 self.defer(&action).await;
                 Ok(Swept::Nothing)
             }
-            Stage::PendingApproval => {
+            Stage::PendingApproval { .. } => {
                 self.seal(&action, Actor::system(), &SealReason::ApprovalExpired)
                     .await?;
                 Ok(Swept::Expired)

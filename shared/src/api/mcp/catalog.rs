@@ -17,16 +17,18 @@ const WINDOW_META: &str = "io.countersign/window";
 /// An idempotency key for programmatic clients, in `params._meta` (as `Idempotency-Key`).
 const IDEMPOTENCY_META: &str = "io.countersign/idempotencyKey";
 
-fn decision(tenant: &Tenant, tool: &str) -> Decision {
-    policy::gate(&tenant.policy, tool).decision
+/// Whether every call of this tool is denied, whatever its arguments (SC-POL-01 conditions).
+fn always_denied(tenant: &Tenant, tool: &str) -> bool {
+    policy::possible(&tenant.policy, tool)
+        .iter()
+        .all(|d| *d == Decision::Deny)
 }
 
-/// A call of this tool waits: for a countersignature, or for its window.
+/// A call of this tool may wait: for a countersignature, or for its window.
 fn deferrable(tenant: &Tenant, tool: &str) -> bool {
-    matches!(
-        decision(tenant, tool),
-        Decision::RequireApproval | Decision::Schedule
-    )
+    policy::possible(&tenant.policy, tool)
+        .iter()
+        .any(|d| matches!(d, Decision::RequireApproval | Decision::Schedule))
 }
 
 /// The catalog in name order; tools the policy always denies are left out.
@@ -40,7 +42,7 @@ pub(super) fn list(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
     let mut tools: Vec<Value> = tenant
         .tools
         .values()
-        .filter(|t| decision(tenant, &t.name) != Decision::Deny)
+        .filter(|t| !always_denied(tenant, &t.name))
         .map(|t| describe(tenant, t, rpc.rev))
         .collect();
     tools.push(status_tool());
@@ -64,13 +66,17 @@ fn describe(tenant: &Tenant, tool: &ToolEntry, rev: Revision) -> Value {
         .input_schema
         .clone()
         .unwrap_or_else(|| json!({"type": "object"}));
-    match decision(tenant, &tool.name) {
-        Decision::RequireApproval => description.push_str(
+    // A conditional policy may defer some calls only: say what the first deferral would be.
+    let deferral = policy::possible(&tenant.policy, &tool.name)
+        .into_iter()
+        .find(|d| matches!(d, Decision::RequireApproval | Decision::Schedule));
+    match deferral {
+        Some(Decision::RequireApproval) => description.push_str(
             " A person countersigns each call before it runs: the answer says it is waiting and \
              gives an action_id to follow with countersign_status. Pass countersign_window to \
              have it run later, inside a window.",
         ),
-        Decision::Schedule => description.push_str(
+        Some(Decision::Schedule) => description.push_str(
             " It runs unattended, but only inside a window: pass countersign_window \
              {not_before, not_after}; the answer gives an action_id to follow with \
              countersign_status.",

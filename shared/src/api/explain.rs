@@ -1,0 +1,99 @@
+//! `POST /v1/policy/explain` (SC-POL-05): the HTTP shape of an explanation. Admins only;
+//! nothing is stored.
+
+use super::{body::RequestedWindow, error::ErrorBody, Caller};
+use crate::{
+    domain::{
+        policy::{Matched, Step},
+        Decision, Window,
+    },
+    engine::Hypothetical,
+    Engine, Error,
+};
+use axum::{body::Body, extract::State as Shared, response::IntoResponse, Json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use utoipa::ToSchema;
+
+/// A call as an agent would submit it, and the agent it would come from.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainRequest {
+    #[schema(min_length = 1)]
+    pub tool: String,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub args: Map<String, Value>,
+    #[schema(min_length = 1)]
+    pub agent_id: String,
+    #[serde(default)]
+    pub action_kind: Option<String>,
+    #[serde(default)]
+    pub schedule: Option<RequestedWindow>,
+}
+
+/// Which rule decides and why: every rule looked at, in order, up to the one that decided.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Explanation {
+    pub decision: Decision,
+    /// The rule that decided; null when none matched (absence denies).
+    pub rule: Option<Matched>,
+    /// For `require_approval`: distinct approvals needed, and the groups that may give them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approver_groups: Vec<String>,
+    /// A condition that could not be evaluated: the call would be denied (SC-POL-02).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub condition_error: Option<String>,
+    pub steps: Vec<Step>,
+}
+
+/// Explain which policy rule a call would match, storing nothing.
+#[utoipa::path(
+    post,
+    path = "/v1/policy/explain",
+    tag = "actions",
+    request_body = ExplainRequest,
+    responses(
+        (status = 200, description = "The rule that would decide, and each rule looked at", body = Explanation),
+        (status = 400, description = "validation_failed", body = ErrorBody),
+        (status = 403, description = "forbidden: not an admin key", body = ErrorBody),
+    )
+)]
+pub(super) async fn explain(
+    Shared(engine): Shared<Arc<Engine>>,
+    Caller(who): Caller,
+    body: Body,
+) -> Result<axum::response::Response, Error> {
+    // The role before the body: a key that may not explain learns nothing from its shape.
+    engine.may_explain(&who)?;
+    let req: ExplainRequest = super::extract::read_json(body).await?;
+    let schedule = match &req.schedule {
+        Some(w) => Some(
+            Window::parse(w.not_before.as_deref(), w.not_after.as_deref())
+                .map_err(|m| Error::validation("schedule", m))?,
+        ),
+        None => None,
+    };
+    let args = Value::Object(req.args);
+    let call = Hypothetical {
+        tool: &req.tool,
+        args: &args,
+        agent_id: &req.agent_id,
+        action_kind: req.action_kind.as_deref(),
+        schedule,
+    };
+    let (gate, steps) = engine.explain(&who, &call)?;
+    let asks = gate.decision == Decision::RequireApproval;
+    let answer = Explanation {
+        decision: gate.decision,
+        rule: gate.rule,
+        approvals: asks.then_some(gate.countersigners.approvals),
+        approver_groups: gate.countersigners.groups,
+        condition_error: gate.failed.map(|f| f.message),
+        steps,
+    };
+    Ok(Json(answer).into_response())
+}

@@ -1,0 +1,88 @@
+//! The gate's cost per submit, a 10-rule policy with conditions beside a glob-only one (figures
+//! in BENCHMARKS.md). Not a test of behaviour; run optimized, on a quiet machine:
+//! `cargo test -p countersign --profile bench --lib policy_cost -- --ignored --nocapture`
+
+use super::condition::{CallFacts, Condition};
+use super::policy::{gate, Rule};
+use super::Decision;
+use serde_json::json;
+use std::time::Instant;
+
+fn ten_rules(conditional: bool) -> Vec<Rule> {
+    let when = [
+        "args.currency == 'EUR' && args.amount > 50000",
+        "args.currency != 'EUR' || args.amount > 1000",
+        "has(args.to) && args.to.endsWith('@acme.example')",
+        "agent_id.startsWith('batch-')",
+        "action_kind == 'report'",
+        "schedule != null && schedule.not_before - now > 86400",
+        "size(args) > 20",
+        "has(args.tags) && args.tags.exists(t, t == 'urgent')",
+        "has(args.cc) && args.cc.all(r, r.endsWith('@acme.example'))",
+        "tool.endsWith('.dangerous')",
+    ];
+    when.iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let rule = Rule::new(&format!("tool{i}.*"), Decision::RequireApproval, None);
+            if conditional {
+                Rule::new("*", Decision::RequireApproval, None).when(Condition::compile(w).unwrap())
+            } else {
+                rule
+            }
+        })
+        .chain([Rule::new("search.*", Decision::Allow, None)])
+        .collect()
+}
+
+#[test]
+#[ignore = "a measurement: run it optimized, by hand"]
+fn policy_cost_per_submit() {
+    let args = json!({"query": "quarterly revenue", "currency": "EUR", "amount": 20, "limit": 10});
+    let call = CallFacts {
+        tool: "search.web",
+        args: &args,
+        agent_id: "agent-1",
+        action_kind: None,
+        schedule: None,
+        now: jiff::Timestamp::from_second(1_900_000_000).unwrap(),
+    };
+    let trivial: Vec<Rule> = (0..10)
+        .map(|_| {
+            Rule::new("*", Decision::RequireApproval, None)
+                .when(Condition::compile("false").unwrap())
+        })
+        .chain([Rule::new("search.*", Decision::Allow, None)])
+        .collect();
+    for (name, rules) in [
+        ("glob-only", ten_rules(false)),
+        ("10 × `false`", trivial),
+        ("10 conditions", ten_rules(true)),
+    ] {
+        // Every rule is looked at: all ten are skipped before the allow.
+        assert_eq!(gate(&rules, &call).decision, Decision::Allow);
+        let n = 20_000;
+        let started = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(gate(&rules, std::hint::black_box(&call)));
+        }
+        let per = started.elapsed() / n;
+        println!("{name}, {} rules: {per:?} per gate", rules.len());
+    }
+    let n = 20_000;
+    let started = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(super::condition::Bound::new(std::hint::black_box(&call)));
+    }
+    println!("binding the call's variables: {:?}", started.elapsed() / n);
+    let empty = json!({});
+    let bare = CallFacts {
+        args: &empty,
+        ..call
+    };
+    let started = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(super::condition::Bound::new(std::hint::black_box(&bare)));
+    }
+    println!("binding with empty args: {:?}", started.elapsed() / n);
+}

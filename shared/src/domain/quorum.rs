@@ -1,0 +1,134 @@
+//! Who countersigns and how many must (SC-POL-03, SC-POL-04): the terms an approval is asked
+//! with, and each approval of a quorum.
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// The countersigners an approval needs, and once committed every one who signed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Quorum {
+    /// Distinct approvals before the ticket commits.
+    pub required: u32,
+    /// Approver groups that may decide; empty: any approver of the tenant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// Every approval, in order, once the last one committed the ticket.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signed: Vec<Signoff>,
+}
+
+impl Default for Quorum {
+    fn default() -> Self {
+        Quorum {
+            required: 1,
+            groups: Vec::new(),
+            signed: Vec::new(),
+        }
+    }
+}
+
+impl Quorum {
+    pub(super) fn is_single(&self) -> bool {
+        *self == Quorum::default()
+    }
+
+    /// Who signed a committed quorum, in order.
+    pub fn approvers(&self) -> Vec<&str> {
+        self.signed.iter().map(|s| s.approver.as_str()).collect()
+    }
+
+    /// A pending quorum's approvals are distinct and fewer than it needs (the last one commits
+    /// the ticket instead).
+    pub(super) fn holds_pending(&self, approvals: &[Signoff]) -> bool {
+        let mut names: Vec<&str> = approvals.iter().map(|s| s.approver.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        names.len() == approvals.len() && (approvals.len() as u64) < u64::from(self.required)
+    }
+
+    /// Whether an approver in `groups` may decide this approval.
+    pub fn admits(&self, groups: &[String]) -> bool {
+        self.groups.is_empty() || self.groups.iter().any(|g| groups.contains(g))
+    }
+}
+
+/// One approver's approval of a quorum (SC-POL-04).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Signoff {
+    pub approver: String,
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{
+        fixtures::{at, pending},
+        transition::{Creation, TicketTerms, Transition},
+        Action, Actor, State,
+    };
+    use serde_json::json;
+
+    fn quorum_of(n: u32) -> Action {
+        let mut a = pending("act_01J0000000000000000000000Q", json!({"amount": 60000}));
+        a.approval.as_mut().unwrap().quorum.required = n;
+        Creation::new(a, Actor::agent("agent-1"), Some("approval_required"), at(0))
+            .action
+            .clone()
+    }
+
+    #[test]
+    fn sc_pol_04_each_approval_is_its_own_event_until_the_last() {
+        let a = quorum_of(3);
+        let one = Transition::sign(&a, "fin-1", at(1)).unwrap();
+        assert_eq!(one.expected, (State::PendingApproval, 1));
+        assert_eq!(one.event.reason.as_deref(), Some("approval_recorded"));
+        let digest = &a.approval.as_ref().unwrap().context_digest;
+        assert_eq!(one.event.context_digest.as_ref(), Some(digest));
+        assert!(
+            Transition::sign(&one.action, "fin-1", at(2)).is_none(),
+            "once each"
+        );
+        let two = Transition::sign(&one.action, "fin-2", at(2)).unwrap();
+        let terms = TicketTerms {
+            catalog_fingerprint: "sha256:f",
+            due_at: at(3),
+            deadline: at(60),
+        };
+        let done = Transition::approve(&two.action, "fin-3", terms, at(3));
+        assert_eq!(done.action.state(), State::Approved);
+        let signed = done.action.approval.as_ref().unwrap().quorum.approvers();
+        assert_eq!(signed, ["fin-1", "fin-2", "fin-3"]);
+        assert!(
+            done.action.approvals().is_empty(),
+            "the stage holds a pending quorum only"
+        );
+    }
+
+    #[test]
+    fn sc_pol_04_stored_quorums_load_and_old_records_have_no_approvals() {
+        let a = quorum_of(2);
+        let signed = Transition::sign(&a, "fin-1", at(1)).unwrap().action.clone();
+        let back = Action::from_stored(&signed.to_stored()).unwrap();
+        assert_eq!(back, signed);
+        // A record written before quorums: no `approvals`, no `quorum` — one approval, anyone.
+        let mut old: serde_json::Value = serde_json::from_slice(&quorum_of(1).to_stored()).unwrap();
+        assert!(old.get("approvals").is_none() && old["approval"].get("quorum").is_none());
+        old["approval"].as_object_mut().unwrap().remove("quorum");
+        let old = Action::from_stored(&serde_json::to_vec(&old).unwrap()).unwrap();
+        assert!(old.approvals().is_empty());
+        assert_eq!(old.approval.unwrap().quorum, Quorum::default());
+        // Approvals repeated, reaching the quorum, or outside a pending record: refused.
+        let mut stored: serde_json::Value = serde_json::from_slice(&signed.to_stored()).unwrap();
+        let entry = stored["approvals"][0].clone();
+        for bad in [
+            json!([entry.clone(), entry.clone()]),
+            json!([entry.clone(), {"approver": "fin-2", "at": entry["at"]}]),
+        ] {
+            stored["approvals"] = bad;
+            assert!(Action::from_stored(&serde_json::to_vec(&stored).unwrap()).is_err());
+        }
+    }
+}

@@ -1,0 +1,459 @@
+//! Policy that fits an organization (SC-POL-01 … SC-POL-06): conditions on the call, approver
+//! groups, quorum, explanations. The engine runs over SQLite and over DynamoDB (LocalStack) with
+//! an injected clock; each store-facing guarantee is proven on both.
+
+#[path = "aws_support/mod.rs"]
+mod aws_support;
+
+use countersign::embedded::Server;
+use countersign::{
+    clock::ManualClock,
+    config::{Config, Principal},
+    domain::{audit, deed::Deed, Action, NextAction, State},
+    store::{dynamodb::DynamoStore, sqlite::SqliteStore, Store},
+    tools::Executors,
+    Engine, Error,
+};
+use countersign_tests::{submission, temp_db, Api, RecordingWaker};
+use jiff::Timestamp;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug)]
+enum Backend {
+    Sqlite,
+    Dynamodb,
+}
+
+/// The two tests of one scenario, named by its SC id: on SQLite and on DynamoDB.
+macro_rules! on_both_stores {
+    ($scenario:ident: $sqlite:ident, $dynamodb:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $sqlite() {
+            $scenario(Backend::Sqlite).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $dynamodb() {
+            $scenario(Backend::Dynamodb).await;
+        }
+    };
+}
+
+/// The plaintext keys of the policy tenant; the config holds their hashes.
+const AGENT: &str = "key-pol-agent";
+const FINANCE_1: &str = "key-pol-finance-1";
+const FINANCE_2: &str = "key-pol-finance-2";
+const SRE: &str = "key-pol-sre";
+const ADMIN: &str = "key-pol-admin";
+
+fn sha(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+/// The README's example policy: transfers above 50,000 need two finance approvers, above 1,000
+/// one, below run; mail to the own domain runs, other mail waits; deploys are for sre.
+pub fn policy_toml() -> String {
+    format!(
+        r#"
+[tenants.acme]
+time_zone = "Europe/Berlin"
+approval_ttl = "1h"
+keys = [
+  {{ id = "agent-1", role = "agent", sha256 = "{agent}" }},
+  {{ id = "fin-1", role = "approver", groups = ["finance"], sha256 = "{fin1}" }},
+  {{ id = "fin-2", role = "approver", groups = ["finance"], sha256 = "{fin2}" }},
+  {{ id = "sre-1", role = "approver", groups = ["sre"], sha256 = "{sre}" }},
+  {{ id = "admin-1", role = "admin", sha256 = "{admin}" }},
+]
+policy = [
+  {{ name = "two-person rule above 50,000 EUR", tool = "payments.transfer", when = "args.amount > 50000", decision = "require_approval", approvers = ["finance"], approvals = 2 }},
+  {{ name = "transfers above 1,000 EUR", tool = "payments.transfer", when = "args.amount > 1000", decision = "require_approval", approvers = ["finance"] }},
+  {{ name = "small transfers", tool = "payments.transfer", decision = "allow" }},
+  {{ name = "mail inside acme", tool = "mail.send", when = "args.to.all(r, r.endsWith('@acme.example'))", decision = "allow" }},
+  {{ name = "mail leaving acme", tool = "mail.send", decision = "require_approval" }},
+  {{ name = "deploys", tool = "deploy.*", decision = "require_approval", approvers = ["sre"] }},
+]
+
+[tenants.acme.tools."payments.transfer"]
+executor = "builtin.echo"
+
+[tenants.acme.tools."mail.send"]
+executor = "builtin.echo"
+
+[tenants.acme.tools."deploy.service"]
+executor = "builtin.echo"
+"#,
+        agent = sha(AGENT),
+        fin1 = sha(FINANCE_1),
+        fin2 = sha(FINANCE_2),
+        sre = sha(SRE),
+        admin = sha(ADMIN),
+    )
+}
+
+struct Rig {
+    engine: Arc<Engine>,
+    store: Arc<dyn Store>,
+    config: Arc<Config>,
+}
+
+async fn rig(backend: Backend) -> Rig {
+    let config = Arc::new(Config::from_toml(&policy_toml()).unwrap());
+    let store: Arc<dyn Store> = match backend {
+        Backend::Sqlite => Arc::new(SqliteStore::open(&temp_db("policy")).unwrap()),
+        Backend::Dynamodb => {
+            let sdk = aws_support::sdk().await;
+            let table = aws_support::unique("policy");
+            aws_support::create_table(&sdk, &table).await;
+            Arc::new(DynamoStore::new(
+                aws_sdk_dynamodb::Client::new(&sdk),
+                &table,
+            ))
+        }
+    };
+    let engine = Arc::new(Engine::new(
+        config.clone(),
+        store.clone(),
+        Arc::new(RecordingWaker::default()),
+        Arc::new(Executors::new()),
+        Arc::new(ManualClock::new(Timestamp::now())),
+    ));
+    Rig {
+        engine,
+        store,
+        config,
+    }
+}
+
+impl Rig {
+    fn who(&self, key: &str) -> Principal {
+        self.config.principal(key).cloned().unwrap()
+    }
+    async fn submit(&self, tool: &str, args: Value) -> Result<Action, Error> {
+        let req = submission(json!({"tool": tool, "args": args}));
+        let a = self.engine.submit(&self.who(AGENT), req, None).await?;
+        Ok(a.action)
+    }
+    async fn pending(&self, tool: &str, args: Value) -> Action {
+        let a = self.submit(tool, args).await.unwrap();
+        assert_eq!(a.state(), State::PendingApproval, "{tool}");
+        a
+    }
+    async fn approve(&self, key: &str, a: &Action) -> Result<Action, Error> {
+        let digest = &a.approval.as_ref().unwrap().context_digest;
+        self.engine.approve(&self.who(key), &a.id, digest).await
+    }
+    async fn load(&self, id: &str) -> Action {
+        self.store.load("acme", id).await.unwrap().unwrap()
+    }
+}
+
+fn still_needed(a: &Action) -> u32 {
+    match a.next_action() {
+        NextAction::Approval { still_needed, .. } => still_needed,
+        other => panic!("not waiting for approval: {other:?}"),
+    }
+}
+
+/// SC-POL-01: the same tool waits or runs by its arguments; the first matching rule decides and
+/// the approval context names it.
+async fn conditions_decide_by_the_call(backend: Backend) {
+    let r = rig(backend).await;
+    let small = r
+        .submit("payments.transfer", json!({"amount": 500}))
+        .await
+        .unwrap();
+    assert_eq!(small.state(), State::Succeeded, "below 1,000 runs");
+    let big = r
+        .pending("payments.transfer", json!({"amount": 5000}))
+        .await;
+    let context = &big.approval.as_ref().unwrap().context;
+    assert_eq!(
+        context["policy"],
+        json!({"rule": 1, "label": "transfers above 1,000 EUR", "approver_groups": ["finance"]})
+    );
+    let huge = r
+        .pending("payments.transfer", json!({"amount": 60000}))
+        .await;
+    assert_eq!(huge.approval.as_ref().unwrap().context["policy"]["rule"], 0);
+    assert_eq!(still_needed(&huge), 2);
+    let inside = json!({"to": ["a@acme.example", "b@acme.example"]});
+    assert_eq!(
+        r.submit("mail.send", inside).await.unwrap().state(),
+        State::Succeeded
+    );
+    let leaving = json!({"to": ["a@acme.example", "x@other.example"]});
+    r.pending("mail.send", leaving).await;
+}
+on_both_stores!(conditions_decide_by_the_call: sc_pol_01_conditions_decide_by_the_call_sqlite, sc_pol_01_conditions_decide_by_the_call_dynamodb);
+
+/// SC-POL-02: a condition that cannot be evaluated denies — never falls through to the `allow`
+/// below it — and the action's outcome and its sealing event say which rule and why.
+async fn a_failing_condition_denies_with_the_reason(backend: Backend) {
+    let r = rig(backend).await;
+    let refused = r
+        .submit("payments.transfer", json!({"amount": "a lot"}))
+        .await;
+    let Err(Error::Refused {
+        code, action_id, ..
+    }) = refused
+    else {
+        panic!("not refused: {refused:?}");
+    };
+    assert_eq!(code.code(), "denied");
+    let a = r.load(&action_id).await;
+    assert_eq!(a.state(), State::Denied);
+    let outcome = a.outcome().unwrap();
+    assert_eq!(outcome.reason.as_deref(), Some("condition_error"));
+    let error = outcome.error.as_ref().unwrap();
+    assert_eq!(error["kind"], "condition_error");
+    assert_eq!(error["rule"], 0);
+    assert!(error["message"].as_str().unwrap().contains('>'), "{error}");
+    let events = r.engine.events(&r.who(ADMIN), &a.id).await.unwrap();
+    assert_eq!(
+        events.last().unwrap().reason.as_deref(),
+        Some("condition_error")
+    );
+}
+on_both_stores!(a_failing_condition_denies_with_the_reason: sc_pol_02_a_failing_condition_denies_with_the_reason_sqlite, sc_pol_02_a_failing_condition_denies_with_the_reason_dynamodb);
+
+/// SC-POL-03: only the rule's approver groups decide; others get 403 and are not offered it.
+async fn only_the_rules_groups_decide(backend: Backend) {
+    let r = rig(backend).await;
+    let transfer = r
+        .pending("payments.transfer", json!({"amount": 5000}))
+        .await;
+    let deploy = r.pending("deploy.service", json!({"service": "api"})).await;
+    for (key, a) in [(SRE, &transfer), (FINANCE_1, &deploy)] {
+        assert!(
+            matches!(r.approve(key, a).await, Err(Error::Forbidden(_))),
+            "{key}"
+        );
+        let deny = r.engine.deny(&r.who(key), &a.id, "no").await;
+        assert!(matches!(deny, Err(Error::Forbidden(_))), "{key}");
+        assert_eq!(r.load(&a.id).await.version, a.version, "nothing changed");
+    }
+    let listed = |key: &'static str| {
+        let r = &r;
+        async move {
+            let f = countersign::engine::ListFilter {
+                state: Some(State::PendingApproval),
+                ..Default::default()
+            };
+            let (page, _) = r.engine.list(&r.who(key), f).await.unwrap();
+            page.into_iter().map(|a| a.id).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(listed(SRE).await, [deploy.id.as_str()]);
+    assert_eq!(listed(FINANCE_2).await, [transfer.id.as_str()]);
+    assert_eq!(
+        listed(ADMIN).await.len(),
+        2,
+        "admins see every pending action"
+    );
+    let approved = r.approve(FINANCE_2, &transfer).await.unwrap();
+    assert!(approved.state() != State::PendingApproval);
+    let approved = r.approve(SRE, &deploy).await.unwrap();
+    assert!(approved.state() != State::PendingApproval);
+}
+on_both_stores!(only_the_rules_groups_decide: sc_pol_03_only_the_rules_groups_decide_sqlite, sc_pol_03_only_the_rules_groups_decide_dynamodb);
+
+/// SC-POL-04: two distinct finance approvals, each its own event bound to the context digest;
+/// a repeated approval counts once; the second commits the ticket; the deed names both.
+async fn a_quorum_commits_on_the_last_distinct_approval(backend: Backend) {
+    let r = rig(backend).await;
+    let a = r
+        .pending("payments.transfer", json!({"amount": 60000}))
+        .await;
+    let digest = a.approval.as_ref().unwrap().context_digest.clone();
+    let once = r.approve(FINANCE_1, &a).await.unwrap();
+    assert_eq!(once.state(), State::PendingApproval);
+    assert_eq!(still_needed(&once), 1);
+    assert_eq!(once.approvals().len(), 1);
+    let again = r.approve(FINANCE_1, &a).await.unwrap();
+    assert_eq!(again.version, once.version, "the same approver counts once");
+    let done = r.approve(FINANCE_2, &a).await.unwrap();
+    assert!(
+        matches!(done.state(), State::Executing | State::Succeeded),
+        "{}",
+        done.state()
+    );
+    let sealed = r.load(&a.id).await;
+    assert_eq!(sealed.state(), State::Succeeded);
+    let signed = sealed.approval.as_ref().unwrap().quorum.approvers();
+    assert_eq!(signed, ["fin-1", "fin-2"]);
+    let events = r.engine.events(&r.who(ADMIN), &a.id).await.unwrap();
+    audit::verify(&sealed, &events).unwrap();
+    let approvals: Vec<_> = events
+        .iter()
+        .filter(|e| e.context_digest.is_some())
+        .map(|e| {
+            (
+                e.actor.id.clone().unwrap(),
+                e.context_digest.clone().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        approvals,
+        [
+            ("fin-1".to_owned(), digest.clone()),
+            ("fin-2".to_owned(), digest)
+        ]
+    );
+    let deed = Deed::of(&sealed, &events, "k").unwrap();
+    let deed = serde_json::to_value(&deed).unwrap();
+    assert_eq!(deed["approval"]["approvers"][1]["approver"], "fin-2");
+
+    // A deny by any eligible approver seals a quorum that is half way.
+    let b = r
+        .pending("payments.transfer", json!({"amount": 70000}))
+        .await;
+    r.approve(FINANCE_1, &b).await.unwrap();
+    let denied = r
+        .engine
+        .deny(&r.who(FINANCE_2), &b.id, "not this one")
+        .await
+        .unwrap();
+    assert_eq!(denied.state(), State::Denied);
+    assert!(matches!(
+        r.approve(FINANCE_2, &b).await,
+        Err(Error::ActionSealed { .. })
+    ));
+}
+on_both_stores!(a_quorum_commits_on_the_last_distinct_approval: sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_sqlite, sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_dynamodb);
+
+const PAIRS: usize = 200;
+const BATCH: usize = 20;
+
+/// SC-POL-04 with SC-CAN-03: the last approval of a quorum racing a cancel, 200 pairs — one
+/// winner each: the ticket commits (already claimed, so the cancel meets `executing`) or the
+/// cancel seals it (and the approval meets `action_sealed`); never both, never neither.
+async fn the_last_approval_racing_a_cancel_has_one_winner(backend: Backend) {
+    let r = Arc::new(rig(backend).await);
+    let (mut approvals_won, mut cancels_won) = (0, 0);
+    for _ in 0..PAIRS / BATCH {
+        let pairs = (0..BATCH).map(|_| {
+            let r = r.clone();
+            async move {
+                let a = r
+                    .pending("payments.transfer", json!({"amount": 90000}))
+                    .await;
+                let half = r.approve(FINANCE_1, &a).await.unwrap();
+                assert_eq!(still_needed(&half), 1);
+                let agent = r.who(AGENT);
+                let cancel = r.engine.cancel(&agent, &a.id);
+                let (approve, cancel) = tokio::join!(r.approve(FINANCE_2, &a), cancel);
+                let events = r.engine.events(&r.who(ADMIN), &a.id).await.unwrap();
+                (approve, cancel, r.load(&a.id).await, events)
+            }
+        });
+        for (approve, cancel, end, events) in futures_join(pairs).await {
+            let signed = events.iter().filter(|e| e.context_digest.is_some()).count();
+            match (approve, cancel) {
+                (Ok(_), Err(Error::ActionExecuting | Error::ActionSealed { .. })) => {
+                    assert_eq!(end.state(), State::Succeeded);
+                    assert_eq!(signed, 2);
+                    approvals_won += 1;
+                }
+                (Err(Error::ActionSealed { .. }), Ok(c)) => {
+                    assert_eq!(c.state(), State::Cancelled);
+                    assert_eq!(end.state(), State::Cancelled);
+                    assert_eq!(signed, 1, "the losing approval left no trace");
+                    cancels_won += 1;
+                }
+                other => panic!("not exactly one winner: {other:?}"),
+            }
+        }
+    }
+    eprintln!("{backend:?}: approvals won {approvals_won}, cancels won {cancels_won}");
+    assert_eq!(approvals_won + cancels_won, PAIRS);
+}
+on_both_stores!(the_last_approval_racing_a_cancel_has_one_winner: sc_pol_04_the_last_approval_racing_a_cancel_has_one_winner_sqlite, sc_pol_04_the_last_approval_racing_a_cancel_has_one_winner_dynamodb);
+
+/// SC-POL-05: an admin asks which rule a call would match and why, over HTTP; nothing is
+/// stored, and other roles are refused.
+#[tokio::test]
+async fn sc_pol_05_explain_answers_the_rule_and_stores_nothing() {
+    let config = Arc::new(Config::from_toml(&policy_toml()).unwrap());
+    let server = Server::start(
+        config,
+        &temp_db("policy-explain"),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let api = Api::new(server.addr);
+    let ask =
+        |args: Value| json!({"tool": "payments.transfer", "args": args, "agent_id": "agent-1"});
+    let (status, v) = api
+        .post("/v1/policy/explain", ADMIN, ask(json!({"amount": 60000})))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["decision"], "require_approval");
+    assert_eq!(
+        v["rule"],
+        json!({"index": 0, "label": "two-person rule above 50,000 EUR"})
+    );
+    assert_eq!(
+        (v["approvals"].as_u64(), &v["approver_groups"]),
+        (Some(2), &json!(["finance"]))
+    );
+    assert_eq!(v["steps"][0]["verdict"], "matched");
+    let (_, v) = api
+        .post("/v1/policy/explain", ADMIN, ask(json!({"amount": 20})))
+        .await;
+    let verdicts: Vec<_> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        (v["decision"].as_str(), verdicts),
+        (
+            Some("allow"),
+            vec!["condition_false", "condition_false", "matched"]
+        )
+    );
+    let (_, v) = api
+        .post("/v1/policy/explain", ADMIN, ask(json!({"amount": "lots"})))
+        .await;
+    assert_eq!(v["decision"], "deny");
+    assert!(v["condition_error"].as_str().is_some(), "{v}");
+    let (_, v) = api
+        .post(
+            "/v1/policy/explain",
+            ADMIN,
+            json!({"tool": "shell.exec", "agent_id": "agent-1"}),
+        )
+        .await;
+    assert_eq!(
+        (v["decision"].as_str(), &v["rule"]),
+        (Some("deny"), &Value::Null)
+    );
+    let (status, _) = api
+        .post("/v1/policy/explain", FINANCE_1, ask(json!({"amount": 1})))
+        .await;
+    assert_eq!(status, 403);
+    let (status, v) = api
+        .post("/v1/policy/explain", ADMIN, json!({"tool": "x"}))
+        .await;
+    assert_eq!(status, 400, "{v}");
+    let (_, page) = api.get("/v1/actions", ADMIN).await;
+    assert_eq!(page["data"], json!([]), "explaining stored nothing");
+}
+
+async fn futures_join<F>(fs: impl Iterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = fs.map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}

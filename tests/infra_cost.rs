@@ -248,8 +248,9 @@ async fn issue9_cost_capacity_per_path_lifecycle_cancel_allow() {
             "allow": {"rru": allow.read, "wru": allow.write, "index_wru": allow.index},
         })
     );
-    // Issue 16: +2 index WRU for a pending action, its `waiting` entry put and removed.
-    lifecycle.within(2.0, 9.0);
+    // Issue 16: +2 index WRU for a pending action, its `waiting` entry put and removed; issue 18:
+    // the call item passed 1 KB (docs/dynamodb.md says by how much and what would undo it).
+    lifecycle.within(2.0, 10.0);
     cancel.within(1.0, 7.0);
     allow.within(0.0, 5.0);
 }

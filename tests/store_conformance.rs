@@ -813,7 +813,11 @@ async fn approve_and_claim_record_the_approval(store: &dyn Store) {
     let tn = tenant("approve_claim");
     let mut a = pending(&tn, "a1", far());
     a.args_digest = canonical::digest(&a.args);
+    // The context shows the record's own call, as intake builds it: `verify` holds it to that.
+    let context = json!({"tool": a.tool, "args": a.args, "agent_id": a.agent_id,
+        "action_kind": a.action_kind});
     let approval = a.approval.as_mut().unwrap();
+    approval.context = context;
     approval.context_digest = canonical::digest(&approval.context);
     let created = Creation::new(a, Actor::agent("a1"), Some("approval_required"), t0());
     store.create(&created, None).await.unwrap();

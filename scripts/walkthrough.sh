@@ -28,5 +28,5 @@ rm -f "$COUNTERSIGN_DB"
 run walkthrough-cli '"type": "approval_requested"' "approved act_" "sealed: succeeded" \
   "user approver-dev" "state  *denied" "cancel refused: exit 4"
 rm -f "$COUNTERSIGN_DB"
-run walkthrough-mcp "tools: mail.send" "waiting for a countersignature" "approved: succeeded" \
+run walkthrough-mcp "mail.send, payments.transfer" "waiting for a countersignature" "approved: succeeded" \
   "(mail.send): completed"

@@ -70,6 +70,15 @@ pub(super) async fn explain(
     // The role before the body: a key that may not explain learns nothing from its shape.
     engine.may_explain(&who)?;
     let req: ExplainRequest = super::extract::read_json(body).await?;
+    // The schema's `minLength: 1`, which serde does not hold.
+    for (param, value) in [("tool", &req.tool), ("agent_id", &req.agent_id)] {
+        if value.trim().is_empty() {
+            return Err(Error::validation(
+                param,
+                format!("{param} must not be empty"),
+            ));
+        }
+    }
     let schedule = match &req.schedule {
         Some(w) => Some(
             Window::parse(w.not_before.as_deref(), w.not_after.as_deref())

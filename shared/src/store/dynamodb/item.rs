@@ -11,6 +11,7 @@
 //! Over 500 lines on purpose: each record's encoding sits beside its decoding, so a changed
 //! attribute is changed both ways in one reading (the round-trip tests are in `item_tests.rs`).
 
+use super::asked::{self, Asked, Own};
 use super::keys::{call_sk, epoch_seconds, nanos, state_sk, sweep_pk, sweep_shard, tenant_pk};
 use crate::domain::{Action, Actor, ActorKind, Decision, Event, RunRef, State, Window};
 use crate::store::{StoreError, StoreResult};
@@ -178,19 +179,6 @@ fn leftovers(value: Value, known: &[&str]) -> Option<Map<String, Value>> {
 
 // ---------- the call item: written once ----------
 
-/// What the approver was shown; the context's `args` are elided when they equal the call's.
-#[derive(Serialize, Deserialize)]
-struct Asked {
-    #[serde(rename = "x")]
-    context: Value,
-    #[serde(rename = "h")]
-    context_digest: String,
-    #[serde(rename = "e")]
-    expires_at: Timestamp,
-    #[serde(rename = "a", default, skip_serializing_if = "std::ops::Not::not")]
-    args_elided: bool,
-}
-
 /// The call item's body (`c`).
 #[derive(Serialize, Deserialize)]
 struct Call {
@@ -222,17 +210,14 @@ const ASKED_FIELDS: [&str; 3] = ["context", "context_digest", "expires_at"];
 
 pub(super) fn call_item(a: &Action) -> Item {
     let asked = a.approval.as_ref().map(|ap| {
-        let mut context = ap.context.clone();
-        let args_elided = context.get("args") == Some(&a.args);
-        if args_elided {
-            context.as_object_mut().map(|c| c.remove("args"));
-        }
-        Asked {
-            context,
-            context_digest: ap.context_digest.clone(),
-            expires_at: ap.expires_at,
-            args_elided,
-        }
+        let own = Own {
+            args: &a.args,
+            tool: &a.tool,
+            agent_id: &a.agent_id,
+            action_kind: a.action_kind.as_deref(),
+            schedule: a.schedule.as_ref(),
+        };
+        asked::elide(ap.context.clone(), &ap.context_digest, ap.expires_at, &own)
     });
     let call = Call {
         agent_id: a.agent_id.clone(),
@@ -542,13 +527,14 @@ pub(super) fn action_of(tenant: &str, id: &str, call: &Item, state: &Item) -> St
     let approval = match &call.asked {
         None => Value::Null,
         Some(asked) => {
-            let mut context = asked.context.clone();
-            if asked.args_elided {
-                match context.as_object_mut() {
-                    Some(c) => c.insert("args".into(), call.args.clone()),
-                    None => return Err(malformed("context is not an object")),
-                };
-            }
+            let own = Own {
+                args: &call.args,
+                tool: &call.tool,
+                agent_id: &call.agent_id,
+                action_kind: call.action_kind.as_deref(),
+                schedule: call.schedule.as_ref(),
+            };
+            let context = asked::restore(asked, &own)?;
             let mut ap = get_json(state, "ap")?.unwrap_or_else(|| json!({}));
             let ap_map = ap
                 .as_object_mut()

@@ -191,3 +191,85 @@ fn actions_round_trip_through_their_two_items() {
         "sealed: out of the index"
     );
 }
+
+/// Issue 19 (cost): with 300-byte arguments, a windowed call whose context names its rule made a
+/// call item of 1,033 bytes — past the 1 KB of one write unit — because the context repeated the
+/// call's tool, agent, kind and window ends. They are elided now and put back on load: the item
+/// stays under 1 KB and the context loads exactly as countersigned (its digest still matches).
+#[test]
+fn issue19_the_call_item_keeps_one_copy_of_what_the_context_repeats() {
+    use crate::domain::{context, policy::Matched, quorum::Quorum};
+    let window = Window {
+        not_before: t("2026-10-21T16:00:00.123456Z"),
+        not_after: t("2026-10-21T18:00:00Z"),
+    };
+    let mut a = submitted(Some(window));
+    a.args = json!({"to": "ops@example.com", "subject": "s", "body": "x".repeat(250)});
+    a.agent_id = "billing-agent-with-a-longer-name".into();
+    let tz = jiff::tz::TimeZone::get("Europe/Berlin").unwrap();
+    let rule = Matched {
+        index: 3,
+        label: "mail outside our domain".into(),
+    };
+    let quorum = Quorum {
+        required: 2,
+        groups: vec!["finance".into()],
+        ..Default::default()
+    };
+    let (shown, digest) = context::approval_context(&context::ContextInput {
+        tool: &a.tool,
+        args: &a.args,
+        agent_id: &a.agent_id,
+        action_kind: a.action_kind.as_deref(),
+        schedule: a.schedule.as_ref(),
+        time_zone: &tz,
+        time_zone_name: "Europe/Berlin",
+        rule: Some(&rule),
+        quorum: &quorum,
+    });
+    let ap = a.approval.as_mut().unwrap();
+    ap.context = shown.clone();
+    ap.context_digest = digest.clone();
+
+    let call = call_item(&a);
+    let AttributeValue::S(body) = &call["c"] else {
+        panic!("the call body is text")
+    };
+    for repeated in [
+        "mail.send",
+        "billing-agent-with-a-longer-name",
+        "2026-10-21T16:00:00.123456Z",
+    ] {
+        assert_eq!(body.matches(repeated).count(), 1, "{repeated} once: {body}");
+    }
+    let size: usize = call
+        .iter()
+        .map(|(k, v)| {
+            k.len()
+                + match v {
+                    AttributeValue::S(s) => s.len(),
+                    _ => 0,
+                }
+        })
+        .sum();
+    assert!(size < 1024, "call item {size} bytes: {body}");
+
+    let c = Creation::new(a, Actor::agent("x"), None, t("2026-10-21T12:00:01Z"));
+    let created: Change = (*c).clone();
+    let loaded = action_of(
+        &c.action.tenant,
+        &c.action.id,
+        &call,
+        &store(std::slice::from_ref(&created)),
+    )
+    .unwrap();
+    let back = loaded.approval.unwrap();
+    assert_eq!(back.context, shown, "the context loads as it was shown");
+    assert_eq!(crate::domain::canonical::digest(&back.context), digest);
+
+    // A context member that differs from the call's is kept as it is, never replaced.
+    let mut odd = c.action.clone();
+    odd.approval.as_mut().unwrap().context["tool"] = json!("other.tool");
+    let loaded = action_of(&odd.tenant, &odd.id, &call_item(&odd), &store(&[created])).unwrap();
+    assert_eq!(loaded.approval.unwrap().context["tool"], "other.tool");
+}

@@ -14,6 +14,7 @@
 //! - `waiting`: the pending list, through the sparse `waiting` index;
 //! - here: the port, and its reads.
 
+mod asked;
 mod item;
 mod keys;
 mod meter;

@@ -36,6 +36,18 @@ pub fn build(profile: &str) -> Vec<(Function, PathBuf)> {
     for f in Function::ALL {
         cmd.args(["-p", &format!("countersign-{}", f.name())]);
     }
+    if profile == "release" {
+        // As shipped: the Lambda target's flags, on this host's target (an explicit `--target`
+        // keeps them off build scripts and proc macros, as for the cross build).
+        let host = host_triple();
+        let flags = lambda_rustflags();
+        eprintln!("bench: the Lambda target's flags on {host}: {flags:?}");
+        cmd.args(["--target", &host, "--config"]);
+        cmd.arg(format!(
+            "target.{host}.rustflags={}",
+            toml::Value::from(flags)
+        ));
+    }
     eprintln!("bench: building the functions ({profile} profile)…");
     let out = cmd
         .stderr(Stdio::inherit())
@@ -61,6 +73,33 @@ pub fn build(profile: &str) -> Vec<(Function, PathBuf)> {
     assert_eq!(built.len(), 4, "cargo built the four function binaries");
     built.sort();
     built
+}
+
+/// The flags `.cargo/config.toml` gives the Lambda target (aarch64-unknown-linux-gnu).
+fn lambda_rustflags() -> Vec<String> {
+    let path = workspace_root().join(".cargo/config.toml");
+    let text = std::fs::read_to_string(&path).expect("read .cargo/config.toml");
+    let config: toml::Table = text.parse().expect(".cargo/config.toml is TOML");
+    let flags = &config["target"]["aarch64-unknown-linux-gnu"]["rustflags"];
+    flags
+        .as_array()
+        .expect("rustflags is a list")
+        .iter()
+        .map(|f| f.as_str().expect("a flag is a string").to_owned())
+        .collect()
+}
+
+/// This machine's target triple, from `rustc -vV`.
+fn host_triple() -> String {
+    let out = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("run rustc -vV");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_owned()
 }
 
 /// The deployment package: `bootstrap` (executable), deflated.

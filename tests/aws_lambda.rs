@@ -94,6 +94,39 @@ fn emf_documents(log: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
+/// The functions under `cargo lambda watch` on `port`, configured as the template configures
+/// them, with the world's table, schedule group and tools; its log file.
+fn watch(cargo_lambda: &std::path::Path, w: &AwsWorld, port: u16) -> (Watch, PathBuf) {
+    let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let config = countersign_tests::config_toml(&w.tools, "1m", "5s");
+    let log = std::env::temp_dir().join(format!("countersign-cargo-lambda-{port}.log"));
+    let mut cmd = Command::new(cargo_lambda);
+    cmd.current_dir(workspace)
+        .args([
+            "lambda",
+            "watch",
+            "--ignore-changes",
+            "--invoke-address",
+            "127.0.0.1",
+        ])
+        .args(["--invoke-port", &port.to_string(), "--timeout", "900"])
+        .env("COUNTERSIGN_TABLE", &w.table)
+        .env("COUNTERSIGN_SCHEDULE_GROUP", &w.group)
+        .env("COUNTERSIGN_RESUME_ARN", RESUME_ARN)
+        .env("COUNTERSIGN_SCHEDULER_ROLE_ARN", ROLE_ARN)
+        .env("COUNTERSIGN_CONFIG", &config)
+        // As infra/template.yaml sets it for every function (tests/infra_template.rs).
+        .env(aws::HTTP_ENV.0, aws::HTTP_ENV.1)
+        .env(SECRET_ENV, SECRET)
+        .env("AWS_ENDPOINT_URL", aws_support::endpoint())
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(log.with_extension("err")).unwrap());
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    (Watch(cmd.spawn().expect("cargo lambda watch starts")), log)
+}
+
 async fn invoke(port: u16, function: &str, event: &Value) -> (u16, Value) {
     let url = format!("http://127.0.0.1:{port}/2015-03-31/functions/{function}/invocations");
     let deadline = Instant::now() + Duration::from_secs(900);
@@ -138,47 +171,10 @@ async fn compiled_functions_run_under_a_local_lambda_runtime() {
     let submitted = w.v2("POST", "/v1/actions", keys::AGENT, Some(body)).await;
     assert_eq!(submitted.status, 201, "{:?}", submitted.body);
     let id = submitted.body["id"].as_str().unwrap().to_owned();
-    let wake = w.wake_of(&id).await;
-    let input: Value = serde_json::from_str(
-        w.schedule(&wake)
-            .await
-            .expect("armed")
-            .target()
-            .unwrap()
-            .input()
-            .unwrap(),
-    )
-    .unwrap();
+    let input = w.wake_input(&id).await;
 
     let port = free_port();
-    let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let config = countersign_tests::config_toml(&w.tools, "1m", "5s");
-    let log = std::env::temp_dir().join(format!("countersign-cargo-lambda-{port}.log"));
-    let mut cmd = Command::new(&cargo_lambda);
-    cmd.current_dir(workspace)
-        .args([
-            "lambda",
-            "watch",
-            "--ignore-changes",
-            "--invoke-address",
-            "127.0.0.1",
-        ])
-        .args(["--invoke-port", &port.to_string(), "--timeout", "900"])
-        .env("COUNTERSIGN_TABLE", &w.table)
-        .env("COUNTERSIGN_SCHEDULE_GROUP", &w.group)
-        .env("COUNTERSIGN_RESUME_ARN", RESUME_ARN)
-        .env("COUNTERSIGN_SCHEDULER_ROLE_ARN", ROLE_ARN)
-        .env("COUNTERSIGN_CONFIG", &config)
-        // As infra/template.yaml sets it for every function (tests/infra_template.rs).
-        .env(aws::HTTP_ENV.0, aws::HTTP_ENV.1)
-        .env(SECRET_ENV, SECRET)
-        .env("AWS_ENDPOINT_URL", aws_support::endpoint())
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(std::fs::File::create(log.with_extension("err")).unwrap());
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let _watch = Watch(cmd.spawn().expect("cargo lambda watch starts"));
+    let (_watch, log) = watch(&cargo_lambda, &w, port);
 
     let started = Instant::now();
     let wait = (Timestamp::now()
@@ -372,4 +368,162 @@ fn wake_due(action: &Value) -> Timestamp {
         .unwrap()
         .parse()
         .unwrap()
+}
+
+/// MCP on AWS (SC-MCP-01/03/05): `POST /mcp` through the compiled intake binary as API Gateway
+/// delivers it, the tools through the compiled resume binary. The tenant's tools listed; an
+/// allowed call runs inside the intake invocation; a countersigned call becomes a task, is
+/// approved over the API, armed on EventBridge Scheduler (LocalStack), run by the wake's
+/// delivery to the resume binary, and then read back as completed through `tasks/get`,
+/// `tasks/result` and `countersign_status`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_mcp_05_mcp_flows_through_the_compiled_functions_scheduler_wake_included() {
+    let cargo_lambda = cargo_lambda();
+    let w = AwsWorld::new("mcp-binary").await;
+    let port = free_port();
+    let (_watch, _log) = watch(&cargo_lambda, &w, port);
+    let intake = |key: &'static str, method: &'static str, path: String, body: Option<Value>| {
+        invoke_http(port, key, method, path, body)
+    };
+    let mcp = |id: u64, method: &str, params: Value| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+
+    // 2025-11-25: initialize, then the catalog in name order with the built-in status tool.
+    let init = mcp(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"tasks": {}}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let (_, v) = intake(keys::AGENT, "POST", "/mcp".into(), Some(init)).await;
+    assert_eq!(v["result"]["protocolVersion"], "2025-11-25", "{v}");
+    let (_, v) = intake(
+        keys::AGENT,
+        "POST",
+        "/mcp".into(),
+        Some(mcp(2, "tools/list", json!({}))),
+    )
+    .await;
+    let names: Vec<&str> = v["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "mail.send",
+            "report.build",
+            "search.web",
+            "countersign_status"
+        ]
+    );
+
+    // allow → run now, inside the intake invocation, once.
+    let call = mcp(
+        3,
+        "tools/call",
+        json!({"name": "search.web", "arguments": {"q": "parcels"}}),
+    );
+    let (_, v) = intake(keys::AGENT, "POST", "/mcp".into(), Some(call)).await;
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    let ran = w.tools.received();
+    assert_eq!(ran.len(), 1, "the intake binary ran the allowed call once");
+    assert_eq!(
+        ran[0].body["args"],
+        json!({"q": "parcels"}),
+        "{:?}",
+        ran[0].body
+    );
+
+    // require_approval → a task, durably created before the answer.
+    // The binaries use the system clock (the world's test clock stands still): a window that
+    // opens after the approval, so the approval arms a wake instead of running the call.
+    let at = |secs: i64| {
+        Timestamp::now()
+            .checked_add(SignedDuration::from_secs(secs))
+            .unwrap()
+            .round(jiff::Unit::Second)
+            .unwrap()
+            .to_string()
+    };
+    let args = json!({"to": "ops@example.com", "countersign_window": {"not_before": at(10), "not_after": at(600)}});
+    let call = mcp(
+        4,
+        "tools/call",
+        json!({"name": "mail.send", "arguments": args, "task": {"ttl": 600000}}),
+    );
+    let (_, v) = intake(keys::AGENT, "POST", "/mcp".into(), Some(call)).await;
+    let task = &v["result"]["task"];
+    assert_eq!(task["status"], "working", "{v}");
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    let (_, action) = intake(keys::AGENT, "GET", format!("/v1/actions/{id}"), None).await;
+    assert_eq!(action["state"], "pending_approval", "{action}");
+    assert!(
+        action["args"].get("countersign_window").is_none(),
+        "taken out"
+    );
+    let digest = action["approval"]["context_digest"].clone();
+    let approve = json!({ "context_digest": digest });
+    let (status, approved) = intake(
+        keys::APPROVER,
+        "POST",
+        format!("/v1/actions/{id}/approve"),
+        Some(approve),
+    )
+    .await;
+    assert_eq!(
+        (status, &approved["state"]),
+        (200, &json!("approved")),
+        "{approved}"
+    );
+    let get = mcp(5, "tasks/get", json!({"taskId": id}));
+    let (_, v) = intake(keys::AGENT, "POST", "/mcp".into(), Some(get.clone())).await;
+    assert_eq!(v["result"]["status"], "working", "{v}");
+    assert_eq!(w.tools.count_for(&id), 0, "not before its window");
+
+    // The wake the approval armed on Scheduler, delivered when due to the resume binary.
+    let input = w.wake_input(&id).await;
+    let due = Timestamp::now().duration_until(wake_due(&approved));
+    tokio::time::sleep(Duration::from_millis(due.as_millis().max(0) as u64 + 500)).await;
+    let (status, answer) = invoke(port, "countersign-resume", &input).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer, json!({"outcome": "ran", "state": "succeeded"}));
+    assert_eq!(w.tools.count_for(&id), 1, "run once, by the wake");
+
+    // The task is completed; its result is the tool's; the plain path says the same.
+    let (_, v) = intake(keys::AGENT, "POST", "/mcp".into(), Some(get)).await;
+    assert_eq!(v["result"]["status"], "completed", "{v}");
+    let result = mcp(6, "tasks/result", json!({"taskId": id}));
+    let (_, v) = intake(keys::AGENT, "POST", "/mcp".into(), Some(result)).await;
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    let status_call = mcp(
+        7,
+        "tools/call",
+        json!({"name": "countersign_status", "arguments": {"action_id": id}}),
+    );
+    let (_, v) = intake(keys::AGENT, "POST", "/mcp".into(), Some(status_call)).await;
+    assert_eq!(
+        v["result"]["structuredContent"]["state"], "succeeded",
+        "{v}"
+    );
+    // Another agent's key sees no such task (SC-MCP-07).
+    let get = mcp(8, "tasks/get", json!({"taskId": id}));
+    let (_, v) = intake(keys::AGENT_2, "POST", "/mcp".into(), Some(get)).await;
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+}
+
+/// An API Gateway (v2) request to the intake binary: the HTTP status and the JSON body.
+async fn invoke_http(
+    port: u16,
+    key: &str,
+    method: &str,
+    path: String,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let event = aws_support::apigw_v2(method, &path, key, body, &[]);
+    let (status, got) = invoke(port, "countersign-intake", &event).await;
+    assert_eq!(status, 200, "the invocation: {got}");
+    let body = got["body"].as_str().unwrap_or_default();
+    let code = got["statusCode"].as_u64().unwrap_or_default() as u16;
+    (code, serde_json::from_str(body).unwrap_or(Value::Null))
 }

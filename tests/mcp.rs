@@ -15,11 +15,15 @@ use std::{
 };
 use tokio::sync::mpsc;
 
+#[path = "mcp/downstream.rs"]
+mod downstream;
+use downstream::Downstream;
+
 struct World {
     tools: ToolServer,
     api: Api,
     url: String,
-    _server: Server,
+    server: Server,
 }
 
 /// The shared test config plus: a tool no rule allows (never listed), a tool with catalog
@@ -33,11 +37,13 @@ async fn world() -> World {
 async fn world_with(more_tools: &str) -> World {
     let tools = ToolServer::start().await;
     tools.behave(Behaviour::default());
-    let text = config_toml(&tools, "10s", "5s").replacen(
-        "[limits]\n",
-        "[limits]\nrequest_budget = \"6s\"\n",
-        1,
-    ) + r#"
+    let text = world_toml(&tools, more_tools);
+    World::start(tools, &text, &temp_db("mcp")).await
+}
+
+fn world_toml(tools: &ToolServer, more_tools: &str) -> String {
+    config_toml(tools, "10s", "5s").replacen("[limits]\n", "[limits]\nrequest_budget = \"6s\"\n", 1)
+        + r#"
 [tenants.acme.tools."shell.exec"]
 executor = "builtin.echo"
 
@@ -49,17 +55,22 @@ annotations = { readOnlyHint = true }
 
 [tenants.acme.tools."sandbox.try"]
 executor = "builtin.echo"
-"# + &more_tools.replace("{tool_server}", &tools.url("mcp"));
-    let config = Arc::new(Config::from_toml(&text).unwrap());
-    let server = Server::start(config, &temp_db("mcp"), "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let api = Api::new(server.addr);
-    World {
-        url: format!("http://{}/mcp", server.addr),
-        tools,
-        api,
-        _server: server,
+"# + &more_tools.replace("{tool_server}", &tools.url("mcp"))
+}
+
+impl World {
+    async fn start(tools: ToolServer, text: &str, db: &std::path::Path) -> World {
+        let config = Arc::new(Config::from_toml(text).unwrap());
+        let server = Server::start(config, db, "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let api = Api::new(server.addr);
+        World {
+            url: format!("http://{}/mcp", server.addr),
+            tools,
+            api,
+            server,
+        }
     }
 }
 
@@ -718,76 +729,6 @@ async fn sc_mcp_08_protocol_errors_are_json_rpc_errors_tool_errors_are_results()
     );
 }
 
-/// A downstream MCP server written with the official Python SDK (tests/mcp/py_tool_server.py),
-/// recording every request it receives.
-struct Downstream {
-    child: Child,
-    port: u16,
-    calls_file: std::path::PathBuf,
-}
-
-impl Drop for Downstream {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
-}
-
-impl Downstream {
-    async fn start() -> Downstream {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let calls_file =
-            std::env::temp_dir().join(format!("mcp-calls-{}.jsonl", ulid::Ulid::new()));
-        let child = Command::new(python())
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/mcp/py_tool_server.py"
-            ))
-            .args([port.to_string(), countersign_tests::SECRET.to_owned()])
-            .arg(&calls_file)
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the MCP Python SDK is installed (source scripts/mcp-sdks.sh)");
-        let until = std::time::Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < until,
-                "the downstream server starts"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        Downstream {
-            child,
-            port,
-            calls_file,
-        }
-    }
-
-    /// The catalog entry of a tool served by this server.
-    fn tool(&self, name: &str, downstream: &str) -> String {
-        format!(
-            "\n[tenants.acme.tools.\"{name}\"]\nexecutor = \"mcp\"\nurl = \"http://127.0.0.1:{}/mcp\"\ntool = \"{downstream}\"\nsecret_env = \"{}\"\ntimeout = \"5s\"\n",
-            self.port,
-            countersign_tests::SECRET_ENV
-        )
-    }
-
-    /// The `tools/call` requests it received for this action.
-    fn calls_for(&self, action_id: &str) -> Vec<Value> {
-        std::fs::read_to_string(&self.calls_file)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .filter(|c| {
-                c["body"]["params"]["_meta"]["io.countersign/action"]["action_id"] == action_id
-            })
-            .collect()
-    }
-}
-
 #[tokio::test]
 async fn sc_mcp_06_a_downstream_mcp_servers_tool_runs_once_with_the_committed_arguments() {
     let down = Downstream::start().await;
@@ -883,4 +824,87 @@ async fn sc_mcp_06_a_downstream_mcp_servers_tool_runs_once_with_the_committed_ar
             n as u64 + 1
         );
     }
+}
+
+/// SC-MCP-06 with SC-RES-04: `tools import` brings the downstream tool's description and schema
+/// into the catalog, where they are part of its fingerprint. The same server imports the same
+/// TOML (so a re-import alone changes nothing); once the downstream tool changes (same URL, new
+/// schema) and is re-imported, an approved call waiting for its window is sealed
+/// `catalog_changed` and never reaches the changed tool.
+#[tokio::test]
+async fn sc_mcp_06_imported_downstream_schema_is_fingerprinted_a_change_seals_catalog_changed() {
+    use countersign::tools::{import, mcp};
+    let down = Downstream::start().await;
+    let spec = import::Import {
+        url: &down.url(),
+        tenant: "acme",
+        prefix: "mail.",
+        secret_env: countersign_tests::SECRET_ENV,
+    };
+    let token = Some(countersign_tests::SECRET);
+    let refused = mcp::list_tools(&down.url(), None).await;
+    assert!(refused.unwrap_err().contains("401"), "the token is sent");
+    let listed = mcp::list_tools(&down.url(), token).await.unwrap();
+    let (before, warnings) = import::catalog_toml(&spec, &listed);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let again = mcp::list_tools(&down.url(), token).await.unwrap();
+    assert_eq!(
+        import::catalog_toml(&spec, &again).0,
+        before,
+        "deterministic"
+    );
+
+    let tools = ToolServer::start().await;
+    tools.behave(Behaviour::default());
+    let db = temp_db("mcp-import");
+    let text = world_toml(&tools, &before);
+    let w = World::start(tools, &text, &db).await;
+    // Listed to MCP clients with the downstream server's own description and schema.
+    let (_, v) = post_modern(&w, "tools/list", None, json!({})).await;
+    let entry = v["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mail.deliver")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        entry["description"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Deliver a parcel."),
+        "{entry}"
+    );
+    assert_eq!(entry["inputSchema"]["required"], json!(["to"]), "{entry}");
+    assert_eq!(entry["inputSchema"]["properties"]["to"]["type"], "string");
+
+    // Countersigned for a window ahead (wide: the SDK client starts a Python first), then the
+    // server stops before the window opens.
+    let not_before = in_secs(20);
+    let args = json!({"to": "Paris", "countersign_window": {"not_before": not_before, "not_after": in_secs(120)}});
+    let v = tools_call(&w, "legacy", "mail.deliver", &args.to_string()).await;
+    let id = v["result"]["structuredContent"]["action_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{v}"))
+        .to_owned();
+    approve(&w, &id).await;
+    assert_eq!(w.api.action(&id).await["state"], "approved");
+    let World { tools, server, .. } = w;
+    server.shutdown().await.unwrap();
+    let opens: jiff::Timestamp = not_before.parse().unwrap();
+    assert!(jiff::Timestamp::now() < opens, "stopped before the window");
+
+    // The downstream tool changes; the operator re-imports and restarts on the same store.
+    let down = down.change().await;
+    let changed = mcp::list_tools(&down.url(), token).await.unwrap();
+    let (after, _) = import::catalog_toml(&spec, &changed);
+    assert_ne!(after, before, "the new schema is in the entry");
+    let text = world_toml(&tools, &after);
+    let w = World::start(tools, &text, &db).await;
+    let sealed = w.api.wait_sealed(&id, 60).await;
+    assert_eq!(sealed["outcome"]["reason"], "catalog_changed", "{sealed}");
+    assert!(
+        down.calls_for(&id).is_empty(),
+        "never sent to the changed tool"
+    );
 }

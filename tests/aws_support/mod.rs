@@ -315,6 +315,15 @@ impl AwsWorld {
         }
     }
 
+    /// The input EventBridge Scheduler will deliver to the resume function for this action's
+    /// armed wake (what a function binary is invoked with).
+    pub async fn wake_input(&self, action_id: &str) -> Value {
+        let wake = self.wake_of(action_id).await;
+        let schedule = self.schedule(&wake).await.expect("armed");
+        let input = schedule.target().unwrap().input().unwrap();
+        serde_json::from_str(input).unwrap()
+    }
+
     /// Every schedule in this test's group.
     pub async fn schedule_names(&self) -> Vec<String> {
         let out = self

@@ -1,9 +1,10 @@
 """A downstream MCP server written with the official Python SDK, started by tests/mcp.rs.
 
-Usage: py_tool_server.py PORT TOKEN CALLS_FILE
+Usage: py_tool_server.py PORT TOKEN CALLS_FILE [v2]
 Serves Streamable HTTP at /mcp (stateless, JSON answers). Each request appends one JSON line to
 CALLS_FILE — its time, Authorization, Idempotency-Key and body — so the test counts the calls.
-Tools: `deliver` (answers {"delivered": to}) and `refuse` (always an isError result).
+Tools: `deliver` (answers {"delivered": to}) and `refuse` (always an isError result). With
+`v2`, `deliver` has changed since: it takes a `signature` too (a new schema and description).
 """
 
 import json
@@ -14,13 +15,19 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 
 port, token, calls_file = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+v2 = sys.argv[4:] == ["v2"]
 server = MCPServer("downstream")
 
-
-@server.tool()
-def deliver(to: str) -> dict[str, str]:
-    """Deliver a parcel."""
-    return {"delivered": to}
+if v2:
+    @server.tool()
+    def deliver(to: str, signature: bool = False) -> dict[str, str]:
+        """Deliver a parcel, signed for when asked."""
+        return {"delivered": to, "signed": str(signature)}
+else:
+    @server.tool()
+    def deliver(to: str) -> dict[str, str]:
+        """Deliver a parcel."""
+        return {"delivered": to}
 
 
 @server.tool()

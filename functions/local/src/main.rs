@@ -1,5 +1,6 @@
 //! countersign self-hosted: the HTTP API, an SQLite or Postgres store and the in-process waker.
 
+mod tools_import;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -86,6 +87,9 @@ enum Command {
     /// The policy of `--config`, offline (SC-POL-06).
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// A downstream MCP server's tools as catalog entries (docs/mcp.md).
+    #[command(subcommand)]
+    Tools(tools_import::ToolsCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -110,6 +114,7 @@ async fn main() -> std::process::ExitCode {
         Some(Command::Policy(PolicyCommand::Test { cases })) => {
             return policy_test(&args.config, &cases)
         }
+        Some(Command::Tools(command)) => return tools_import::run(command).await,
         Some(Command::Verify { table, json, at }) => {
             return verify::run(&args, table, json, at).await
         }

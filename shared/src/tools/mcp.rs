@@ -39,20 +39,14 @@ impl Mcp {
             Ok(ready) => ready,
             Err(refused) => return refused,
         };
+        let mut meta = meta();
+        meta["io.countersign/action"] =
+            json!({"action_id": call.action_id, "attempt": call.attempt});
         let body = json!({
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
-            "params": {
-                "name": tool,
-                "arguments": call.args,
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": VERSION,
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                    "io.modelcontextprotocol/clientInfo": {"name": "countersign", "version": env!("CARGO_PKG_VERSION")},
-                    "io.countersign/action": {"action_id": call.action_id, "attempt": call.attempt},
-                },
-            },
+            "params": {"name": tool, "arguments": call.args, "_meta": meta},
         });
         let sent = http
             .post(url)
@@ -72,11 +66,7 @@ impl Mcp {
             Err(e) => return transport_failure(&e),
         };
         let status = response.status();
-        let event_stream = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let event_stream = is_event_stream(&response);
         let bytes = match read_capped(response).await {
             Ok(Body::Complete(bytes)) => bytes,
             Ok(Body::TooLarge(n)) => return too_large(status, n),
@@ -93,6 +83,73 @@ impl Mcp {
             None => ToolAnswer::Failed(json!({"kind": "mcp_invalid_response"})),
         }
     }
+}
+
+/// A downstream server's `tools/list`, every page (`nextCursor`), with one stateless
+/// 2026-07-28 request each: what `countersign-local tools import` writes into the catalog.
+#[cfg(feature = "embedded")]
+pub async fn list_tools(url: &str, token: Option<&str>) -> Result<Vec<Value>, String> {
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut params = json!({"_meta": meta()});
+        if let Some(c) = &cursor {
+            params["cursor"] = json!(c);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params});
+        let mut request = http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", VERSION)
+            .header("mcp-method", "tools/list")
+            .json(&body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.map_err(|e| format!("{url}: {e}"))?;
+        let status = response.status();
+        let event_stream = is_event_stream(&response);
+        let bytes = response.bytes().await.map_err(|e| format!("{url}: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("{url} answered HTTP {status}"));
+        }
+        let message = response_message(&bytes, event_stream)
+            .ok_or_else(|| format!("{url} did not answer a JSON-RPC response"))?;
+        if let Some(error) = message.get("error") {
+            return Err(format!("{url} answered a JSON-RPC error: {error}"));
+        }
+        let result = &message["result"];
+        let page = result["tools"]
+            .as_array()
+            .ok_or_else(|| format!("{url}: the tools/list result has no tools"))?;
+        tools.extend(page.iter().cloned());
+        match result["nextCursor"].as_str() {
+            Some(next) if !next.is_empty() => cursor = Some(next.to_owned()),
+            _ => return Ok(tools),
+        }
+    }
+}
+
+/// The 2026-07-28 request `_meta` countersign sends as a client.
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "countersign", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
+fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
 }
 
 impl Default for Mcp {

@@ -1,6 +1,8 @@
 //! The tool port: run one committed call, classify the answer.
 
 pub mod echo;
+#[cfg(feature = "embedded")]
+pub mod import;
 pub mod mcp;
 pub mod secrets;
 pub mod webhook;

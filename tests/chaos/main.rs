@@ -16,7 +16,7 @@ use axum::{body::Bytes, extract::Path, http::HeaderMap, routing::post, Router};
 use countersign::{
     config::Config,
     domain::{Action, State},
-    embedded::{Parts, Server},
+    embedded::{Database, Parts, Server},
     faults::{Chaos, FaultyStore},
     invariants,
     store::{sqlite::SqliteStore, ListQuery, Store},
@@ -56,14 +56,25 @@ async fn main() -> std::process::ExitCode {
             .and_then(|i| args.get(i + 1).cloned())
     };
     match args.get(1).map(String::as_str) {
-        Some("serve") => serve(flag("--db").unwrap(), flag("--config").unwrap()).await,
+        Some("serve") => {
+            let database = match (flag("--db"), flag("--database-url")) {
+                (_, Some(url)) => Database::Postgres {
+                    url,
+                    options: countersign::store::postgres::Options::default(),
+                },
+                (Some(db), None) => Database::Sqlite(db.into()),
+                (None, None) => panic!("serve --db F | --database-url URL"),
+            };
+            let faults = !args.iter().any(|a| a == "--no-faults");
+            serve(database, flag("--config").unwrap(), faults).await
+        }
         Some("run") => {
             let seconds = flag("--seconds").map_or(20, |s| s.parse().expect("--seconds N"));
             let dir = PathBuf::from(flag("--dir").unwrap_or_else(|| "target/chaos".into()));
             run(seconds, &dir).await
         }
         _ => {
-            eprintln!("usage: chaos run [--seconds N] [--dir D] | chaos serve --db F --config C");
+            eprintln!("usage: chaos run [--seconds N] [--dir D] | chaos serve (--db F | --database-url URL) --config C [--no-faults]");
             std::process::ExitCode::from(2)
         }
     }
@@ -126,14 +137,17 @@ policy = [
 
 // ---------- the server process ----------
 
-async fn serve(db: String, config: String) -> std::process::ExitCode {
+/// One server process; `faults`: its store fails writes now and then. Prints `WORKER <id>`
+/// (its leases' owner prefix) and `ADDR <addr>` once serving, then `FAULTS <failed>
+/// <ambiguous>` every 200 ms.
+async fn serve(database: Database, config: String, faults: bool) -> std::process::ExitCode {
     let config = Arc::new(Config::from_file(FsPath::new(&config)).expect("chaos config"));
     let slot: Arc<OnceLock<Arc<FaultyStore>>> = Arc::default();
     let keep = slot.clone();
     let parts = Parts {
         wrap_store: Box::new(move |s| {
             let f = Arc::new(FaultyStore::new(s));
-            f.chaos(Some(Chaos {
+            f.chaos(faults.then(|| Chaos {
                 fail: 0.03,
                 ambiguous: 0.03,
                 seed: Timestamp::now().as_nanosecond() as u64,
@@ -143,14 +157,10 @@ async fn serve(db: String, config: String) -> std::process::ExitCode {
         }),
         ..Parts::default()
     };
-    let server = Server::start_with(
-        config,
-        FsPath::new(&db),
-        "127.0.0.1:0".parse().unwrap(),
-        parts,
-    )
-    .await
-    .expect("the server starts");
+    let server = Server::start_on(config, &database, "127.0.0.1:0".parse().unwrap(), parts)
+        .await
+        .expect("the server starts");
+    println!("WORKER {}", server.engine.worker_id());
     println!("ADDR {}", server.addr);
     let faults = slot.get().cloned().expect("wrapped");
     tokio::spawn(async move {

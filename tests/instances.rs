@@ -60,35 +60,12 @@ async fn cluster(label: &str) -> Cluster {
 impl Cluster {
     /// A pseudo-random instance for request `i` (spread, not round-robin).
     fn api(&self, i: usize) -> &Api {
-        &self.apis[(i.wrapping_mul(2_654_435_761) >> 7) % INSTANCES]
+        postgres::spread(&self.apis, i)
     }
 
-    /// Commit `n` scheduled `report.build` tickets (the `schedule` rule: no person), each
-    /// through a random instance, due at `due(i)`; their ids.
+    /// Commit `n` scheduled tickets through random instances, due at `due(i)`; their ids.
     async fn commit(&self, n: usize, due: impl Fn(usize) -> Timestamp) -> Vec<String> {
-        let mut ids = Vec::with_capacity(n);
-        for chunk in (0..n).collect::<Vec<_>>().chunks(50) {
-            let mut submits = Vec::new();
-            for &i in chunk {
-                let api = self.api(i).clone();
-                let not_before = due(i);
-                let not_after = not_before + SignedDuration::from_secs(120);
-                submits.push(tokio::spawn(async move {
-                    api.submit(
-                        keys::AGENT,
-                        json!({"tool": "report.build", "args": {"n": i},
-                               "schedule": {"not_before": not_before.to_string(), "not_after": not_after.to_string()}}),
-                    )
-                    .await
-                }));
-            }
-            for s in submits {
-                let (status, v) = s.await.unwrap();
-                assert_eq!(status, 201, "{v}");
-                ids.push(v["id"].as_str().unwrap().to_owned());
-            }
-        }
-        ids
+        postgres::commit_scheduled(&self.apis, n, due, SignedDuration::from_secs(120)).await
     }
 
     async fn state(&self, id: &str) -> Value {

@@ -233,6 +233,11 @@ impl Store for PostgresStore {
         self.read_list(tenant, q).await
     }
 
+    /// Every state, alone or with an agent (migration 2's indexes).
+    fn indexes(&self, state: Option<State>, _agent_id: Option<&str>) -> bool {
+        state.is_some()
+    }
+
     async fn idempotency(
         &self,
         tenant: &str,

@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source localstack/ensure.sh
+# The Postgres section: reuse the server COUNTERSIGN_TEST_DATABASE_URL names, else start one.
+source scripts/postgres.sh
 mode=${1:-quick}
 shift || true
 case "$mode" in

@@ -8,15 +8,36 @@
 # that no attempt reached and no SIGKILL explains; no 409 to a cancel that sealed its action).
 # Exits non-zero on any violation. Run it longer with e.g.
 # `bash scripts/chaos.sh 600`.
+#
+# `bash scripts/chaos.sh --store postgres --instances 3 [SECONDS]`: the same run on Postgres
+# (scripts/postgres.sh's server, a fresh schema), with that many servers sharing it behind the
+# drivers; the restarts kill and stop one server after another while the others serve on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:-20}
+store=sqlite
+instances=1
+seconds=20
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --store) store=$2; shift 2 ;;
+    --instances) instances=$2; shift 2 ;;
+    *) seconds=$1; shift ;;
+  esac
+done
 dir=${CHAOS_DIR:-target/chaos}
 target=${CARGO_TARGET_DIR:-target}
 cargo build -q -p countersign-tests --bin chaos
 cargo build -q -p countersign-local
-"$target/debug/chaos" run --seconds "$seconds" --dir "$dir"
+if [ "$store" = postgres ]; then
+  # shellcheck source=postgres.sh
+  source scripts/postgres.sh
+  "$target/debug/chaos" run --seconds "$seconds" --dir "$dir" --store postgres --instances "$instances"
+  on=(--database-url "$(cat "$dir/database_url")")
+else
+  "$target/debug/chaos" run --seconds "$seconds" --dir "$dir"
+  on=(--db "$dir/chaos.db")
+fi
 # The same store through the operator's command (the config names the tools' secret variable).
 # Leases as of the instant the run judged them (before its final stop; see tests/chaos/main.rs).
 CHAOS_TOOL_SECRET=chaos-secret "$target/debug/countersign-local" --config "$dir/chaos.toml" \
-  --db "$dir/chaos.db" verify --at "$(cat "$dir/checked_at")"
+  "${on[@]}" verify --at "$(cat "$dir/checked_at")"

@@ -406,3 +406,10 @@ async fn sc_sec_05_issue16_a_pending_approval_is_found_among_510_newer_calls_sql
 async fn sc_sec_05_issue16_a_pending_approval_is_found_among_510_newer_calls_dynamodb() {
     a_pending_approval_is_found_among_newer_calls(Backend::Dynamodb).await;
 }
+
+/// On Postgres through migration 2's `actions_state` / `actions_agent_state` indexes (issue 17:
+/// before them, Postgres listed unindexed and this failed as on main).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_sec_05_issue16_a_pending_approval_is_found_among_510_newer_calls_postgres() {
+    a_pending_approval_is_found_among_newer_calls(Backend::Postgres).await;
+}

@@ -40,24 +40,7 @@ enum Backend {
     Postgres,
 }
 
-/// The tests of one scenario, named by its SC id and their store: on SQLite, on DynamoDB and
-/// on Postgres.
-macro_rules! on_every_store {
-    ($scenario:ident: $sqlite:ident, $dynamodb:ident, $postgres:ident) => {
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $sqlite() {
-            $scenario(Backend::Sqlite).await;
-        }
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $dynamodb() {
-            $scenario(Backend::Dynamodb).await;
-        }
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $postgres() {
-            $scenario(Backend::Postgres).await;
-        }
-    };
-}
+use countersign_tests::on_every_store;
 
 /// `limits`: extra `[limits]` lines (e.g. a request budget).
 async fn edge(backend: Backend, limits: &str) -> Edge {

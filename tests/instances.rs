@@ -60,35 +60,12 @@ async fn cluster(label: &str) -> Cluster {
 impl Cluster {
     /// A pseudo-random instance for request `i` (spread, not round-robin).
     fn api(&self, i: usize) -> &Api {
-        &self.apis[(i.wrapping_mul(2_654_435_761) >> 7) % INSTANCES]
+        postgres::spread(&self.apis, i)
     }
 
-    /// Commit `n` scheduled `report.build` tickets (the `schedule` rule: no person), each
-    /// through a random instance, due at `due(i)`; their ids.
+    /// Commit `n` scheduled tickets through random instances, due at `due(i)`; their ids.
     async fn commit(&self, n: usize, due: impl Fn(usize) -> Timestamp) -> Vec<String> {
-        let mut ids = Vec::with_capacity(n);
-        for chunk in (0..n).collect::<Vec<_>>().chunks(50) {
-            let mut submits = Vec::new();
-            for &i in chunk {
-                let api = self.api(i).clone();
-                let not_before = due(i);
-                let not_after = not_before + SignedDuration::from_secs(120);
-                submits.push(tokio::spawn(async move {
-                    api.submit(
-                        keys::AGENT,
-                        json!({"tool": "report.build", "args": {"n": i},
-                               "schedule": {"not_before": not_before.to_string(), "not_after": not_after.to_string()}}),
-                    )
-                    .await
-                }));
-            }
-            for s in submits {
-                let (status, v) = s.await.unwrap();
-                assert_eq!(status, 201, "{v}");
-                ids.push(v["id"].as_str().unwrap().to_owned());
-            }
-        }
-        ids
+        postgres::commit_scheduled(&self.apis, n, due, SignedDuration::from_secs(120)).await
     }
 
     async fn state(&self, id: &str) -> Value {
@@ -131,7 +108,7 @@ fn at(v: &Value, field: &str) -> Timestamp {
 }
 
 /// SC-CAN-03 across instances: a ticket due now, its cancel sent to a random instance while
-/// every instance's timer fires for it. Exactly one outcome each; the tool runs at most once
+/// the committing instance's timer fires for it (and the others' stand-ins a grace later). Exactly one outcome each; the tool runs at most once
 /// and never after a winning cancel; both sides win sometimes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sc_can_03_three_instances_on_postgres_cancel_races_the_run() {
@@ -242,4 +219,230 @@ async fn three_instances_on_postgres_run_a_burst_due_in_one_second_none_early_no
         p(1.0)
     );
     c.shutdown().await;
+}
+
+/// A server process on the shared database (the chaos binary's `serve`, without store faults),
+/// so it can be killed with SIGKILL: nothing of it runs on, not even its drain.
+struct Process {
+    child: std::process::Child,
+    api: Api,
+    /// The owner prefix of the leases it holds.
+    worker: String,
+}
+
+impl Process {
+    fn start(url: &str, config: &std::path::Path) -> Process {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_chaos"))
+            .args(["serve", "--no-faults", "--database-url", url, "--config"])
+            .arg(config)
+            .env("RUST_LOG", "error")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn a server process");
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut worker = String::new();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("the server prints its address")
+                .unwrap();
+            if let Some(id) = line.strip_prefix("WORKER ") {
+                worker = format!("{id}/");
+            }
+            if let Some(addr) = line.strip_prefix("ADDR ") {
+                break addr.parse().unwrap();
+            }
+        };
+        // Keep reading, so the process never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Process {
+            child,
+            api: Api::new(addr),
+            worker,
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Wait until `ids` are all sealed (or panic after `within`); their last views.
+async fn sealed(api: &Api, ids: &[String], within: Duration) -> Vec<Value> {
+    let mut views = Vec::new();
+    for id in ids {
+        let v = api.wait_sealed(id, within.as_secs()).await;
+        assert!(v["sealed_at"].is_string(), "{id} not sealed: {v}");
+        views.push(v);
+    }
+    views
+}
+
+/// SC-REC-02 across instances, over real HTTP: three server processes on one database; one,
+/// holding the leases of the tickets it committed and claimed (their attempts in flight at the
+/// tool), is killed with SIGKILL. The others recover its leases under each tool's policy once
+/// they lapse — the `retry` tool runs again, the `fail` tool is sealed `outcome_unknown` — and
+/// its tickets due after its death still run, once, on time give or take the stand-ins' grace.
+/// Then the store holds every invariant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_rec_02_three_instances_on_postgres_recover_a_killed_instances_leases() {
+    let tools = ToolServer::start().await;
+    let config_path = std::env::temp_dir().join(format!("cs-sigkill-{}.toml", ulid::Ulid::new()));
+    std::fs::write(&config_path, config_toml(&tools, "10s", "5s")).unwrap();
+    let url = postgres::fresh_url("sigkill").await;
+    let mut processes: Vec<Process> = (0..INSTANCES)
+        .map(|_| Process::start(&url, &config_path))
+        .collect();
+    let victim = processes[0].api.clone();
+
+    // Through the victim: retry-tool and fail-tool tickets due soon, which it will claim, and
+    // retry-tool tickets due after it is gone.
+    let soon = Timestamp::now() + SignedDuration::from_secs(8);
+    let later = soon + SignedDuration::from_secs(15);
+    let window = |at: Timestamp| json!({"not_before": at.to_string(), "not_after": (at + SignedDuration::from_secs(180)).to_string()});
+    let (mut retried, mut unknown, mut after) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..10 {
+        let (status, v) = victim
+            .submit(
+                keys::AGENT,
+                json!({"tool": "report.build", "args": {"n": i}, "schedule": window(soon)}),
+            )
+            .await;
+        assert_eq!(status, 201, "{v}");
+        retried.push(v["id"].as_str().unwrap().to_owned());
+        let (status, v) = victim
+            .submit(keys::AGENT, json!({"tool": "mail.send", "args": {"to": format!("{i}@example.com")}, "schedule": window(soon)}))
+            .await;
+        assert_eq!(status, 202, "{v}");
+        let id = v["id"].as_str().unwrap().to_owned();
+        let (status, a) = victim
+            .approve(&id, v["approval"]["context_digest"].as_str().unwrap())
+            .await;
+        assert_eq!(status, 200, "{a}");
+        unknown.push(id);
+        let (status, v) = victim
+            .submit(
+                keys::AGENT,
+                json!({"tool": "report.build", "args": {"n": 100 + i}, "schedule": window(later)}),
+            )
+            .await;
+        assert_eq!(status, 201, "{v}");
+        after.push(v["id"].as_str().unwrap().to_owned());
+    }
+    assert!(
+        Timestamp::now() < soon,
+        "the commits took longer than planned"
+    );
+
+    // The tool holds every request: the first attempts stay in flight.
+    tools.hold();
+    let claimed: Vec<&String> = retried.iter().chain(&unknown).collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while claimed.iter().any(|id| tools.count_for(id) == 0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tickets were never claimed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Whose leases they are: the victim's timers claim its tickets at their due instant, but a
+    // survivor's sweep may take one first (a due ticket is the sweep's too, SC-REC-01).
+    let store = Database::Postgres {
+        url,
+        options: Options::default(),
+    }
+    .open()
+    .await
+    .unwrap();
+    let mut held_by_victim = std::collections::HashSet::new();
+    for id in &claimed {
+        let a = store.load("acme", id).await.unwrap().unwrap();
+        let owner = &a.lease().expect("claimed").owner;
+        if owner.starts_with(&processes[0].worker) {
+            held_by_victim.insert(id.to_string());
+        }
+    }
+    let mut gone = processes.remove(0);
+    gone.child.kill().unwrap(); // SIGKILL
+    gone.child.wait().unwrap();
+    let killed_at = Timestamp::now();
+    tools.release();
+    let victims = |ids: &[String]| ids.iter().filter(|id| held_by_victim.contains(*id)).count();
+    assert!(
+        victims(&retried) > 0 && victims(&unknown) > 0,
+        "the victim held leases of both tools: {} retry, {} fail",
+        victims(&retried),
+        victims(&unknown)
+    );
+
+    println!(
+        "SIGKILL: the victim held {} of {} retry-tool and {} of {} fail-tool leases",
+        victims(&retried),
+        retried.len(),
+        victims(&unknown),
+        unknown.len()
+    );
+    let api = &processes[1].api;
+    // The leases lapse ≈ 48 s (retry) and 35 s (fail) after the claims.
+    let within = Duration::from_secs(120);
+    for v in sealed(api, &retried, within).await {
+        let id = v["id"].as_str().unwrap();
+        assert_eq!(v["state"], "succeeded", "{v}");
+        let calls = tools.calls_for(id);
+        if !held_by_victim.contains(id) {
+            assert_eq!(calls.len(), 1, "{id}: a survivor's claim runs once");
+            continue;
+        }
+        // A retry tool's lapsed lease is run again, by a survivor, only once it lapsed.
+        assert!(
+            calls.len() >= 2,
+            "{id}: the victim's attempt and the re-run: {}",
+            calls.len()
+        );
+        assert!(
+            calls[0].at < killed_at,
+            "{id}: the first attempt was the victim's"
+        );
+        assert!(
+            calls[1..]
+                .iter()
+                .all(|c| c.at >= calls[0].at + SignedDuration::from_secs(30)),
+            "{id}: re-run only after the victim's lease lapsed"
+        );
+    }
+    for v in sealed(api, &unknown, within).await {
+        let id = v["id"].as_str().unwrap();
+        assert_eq!(tools.count_for(id), 1, "a fail tool never runs twice: {id}");
+        if held_by_victim.contains(id) {
+            assert_eq!(v["state"], "failed", "{v}");
+            assert_eq!(v["outcome"]["reason"], "outcome_unknown", "{v}");
+        } else {
+            assert_eq!(v["state"], "succeeded", "{v}");
+        }
+    }
+    for v in sealed(api, &after, within).await {
+        let id = v["id"].as_str().unwrap();
+        assert_eq!(v["state"], "succeeded", "{v}");
+        let calls = tools.calls_for(id);
+        assert_eq!(calls.len(), 1, "run exactly once: {id}");
+        assert!(calls[0].at >= at(&v, "not_before"), "{id} ran early");
+    }
+
+    let report =
+        countersign::invariants::check(store.as_ref(), &["acme".to_owned()], Timestamp::now())
+            .await
+            .unwrap();
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    for p in &mut processes {
+        std::process::Command::new("kill")
+            .args(["-TERM", &p.child.id().to_string()])
+            .status()
+            .unwrap();
+        p.child.wait().unwrap();
+    }
 }

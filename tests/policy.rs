@@ -1,6 +1,6 @@
 //! Policy that fits an organization (SC-POL-01 … SC-POL-06): conditions on the call, approver
-//! groups, quorum, explanations. The engine runs over SQLite and over DynamoDB (LocalStack) with
-//! an injected clock; each store-facing guarantee is proven on both.
+//! groups, quorum, explanations. The engine runs over SQLite, DynamoDB (LocalStack) and Postgres
+//! with an injected clock; each store-facing guarantee is proven on all three.
 
 #[path = "aws_support/mod.rs"]
 mod aws_support;
@@ -14,7 +14,7 @@ use countersign::{
     tools::Executors,
     Engine, Error,
 };
-use countersign_tests::{submission, temp_db, Api, RecordingWaker};
+use countersign_tests::{on_every_store, submission, temp_db, Api, RecordingWaker};
 use jiff::Timestamp;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -24,20 +24,7 @@ use std::sync::Arc;
 enum Backend {
     Sqlite,
     Dynamodb,
-}
-
-/// The two tests of one scenario, named by its SC id: on SQLite and on DynamoDB.
-macro_rules! on_both_stores {
-    ($scenario:ident: $sqlite:ident, $dynamodb:ident) => {
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $sqlite() {
-            $scenario(Backend::Sqlite).await;
-        }
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $dynamodb() {
-            $scenario(Backend::Dynamodb).await;
-        }
-    };
+    Postgres,
 }
 
 /// The plaintext keys of the policy tenant; the config holds their hashes.
@@ -102,6 +89,7 @@ async fn rig(backend: Backend) -> Rig {
     let config = Arc::new(Config::from_toml(&policy_toml()).unwrap());
     let store: Arc<dyn Store> = match backend {
         Backend::Sqlite => Arc::new(SqliteStore::open(&temp_db("policy")).unwrap()),
+        Backend::Postgres => Arc::new(countersign_tests::postgres::store("policy").await),
         Backend::Dynamodb => {
             let sdk = aws_support::sdk().await;
             let table = aws_support::unique("policy");
@@ -186,7 +174,7 @@ async fn conditions_decide_by_the_call(backend: Backend) {
     let leaving = json!({"to": ["a@acme.example", "x@other.example"]});
     r.pending("mail.send", leaving).await;
 }
-on_both_stores!(conditions_decide_by_the_call: sc_pol_01_conditions_decide_by_the_call_sqlite, sc_pol_01_conditions_decide_by_the_call_dynamodb);
+on_every_store!(conditions_decide_by_the_call: sc_pol_01_conditions_decide_by_the_call_sqlite, sc_pol_01_conditions_decide_by_the_call_dynamodb, sc_pol_01_conditions_decide_by_the_call_postgres);
 
 /// SC-POL-02: a condition that cannot be evaluated denies — never falls through to the `allow`
 /// below it — and the action's outcome and its sealing event say which rule and why.
@@ -216,7 +204,7 @@ async fn a_failing_condition_denies_with_the_reason(backend: Backend) {
         Some("condition_error")
     );
 }
-on_both_stores!(a_failing_condition_denies_with_the_reason: sc_pol_02_a_failing_condition_denies_with_the_reason_sqlite, sc_pol_02_a_failing_condition_denies_with_the_reason_dynamodb);
+on_every_store!(a_failing_condition_denies_with_the_reason: sc_pol_02_a_failing_condition_denies_with_the_reason_sqlite, sc_pol_02_a_failing_condition_denies_with_the_reason_dynamodb, sc_pol_02_a_failing_condition_denies_with_the_reason_postgres);
 
 /// SC-POL-03: only the rule's approver groups decide; others get 403 and are not offered it.
 async fn only_the_rules_groups_decide(backend: Backend) {
@@ -257,7 +245,7 @@ async fn only_the_rules_groups_decide(backend: Backend) {
     let approved = r.approve(SRE, &deploy).await.unwrap();
     assert!(approved.state() != State::PendingApproval);
 }
-on_both_stores!(only_the_rules_groups_decide: sc_pol_03_only_the_rules_groups_decide_sqlite, sc_pol_03_only_the_rules_groups_decide_dynamodb);
+on_every_store!(only_the_rules_groups_decide: sc_pol_03_only_the_rules_groups_decide_sqlite, sc_pol_03_only_the_rules_groups_decide_dynamodb, sc_pol_03_only_the_rules_groups_decide_postgres);
 
 /// SC-POL-04: two distinct finance approvals, each its own event bound to the context digest;
 /// a repeated approval counts once; the second commits the ticket; the deed names both.
@@ -322,7 +310,7 @@ async fn a_quorum_commits_on_the_last_distinct_approval(backend: Backend) {
         Err(Error::ActionSealed { .. })
     ));
 }
-on_both_stores!(a_quorum_commits_on_the_last_distinct_approval: sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_sqlite, sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_dynamodb);
+on_every_store!(a_quorum_commits_on_the_last_distinct_approval: sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_sqlite, sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_dynamodb, sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_postgres);
 
 const PAIRS: usize = 200;
 const BATCH: usize = 20;
@@ -370,7 +358,7 @@ async fn the_last_approval_racing_a_cancel_has_one_winner(backend: Backend) {
     eprintln!("{backend:?}: approvals won {approvals_won}, cancels won {cancels_won}");
     assert_eq!(approvals_won + cancels_won, PAIRS);
 }
-on_both_stores!(the_last_approval_racing_a_cancel_has_one_winner: sc_pol_04_the_last_approval_racing_a_cancel_has_one_winner_sqlite, sc_pol_04_the_last_approval_racing_a_cancel_has_one_winner_dynamodb);
+on_every_store!(the_last_approval_racing_a_cancel_has_one_winner: sc_pol_04_the_last_approval_racing_a_cancel_has_one_winner_sqlite, sc_pol_04_the_last_approval_racing_a_cancel_has_one_winner_dynamodb, sc_pol_04_the_last_approval_racing_a_cancel_has_one_winner_postgres);
 
 /// SC-POL-05: an admin asks which rule a call would match and why, over HTTP; nothing is
 /// stored, and other roles are refused.

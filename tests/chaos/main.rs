@@ -9,17 +9,19 @@
 //! and no cancel answered 409 for an action its cancel sealed. Prints a summary; exits 1 on any
 //! violation.
 //!
-//! `chaos run --seconds N --dir D` drives; `chaos serve --db F --config C` is the server process
-//! it starts (the embedded server with a fault-injecting store).
+//! `chaos run --seconds N --dir D [--store postgres --instances N]` drives; `chaos serve (--db F
+//! | --database-url URL) --config C` is the server process it starts (the embedded server with
+//! a fault-injecting store). On Postgres, N servers share one fresh schema, each request goes
+//! to the next server, and the restarts take one server after another while the others serve.
 
 use axum::{body::Bytes, extract::Path, http::HeaderMap, routing::post, Router};
 use countersign::{
     config::Config,
     domain::{Action, State},
-    embedded::{Parts, Server},
+    embedded::{Database, Parts, Server},
     faults::{Chaos, FaultyStore},
     invariants,
-    store::{sqlite::SqliteStore, ListQuery, Store},
+    store::{ListQuery, Store},
 };
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Value};
@@ -56,14 +58,27 @@ async fn main() -> std::process::ExitCode {
             .and_then(|i| args.get(i + 1).cloned())
     };
     match args.get(1).map(String::as_str) {
-        Some("serve") => serve(flag("--db").unwrap(), flag("--config").unwrap()).await,
+        Some("serve") => {
+            let database = match (flag("--db"), flag("--database-url")) {
+                (_, Some(url)) => Database::Postgres {
+                    url,
+                    options: countersign::store::postgres::Options::default(),
+                },
+                (Some(db), None) => Database::Sqlite(db.into()),
+                (None, None) => panic!("serve --db F | --database-url URL"),
+            };
+            let faults = !args.iter().any(|a| a == "--no-faults");
+            serve(database, flag("--config").unwrap(), faults).await
+        }
         Some("run") => {
             let seconds = flag("--seconds").map_or(20, |s| s.parse().expect("--seconds N"));
             let dir = PathBuf::from(flag("--dir").unwrap_or_else(|| "target/chaos".into()));
-            run(seconds, &dir).await
+            let instances = flag("--instances").map_or(1, |n| n.parse().expect("--instances N"));
+            let postgres = flag("--store").is_some_and(|s| s == "postgres");
+            run(seconds, &dir, postgres, instances.max(1)).await
         }
         _ => {
-            eprintln!("usage: chaos run [--seconds N] [--dir D] | chaos serve --db F --config C");
+            eprintln!("usage: chaos run [--seconds N] [--dir D] [--store sqlite|postgres] [--instances N] | chaos serve (--db F | --database-url URL) --config C [--no-faults]");
             std::process::ExitCode::from(2)
         }
     }
@@ -126,14 +141,17 @@ policy = [
 
 // ---------- the server process ----------
 
-async fn serve(db: String, config: String) -> std::process::ExitCode {
+/// One server process; `faults`: its store fails writes now and then. Prints `WORKER <id>`
+/// (its leases' owner prefix) and `ADDR <addr>` once serving, then `FAULTS <failed>
+/// <ambiguous>` every 200 ms.
+async fn serve(database: Database, config: String, faults: bool) -> std::process::ExitCode {
     let config = Arc::new(Config::from_file(FsPath::new(&config)).expect("chaos config"));
     let slot: Arc<OnceLock<Arc<FaultyStore>>> = Arc::default();
     let keep = slot.clone();
     let parts = Parts {
         wrap_store: Box::new(move |s| {
             let f = Arc::new(FaultyStore::new(s));
-            f.chaos(Some(Chaos {
+            f.chaos(faults.then(|| Chaos {
                 fail: 0.03,
                 ambiguous: 0.03,
                 seed: Timestamp::now().as_nanosecond() as u64,
@@ -143,14 +161,10 @@ async fn serve(db: String, config: String) -> std::process::ExitCode {
         }),
         ..Parts::default()
     };
-    let server = Server::start_with(
-        config,
-        FsPath::new(&db),
-        "127.0.0.1:0".parse().unwrap(),
-        parts,
-    )
-    .await
-    .expect("the server starts");
+    let server = Server::start_on(config, &database, "127.0.0.1:0".parse().unwrap(), parts)
+        .await
+        .expect("the server starts");
+    println!("WORKER {}", server.engine.worker_id());
     println!("ADDR {}", server.addr);
     let faults = slot.get().cloned().expect("wrapped");
     tokio::spawn(async move {
@@ -175,10 +189,17 @@ struct Child_ {
     faults: Arc<Mutex<(usize, usize)>>,
 }
 
-fn start_server(db: &FsPath, config: &FsPath, base: &RwLock<String>) -> Child_ {
+/// Start server `i` on the store `store` names (`--db F` or `--database-url URL`); its
+/// address goes into `bases[i]`.
+fn start_server(
+    store: &[String],
+    config: &FsPath,
+    bases: &RwLock<Vec<String>>,
+    i: usize,
+) -> Child_ {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["serve", "--db"])
-        .arg(db)
+        .arg("serve")
+        .args(store)
         .arg("--config")
         .arg(config)
         .env(SECRET_ENV, "chaos-secret")
@@ -197,7 +218,7 @@ fn start_server(db: &FsPath, config: &FsPath, base: &RwLock<String>) -> Child_ {
             break addr.to_owned();
         }
     };
-    *base.write().unwrap() = format!("http://{addr}");
+    bases.write().unwrap()[i] = format!("http://{addr}");
     let faults = Arc::new(Mutex::new((0, 0)));
     let seen = faults.clone();
     std::thread::spawn(move || {
@@ -315,7 +336,9 @@ struct Tally {
 
 struct Client {
     http: reqwest::Client,
-    base: Arc<RwLock<String>>,
+    /// Every server's address; each request goes to the next one.
+    bases: Arc<RwLock<Vec<String>>>,
+    next: std::sync::atomic::AtomicUsize,
 }
 
 impl Client {
@@ -327,7 +350,11 @@ impl Client {
         key: &str,
         body: Option<Value>,
     ) -> Option<(u16, Value)> {
-        let url = format!("{}{path}", self.base.read().unwrap());
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let url = {
+            let bases = self.bases.read().unwrap();
+            format!("{}{path}", bases[n % bases.len()])
+        };
         let mut req = self
             .http
             .request(method, url)
@@ -443,23 +470,45 @@ async fn agent(
 
 // ---------- the run ----------
 
-async fn run(seconds: u64, dir: &FsPath) -> std::process::ExitCode {
+/// The run on SQLite (one server) or on Postgres (`instances` servers sharing a fresh schema).
+async fn run(
+    seconds: u64,
+    dir: &FsPath,
+    postgres: bool,
+    instances: usize,
+) -> std::process::ExitCode {
     std::fs::create_dir_all(dir).unwrap();
     // One database per run, named so `scripts/chaos.sh` can verify it with the CLI afterwards.
-    let db = dir.join("chaos.db");
-    for stale in ["chaos.db", "chaos.db-wal", "chaos.db-shm"] {
-        let _ = std::fs::remove_file(dir.join(stale));
-    }
+    let (database, store_args) = if postgres {
+        let url = countersign_tests::postgres::fresh_url("chaos").await;
+        std::fs::write(dir.join("database_url"), &url).unwrap();
+        let database = Database::Postgres {
+            url: url.clone(),
+            options: countersign::store::postgres::Options::default(),
+        };
+        (database, vec!["--database-url".to_owned(), url])
+    } else {
+        let db = dir.join("chaos.db");
+        for stale in ["chaos.db", "chaos.db-wal", "chaos.db-shm"] {
+            let _ = std::fs::remove_file(dir.join(stale));
+        }
+        let arg = db.display().to_string();
+        (Database::Sqlite(db), vec!["--db".to_owned(), arg])
+    };
+    let instances = if postgres { instances } else { 1 };
     let attempts: Attempts = Arc::default();
     let tools = tool_server(attempts.clone()).await;
     let config_path = dir.join("chaos.toml");
     std::fs::write(&config_path, config(&tools)).unwrap();
     std::env::set_var(SECRET_ENV, "chaos-secret");
-    let base = Arc::new(RwLock::new(String::new()));
-    let mut server = start_server(&db, &config_path, &base);
+    let bases = Arc::new(RwLock::new(vec![String::new(); instances]));
+    let mut servers: Vec<Child_> = (0..instances)
+        .map(|i| start_server(&store_args, &config_path, &bases, i))
+        .collect();
     let client = Arc::new(Client {
         http: reqwest::Client::new(),
-        base: base.clone(),
+        bases: bases.clone(),
+        next: Default::default(),
     });
     let tally = Arc::new(Mutex::new(Tally::default()));
     let started = std::time::Instant::now();
@@ -468,7 +517,8 @@ async fn run(seconds: u64, dir: &FsPath) -> std::process::ExitCode {
         .map(|i| tokio::spawn(agent(client.clone(), tally.clone(), until, 0x9E37_79B9 + i)))
         .collect();
 
-    // Restarts: every third of the run, alternately SIGKILL and SIGTERM (graceful drain).
+    // Restarts: every quarter of the run, alternately SIGKILL and SIGTERM (graceful drain), of
+    // one server after another (the others keep serving and take over its tickets).
     let (mut kills, mut graceful, mut faults) = (0, 0, (0, 0));
     // When each SIGKILL was sent: a claim held across one may end `outcome_unknown` unsent.
     let mut killed_at = Vec::new();
@@ -490,6 +540,8 @@ async fn run(seconds: u64, dir: &FsPath) -> std::process::ExitCode {
                 stopped = true;
             }
         }
+        let i = (round as usize - 1) % instances;
+        let server = &mut servers[i];
         let f = *server.faults.lock().unwrap();
         faults = (faults.0 + f.0, faults.1 + f.1);
         if round % 2 == 1 {
@@ -505,38 +557,45 @@ async fn run(seconds: u64, dir: &FsPath) -> std::process::ExitCode {
             graceful += 1;
         }
         server.child.wait().ok();
-        server = start_server(&db, &config_path, &base);
+        *server = start_server(&store_args, &config_path, &bases, i);
     }
     for d in drivers {
         d.await.ok();
     }
     // Let cancels in flight land and runs under way finish, then stop gracefully.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let f = *server.faults.lock().unwrap();
-    faults = (faults.0 + f.0, faults.1 + f.1);
+    for server in &servers {
+        let f = *server.faults.lock().unwrap();
+        faults = (faults.0 + f.0, faults.1 + f.1);
+    }
     // Leases are judged as of the last instant a sweep could still recover them: no sweep runs
     // once the server drains, and a pass that re-runs retry tools takes seconds. A lease that
     // lapses later (a claim just before the last SIGKILL lapses ≈ 36 s on) is the next start's
     // to recover, not a violation; runs longer than the lease showed such false alarms.
     let as_of = Timestamp::now() - RECOVERY_SLACK;
     std::fs::write(dir.join("checked_at"), as_of.to_string()).unwrap();
-    Command::new("kill")
-        .arg("-TERM")
-        .arg(server.child.id().to_string())
-        .status()
-        .ok();
-    server.child.wait().ok();
+    for server in &servers {
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(server.child.id().to_string())
+            .status()
+            .ok();
+    }
+    for server in &mut servers {
+        server.child.wait().ok();
+    }
 
-    let store = SqliteStore::open(&db).unwrap();
-    let report = invariants::check(&store, &["acme".to_owned()], as_of)
+    let store = database.open().await.unwrap();
+    let store = store.as_ref();
+    let report = invariants::check(store, &["acme".to_owned()], as_of)
         .await
         .unwrap();
     let attempts = attempts.lock().unwrap().clone();
     let stop_answered = tally.lock().unwrap().stop_answered;
-    let (mut broken, per_kind) = check_attempts(&store, &attempts, stop_answered).await;
-    let all = all_actions(&store).await;
+    let (mut broken, per_kind) = check_attempts(store, &attempts, stop_answered).await;
+    let all = all_actions(store).await;
     let refused = tally.lock().unwrap().cancel_refused.clone();
-    let (wrong, outcomes) = check_outcomes(&store, &all, &attempts, &killed_at, &refused).await;
+    let (wrong, outcomes) = check_outcomes(store, &all, &attempts, &killed_at, &refused).await;
     broken.extend(wrong);
     let t = tally.lock().unwrap();
     let actions = actions_per_kind(&all);
@@ -545,7 +604,11 @@ async fn run(seconds: u64, dir: &FsPath) -> std::process::ExitCode {
         .iter()
         .map(|(s, n)| format!("{s} {n}"))
         .collect();
-    println!("chaos: {seconds} s, db {}", db.display());
+    let on = match &database {
+        Database::Sqlite(db) => format!("db {}", db.display()),
+        Database::Postgres { .. } => format!("Postgres, {instances} instances"),
+    };
+    println!("chaos: {seconds} s, {on}");
     println!(
         "chaos: actions {} ({}); submitted {}, approved {}, denied {}, cancels won {} lost {}, answers 503 {}",
         report.actions,
@@ -595,7 +658,7 @@ async fn run(seconds: u64, dir: &FsPath) -> std::process::ExitCode {
 }
 
 /// Every action of the run, newest first.
-async fn all_actions(store: &SqliteStore) -> Vec<Action> {
+async fn all_actions(store: &dyn Store) -> Vec<Action> {
     let mut all = Vec::new();
     let mut before = None;
     loop {
@@ -659,7 +722,7 @@ fn actions_per_kind(all: &[Action]) -> BTreeMap<String, usize> {
 ///   cancel (`cancelled`, reason `cancelled`; a missed window also seals `cancelled`, with
 ///   its own reason), else the winning cancel was told it lost (defect 2).
 async fn check_outcomes(
-    store: &SqliteStore,
+    store: &dyn Store,
     all: &[Action],
     attempts: &[Attempt],
     killed_at: &[Timestamp],
@@ -710,7 +773,7 @@ async fn check_outcomes(
 
 /// The tool server's record against the rules.
 async fn check_attempts(
-    store: &SqliteStore,
+    store: &dyn Store,
     attempts: &[Attempt],
     stop_answered: Option<Timestamp>,
 ) -> (Vec<String>, BTreeMap<String, usize>) {

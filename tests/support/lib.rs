@@ -528,3 +528,23 @@ pub fn temp_db(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir.join("countersign.db")
 }
+
+/// The tests of one scenario, named by its SC id and their store: on SQLite, on DynamoDB and
+/// on Postgres. `Backend` (with those three variants) is the calling test file's own.
+#[macro_export]
+macro_rules! on_every_store {
+    ($scenario:ident: $sqlite:ident, $dynamodb:ident, $postgres:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $sqlite() {
+            $scenario(Backend::Sqlite).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $dynamodb() {
+            $scenario(Backend::Dynamodb).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $postgres() {
+            $scenario(Backend::Postgres).await;
+        }
+    };
+}

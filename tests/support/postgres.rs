@@ -49,3 +49,40 @@ pub async fn store(label: &str) -> PostgresStore {
         .await
         .unwrap()
 }
+
+/// A pseudo-random one of `apis` for request `i` (spread, not round-robin).
+pub fn spread(apis: &[crate::Api], i: usize) -> &crate::Api {
+    &apis[(i.wrapping_mul(2_654_435_761) >> 7) % apis.len()]
+}
+
+/// Commit `n` scheduled `report.build` tickets (the `schedule` rule: no person), each through
+/// [`spread`]'s instance, due at `due(i)` with a window of `window`; their ids.
+pub async fn commit_scheduled(
+    apis: &[crate::Api],
+    n: usize,
+    due: impl Fn(usize) -> jiff::Timestamp,
+    window: jiff::SignedDuration,
+) -> Vec<String> {
+    let mut ids = Vec::with_capacity(n);
+    for chunk in (0..n).collect::<Vec<_>>().chunks(50) {
+        let mut submits = Vec::new();
+        for &i in chunk {
+            let api = spread(apis, i).clone();
+            let (not_before, not_after) = (due(i), due(i) + window);
+            submits.push(tokio::spawn(async move {
+                api.submit(
+                    crate::keys::AGENT,
+                    serde_json::json!({"tool": "report.build", "args": {"n": i},
+                           "schedule": {"not_before": not_before.to_string(), "not_after": not_after.to_string()}}),
+                )
+                .await
+            }));
+        }
+        for s in submits {
+            let (status, v) = s.await.unwrap();
+            assert_eq!(status, 201, "{v}");
+            ids.push(v["id"].as_str().unwrap().to_owned());
+        }
+    }
+    ids
+}

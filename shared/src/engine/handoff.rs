@@ -80,6 +80,20 @@ impl Engine {
         }
     }
 
+    /// Arm a stand-in wake for a ticket another instance committed ([`crate::wake::Waker::arm_backup`]).
+    pub(super) async fn arm_backup(&self, action: &Action) {
+        let (Some(ticket), Some(wake)) = (&action.ticket(), super::wake_of(action)) else {
+            return;
+        };
+        if let Err(e) = self
+            .waker
+            .arm_backup(&wake, ticket.due_at(), ticket.deadline())
+            .await
+        {
+            tracing::warn!(tenant = %action.tenant, action_id = %action.id, error = %e, "arming a stand-in wake failed; the poll and the sweep retry");
+        }
+    }
+
     /// The catalog entry named `tool` in `tenant`'s catalog now.
     pub(super) fn tool_named(&self, tenant: &str, tool: &str) -> Option<&ToolEntry> {
         self.config.tenant(tenant).and_then(|t| t.tool(tool))

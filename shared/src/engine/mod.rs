@@ -76,6 +76,11 @@ impl Engine {
         self.runs.drain().await;
     }
 
+    /// This engine's name in the leases it holds (`<worker id>/<claim id>`).
+    pub fn worker_id(&self) -> &str {
+        &self.worker_id
+    }
+
     /// The lease owner of one claim: this process plus a claim id, so a read-back after an
     /// ambiguous write tells our claim from a contender's identical one (SC-EDGE-04).
     fn claim_owner(&self) -> String {

@@ -66,9 +66,11 @@ impl Engine {
             }
             Err(e) => return Err(e.into()),
         };
+        // Only a waiting ticket gets as far as the stop check: a wake that finds it taken
+        // (another instance claimed it) costs this one read.
         let stopped = match &action {
-            Some(a) => self.stopped(&a.tenant, &a.agent_id).await?,
-            None => false,
+            Some(a) if a.state() == State::Approved => self.stopped(&a.tenant, &a.agent_id).await?,
+            _ => false,
         };
         let fingerprint = action.as_ref().and_then(|a| self.fingerprint_of(a));
         let facts = Facts {

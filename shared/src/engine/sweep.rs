@@ -32,6 +32,15 @@ pub struct SweepReport {
     pub quarantined: usize,
 }
 
+/// Which timer a rediscovered ticket gets.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Arm {
+    /// At its due instant: this process is the one to wake it.
+    Own,
+    /// A stand-in after a grace (`Waker::arm_backup`): another instance armed its own.
+    Backup,
+}
+
 enum Swept {
     Expired,
     Resumed,
@@ -175,30 +184,49 @@ impl Engine {
 
     /// On start: re-arm every committed waiting ticket (a restart loses nothing).
     pub async fn rediscover(&self) -> Result<usize, Error> {
-        self.rediscover_until(Timestamp::MAX).await
+        self.rediscover_due(Timestamp::MAX, Arm::Own).await
     }
 
-    /// Arm a ticket another instance committed (it announced it), if it still waits: every
-    /// instance sharing the store then wakes it on time, and its claim decides which runs it.
+    /// Arm a stand-in for a ticket another instance committed (it announced it) and armed
+    /// itself, if it still waits and no timer here holds it: the committing instance claims
+    /// it on time, this one only if that one is down (SC-REC-02; a stand-in costs one read).
     pub async fn arm_committed(&self, tenant: &str, action_id: &str) -> Result<bool, Error> {
+        if self.waker.holds(tenant, action_id) {
+            return Ok(false);
+        }
         match self.load_or_quarantine(tenant, action_id).await? {
             Loaded::Found(action) if action.state() == State::Approved => {
-                self.arm(&action).await;
+                self.arm_backup(&action).await;
                 Ok(true)
             }
             _ => Ok(false),
         }
     }
 
-    /// Re-arm every committed waiting ticket due by `until` (the due-index poll of instances
-    /// sharing a store: what an announcement missed).
+    /// Arm a stand-in for every committed waiting ticket due by `until` that no timer here
+    /// holds (the due-index poll of instances sharing a store: what an announcement missed,
+    /// and the tickets of an instance that died before its timers fired).
     pub async fn rediscover_until(&self, until: Timestamp) -> Result<usize, Error> {
+        self.rediscover_due(until, Arm::Backup).await
+    }
+
+    async fn rediscover_due(&self, until: Timestamp, how: Arm) -> Result<usize, Error> {
         let waiting = self.store.sweep_due(until, 100_000).await?;
         let (mut armed, mut quarantined) = (0, 0);
+        let now = self.clock.now();
         for r in waiting {
+            // A stand-in only for what is still ahead and held by no timer here: what is due
+            // already is the sweep's (SC-REC-01), and may be resuming on a timer that fired.
+            if how == Arm::Backup && (r.sweep_at < now || self.waker.holds(&r.tenant, &r.action_id))
+            {
+                continue;
+            }
             match self.load_or_quarantine(&r.tenant, &r.action_id).await? {
                 Loaded::Found(action) if action.state() == State::Approved => {
-                    self.arm(&action).await;
+                    match how {
+                        Arm::Own => self.arm(&action).await,
+                        Arm::Backup => self.arm_backup(&action).await,
+                    }
                     armed += 1;
                 }
                 Loaded::Quarantined => quarantined += 1,

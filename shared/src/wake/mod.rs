@@ -30,4 +30,20 @@ pub trait Waker: Send + Sync + 'static {
     }
     /// Best effort: a wake that still arrives is rejected by the resume checks.
     async fn disarm(&self, wake: &Wake) -> Result<(), WakeError>;
+    /// Arm a stand-in for a ticket another process committed and armed itself (instances
+    /// sharing a store): unless this waker holds a timer for it already, deliver `wake` a
+    /// grace after `at`, so the committing process's own wake claims it and this one costs a
+    /// read — or, if that process died, runs it. Adapters with one wake per ticket arm it.
+    async fn arm_backup(
+        &self,
+        wake: &Wake,
+        at: Timestamp,
+        deadline: Timestamp,
+    ) -> Result<(), WakeError> {
+        self.arm(wake, at, deadline).await
+    }
+    /// Whether this waker holds a timer for the action (adapters that keep none: false).
+    fn holds(&self, _tenant: &str, _action_id: &str) -> bool {
+        false
+    }
 }

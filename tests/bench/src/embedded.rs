@@ -127,7 +127,7 @@ async fn engine(n: usize, concurrency: usize) -> [(f64, Summary); 2] {
     let http = reqwest::Client::new();
     let mut measured = Vec::new();
     for via in [Via::Rest, Via::Mcp] {
-        let url = format!("http://{}{}", server.addr, via.path());
+        let url = [format!("http://{}{}", server.addr, via.path())];
         let _ = load(&http, &url, n / 10 + 1, concurrency, via).await;
         let started = Instant::now();
         let ms = load(&http, &url, n, concurrency, via).await;
@@ -140,7 +140,7 @@ async fn engine(n: usize, concurrency: usize) -> [(f64, Summary); 2] {
 }
 
 #[derive(Clone, Copy)]
-enum Via {
+pub(crate) enum Via {
     Rest,
     Mcp,
 }
@@ -170,24 +170,30 @@ impl Via {
     }
 }
 
-/// `n` allow → run submissions from `concurrency` workers; each must come back `succeeded`.
-async fn load(
+/// `n` allow → run submissions from `concurrency` workers, submission `i` to `urls[i % len]`
+/// (several servers sharing a store: `postgres.rs`); each must come back `succeeded`.
+pub(crate) async fn load(
     http: &reqwest::Client,
-    url: &str,
+    urls: &[String],
     n: usize,
     concurrency: usize,
     via: Via,
 ) -> Vec<f64> {
     let next = Arc::new(AtomicUsize::new(0));
+    let urls = Arc::new(urls.to_vec());
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
-            let (http, url, next) = (http.clone(), url.to_owned(), next.clone());
+            let (http, urls, next) = (http.clone(), urls.clone(), next.clone());
             tokio::spawn(async move {
                 let mut ms = Vec::new();
-                while next.fetch_add(1, Ordering::Relaxed) < n {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        return ms;
+                    }
                     let t = Instant::now();
                     let res = http
-                        .post(&url)
+                        .post(&urls[i % urls.len()])
                         .bearer_auth(world::BENCH_AGENT)
                         .json(&via.body())
                         .send()
@@ -198,7 +204,6 @@ async fn load(
                     assert!(status == 200 && via.succeeded(&body), "{body}");
                     ms.push(t.elapsed().as_secs_f64() * 1000.0);
                 }
-                ms
             })
         })
         .collect();

@@ -13,6 +13,7 @@ mod disk;
 mod embedded;
 mod functions;
 mod lateness;
+mod postgres;
 mod prices;
 mod report;
 mod stats;
@@ -55,6 +56,7 @@ enum Section {
     Disk,
     Lateness,
     Functions,
+    Postgres,
 }
 
 /// How big each measurement is.
@@ -142,6 +144,9 @@ async fn main() {
                 report.lateness(&l);
             }
         }
+    }
+    if wants(Section::Postgres) {
+        report.postgres(&postgres::measure(args.mode == Mode::Quick).await);
     }
     report.print();
     if let Some(file) = &args.write {

@@ -217,6 +217,46 @@ impl Report {
         );
     }
 
+    pub fn postgres(&mut self, p: &crate::postgres::Figures) {
+        for t in &p.throughput {
+            self.row(
+                format!(
+                    "Postgres allow → run over HTTP, {} instance(s) (fsync={}, synchronous_commit={}, {} lifecycles, {} clients)",
+                    t.instances, p.fsync, p.synchronous_commit, p.lifecycles, p.concurrency
+                ),
+                format!("**{:.0} lifecycles/s** (request {})", t.per_s, ms(&t.latency)),
+                "",
+                None,
+            );
+        }
+        let b = &p.burst;
+        let check = b.n >= 1000 || self.quick;
+        self.row(
+            format!("Postgres, 3 instances, {} due in one second: claims", b.n),
+            ms(&b.claims),
+            "p99 ≤ 100 ms",
+            check.then_some(b.claims.p99 <= 100.0),
+        );
+        self.row(
+            format!(
+                "Postgres, 3 instances, {} due in one second: tool calls received",
+                b.n
+            ),
+            ms(&b.calls),
+            "",
+            None,
+        );
+        self.row(
+            format!(
+                "  early / duplicate claims or calls ({} due, 3 instances)",
+                b.n
+            ),
+            format!("{} / {}", b.early, b.duplicates),
+            "0 / 0",
+            Some(b.early == 0 && b.duplicates == 0 && b.not_succeeded == 0),
+        );
+    }
+
     pub fn functions(&mut self, profile: &str, shipped: &[Shipped]) {
         for s in shipped {
             self.row(

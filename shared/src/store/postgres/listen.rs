@@ -11,7 +11,7 @@ use tokio_postgres::AsyncMessage;
 
 /// The channel tickets are announced on. Its payload names the schema first: instances of
 /// other deployments sharing the database (each in its own schema) ignore what is not theirs.
-const CHANNEL: &str = "countersign_tickets";
+pub(super) const CHANNEL: &str = "countersign_tickets";
 
 /// Inside a ticket's transaction: announce it at commit.
 pub(super) async fn announce(tx: &impl GenericClient, tenant: &str, id: &str) -> StoreResult<()> {

@@ -18,6 +18,7 @@ use deadpool_postgres::{GenericClient, Pool};
 use jiff::Timestamp;
 use tokio_postgres::error::SqlState;
 
+mod commit;
 mod connect;
 mod listen;
 mod outbox;
@@ -217,39 +218,7 @@ impl Store for PostgresStore {
     }
 
     async fn commit(&self, t: &Transition) -> StoreResult<()> {
-        let (state, version) = t.expected;
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(unavailable)?;
-        let a = &t.action;
-        let stmt = tx
-            .prepare_cached(
-                "UPDATE actions SET state = $1, version = $2, sweep_at = $3, body = $4
-                 WHERE tenant = $5 AND id = $6 AND state = $7 AND version = $8",
-            )
-            .await
-            .map_err(unavailable)?;
-        let changed = tx
-            .execute(
-                &stmt,
-                &[
-                    &a.state().as_str(),
-                    &(a.version as i64),
-                    &a.sweep_at().map(instant),
-                    &a.to_stored(),
-                    &a.tenant,
-                    &a.id,
-                    &state.as_str(),
-                    &(version as i64),
-                ],
-            )
-            .await
-            .map_err(unavailable)?;
-        if changed != 1 {
-            // Dropping the transaction rolls it back.
-            return Err(StoreError::Conflict);
-        }
-        insert_event(&tx, t).await?;
-        tx.commit().await.map_err(unavailable)
+        self.commit_change(t).await
     }
 
     async fn load(&self, tenant: &str, action_id: &str) -> StoreResult<Option<Action>> {
@@ -262,6 +231,11 @@ impl Store for PostgresStore {
 
     async fn list(&self, tenant: &str, q: &ListQuery) -> StoreResult<ListPage> {
         self.read_list(tenant, q).await
+    }
+
+    /// Every state, alone or with an agent (migration 2's indexes).
+    fn indexes(&self, state: Option<State>, _agent_id: Option<&str>) -> bool {
+        state.is_some()
     }
 
     async fn idempotency(

@@ -38,7 +38,7 @@ pub(super) async fn insert(tx: &impl GenericClient, t: &Change) -> StoreResult<(
     .map(drop)
 }
 
-fn body(entry: &OutboxEntry) -> StoreResult<Vec<u8>> {
+pub(super) fn body(entry: &OutboxEntry) -> StoreResult<Vec<u8>> {
     serde_json::to_vec(entry).map_err(malformed)
 }
 

@@ -46,17 +46,34 @@ impl PostgresStore {
         .collect()
     }
 
+    /// One bounded read, newest first: with a state (and an agent) through `actions_state`
+    /// (`actions_agent_state`), reading only matching rows up to `answers`; otherwise the
+    /// tenant's history up to `limit`, left for the engine to filter (SC-SEC-05).
     pub(super) async fn read_list(&self, tenant: &str, q: &ListQuery) -> StoreResult<ListPage> {
-        let rows = self
-            .rows(
-                "SELECT id, body FROM actions a
-                 WHERE tenant = $1 AND ($2::text IS NULL OR id < $2)
-                   AND NOT EXISTS (SELECT 1 FROM quarantine q
-                                   WHERE q.tenant = a.tenant AND q.action_id = a.id)
-                 ORDER BY id DESC LIMIT $3",
-                &[&tenant, &q.before, &(q.limit as i64)],
-            )
-            .await?;
+        // No cursor: above every id, so the index range starts at the newest match.
+        let before = q.before.clone().unwrap_or_else(|| char::MAX.to_string());
+        let state = q.state.map(|s| s.as_str());
+        let (filter, limit) = match (state, &q.agent_id) {
+            (None, _) => ("", q.limit),
+            (Some(_), None) => ("AND state = $4", q.answers),
+            (Some(_), Some(_)) => ("AND state = $4 AND agent_id = $5", q.answers),
+        };
+        let sql = format!(
+            "SELECT id, body FROM actions a
+             WHERE tenant = $1 AND id < $2 {filter}
+               AND NOT EXISTS (SELECT 1 FROM quarantine q
+                               WHERE q.tenant = a.tenant AND q.action_id = a.id)
+             ORDER BY id DESC LIMIT $3"
+        );
+        let limit_param = limit as i64;
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&tenant, &before, &limit_param];
+        if let Some(state) = &state {
+            params.push(state);
+            if let Some(agent) = &q.agent_id {
+                params.push(agent);
+            }
+        }
+        let rows = self.rows(&sql, &params).await?;
         let mut page = ListPage::default();
         for (read, row) in rows.iter().enumerate() {
             let id: String = row.get(0);
@@ -68,7 +85,7 @@ impl PostgresStore {
                     reason: e.to_string(),
                 }),
             }
-            if read + 1 == q.limit {
+            if read + 1 == limit {
                 page.next = Some(id);
             }
         }

@@ -67,6 +67,12 @@ CREATE TABLE outbox (
 CREATE INDEX outbox_due ON outbox (next_at) WHERE dead_at IS NULL;
 CREATE INDEX outbox_dead ON outbox (tenant, dead_at) WHERE dead_at IS NOT NULL;
 "#,
+    // 2: the lists filtered by state, alone or with an agent (the approver page's pending
+    //    list, the CLI's filters), read only their matches, newest first (SC-SEC-05).
+    r#"
+CREATE INDEX actions_state ON actions (tenant, state, id);
+CREATE INDEX actions_agent_state ON actions (tenant, agent_id, state, id);
+"#,
 ];
 
 /// Any number will do as long as it is fixed: it names "countersign migrates" among the

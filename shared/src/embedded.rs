@@ -142,7 +142,10 @@ impl Server {
             background.push(tokio::spawn(follow(engine.clone(), shared, clock, every)));
         }
 
-        let listener = tokio::net::TcpListener::bind(listen).await?;
+        // "Address already in use" alone does not say which address.
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr()?;
         let page = format!("http://{addr}/ui/");
         let notifier = Arc::new(Notifier::new(config.clone(), store, parts.clock, &page));

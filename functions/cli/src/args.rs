@@ -7,7 +7,11 @@ use clap::{Parser, Subcommand};
     name = "countersign",
     version,
     about = "Submit, approve, deny, cancel and stop tool calls over the countersign HTTP API",
-    after_help = crate::exit::HELP
+    after_help = crate::exit::HELP,
+    // clap folds every option into `[OPTIONS]`; the two a reader looks for are named, optional.
+    override_usage = "countersign [--url <URL>] [--key <KEY>] [--json] <COMMAND> [ARGS]",
+    // Every argument has its help (a debug build panics otherwise; tests run debug builds).
+    help_expected = true
 )]
 pub struct Cli {
     /// The API's base URL.
@@ -71,10 +75,14 @@ pub enum Command {
         cursor: Option<String>,
     },
     /// Show one action with its approval context.
-    Show { id: String },
+    Show {
+        /// The action's id (act_…).
+        id: String,
+    },
     /// Countersign an action: shows its context, asks to confirm, then approves exactly what
     /// it showed (approver key).
     Approve {
+        /// The action's id (act_…).
         id: String,
         /// Approve only if the context still has this digest (e.g. from a notification).
         #[arg(long)]
@@ -85,34 +93,45 @@ pub enum Command {
     },
     /// Refuse an action, with a reason for the audit trail (approver key).
     Deny {
+        /// The action's id (act_…).
         id: String,
+        /// Why, for the audit trail and the agent (recorded in the deny event).
         #[arg(long)]
         reason: String,
     },
     /// Cancel an action before it runs.
-    Cancel { id: String },
+    Cancel {
+        /// The action's id (act_…).
+        id: String,
+    },
     /// Stop an agent, or the whole tenant, from running anything (admin key).
+    // One of the two, so the usage line reads `<--agent <AGENT>|--all>`.
+    #[command(group(clap::ArgGroup::new("scope").required(true).args(["agent", "all"])))]
     Stop {
         /// The agent to stop.
-        #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+        #[arg(long)]
         agent: Option<String>,
         /// Stop every agent of the tenant.
         #[arg(long)]
         all: bool,
     },
     /// Lift a stop (admin key). Actions sealed while it stood stay sealed.
+    #[command(group(clap::ArgGroup::new("scope").required(true).args(["agent", "all"])))]
     ResumeAgent {
         /// The agent whose stop to lift.
-        #[arg(required_unless_present = "all", conflicts_with = "all")]
         agent: Option<String>,
         /// Lift the tenant-wide stop.
         #[arg(long)]
         all: bool,
     },
     /// An action's audit trail (a hash chain).
-    Events { id: String },
+    Events {
+        /// The action's id (act_…).
+        id: String,
+    },
     /// Download a sealed action's signed deed, byte for byte (to stdout or --out).
     Deed {
+        /// The sealed action's id (act_…).
         id: String,
         /// Write the deed to this file.
         #[arg(long)]
@@ -120,15 +139,27 @@ pub enum Command {
     },
     /// Verify a deed offline with the tenant's Ed25519 public key (PEM). No URL or API key.
     Verify {
-        /// The tenant's public key, PEM.
-        #[arg(long = "public-key")]
+        /// The tenant's Ed25519 public key, PEM (`openssl pkey -in private.pem -pubout`).
+        #[arg(long = "public-key", value_name = "PEM")]
         public_key: std::path::PathBuf,
         /// The deed file exactly as `countersign deed` saved it.
         deed: std::path::PathBuf,
     },
     /// The SHA-256 to put in the config for a key (reads the key from stdin when not given).
     KeyHash {
+        /// The key; prefer stdin, an argument ends up in shell history.
         #[arg(value_name = "KEY")]
         secret: Option<String>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap's own checks, `help_expected` among them: an argument without help fails here.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
 }

@@ -6,7 +6,7 @@ use crate::{
     exit::{Exit, Failure},
     show,
 };
-use countersign::domain::canonical;
+use countersign::domain::{canonical, deed};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
@@ -19,7 +19,7 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
         _ => {}
     }
     let client = Client::new(&cli.url, cli.key.as_deref())?;
-    let out = Out { json: cli.json };
+    let out = Out::new(&client, cli.json, &cli.command).await;
     match cli.command {
         Command::Submit {
             tool,
@@ -88,7 +88,7 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Events { id } => {
             let events = client.get(&action_path(&id, "/events")).await?;
-            out.line(&events, || show::events(rows(&events)));
+            out.line(&events, || show::events(rows(&events), &out.zone));
         }
         Command::Deed { id, out } => {
             let file = client.get_bytes(&action_path(&id, "/deed")).await?;
@@ -116,9 +116,27 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
 
 struct Out {
     json: bool,
+    zone: show::Zone,
 }
 
 impl Out {
+    /// Tables show times in the tenant's zone: asked of `GET /v1/me` only when a table with
+    /// times is printed; UTC when it does not answer (the command itself then says why).
+    async fn new(client: &Client, json: bool, command: &Command) -> Out {
+        let times = !matches!(
+            command,
+            Command::Stop { .. } | Command::ResumeAgent { .. } | Command::Deed { .. }
+        );
+        let zone = match (json, times) {
+            (false, true) => match client.get("/v1/me").await {
+                Ok(me) => show::Zone::named(me["time_zone"].as_str().unwrap_or("UTC")),
+                Err(_) => show::Zone::utc(),
+            },
+            _ => show::Zone::utc(),
+        };
+        Out { json, zone }
+    }
+
     fn line(&self, value: &Value, human: impl FnOnce() -> String) {
         if self.json {
             println!(
@@ -131,7 +149,7 @@ impl Out {
     }
 
     fn action(&self, action: &Value) {
-        self.line(action, || show::action(action));
+        self.line(action, || show::action(action, &self.zone));
     }
 }
 
@@ -175,7 +193,7 @@ async fn list(
         }
     }
     let page = json!({"data": all, "next_cursor": cursor});
-    out.line(&page, || show::actions(rows(&page)));
+    out.line(&page, || show::actions(rows(&page), &out.zone));
     if let (false, Some(next)) = (out.json, &cursor) {
         eprintln!("more: --cursor {next}");
     }
@@ -217,7 +235,7 @@ async fn approve(
         true => eprintln!("{}", serde_json::to_string_pretty(approval).expect("JSON")),
         false => eprintln!(
             "{}",
-            show::context(context, &approval["expires_at"], &digest)
+            show::context(context, &approval["expires_at"], &digest, &out.zone)
         ),
     }
     if !yes && !confirm("Approve this call? [y/N] ")? {
@@ -281,14 +299,25 @@ fn key_hash(secret: Option<&str>) -> Result<(), Failure> {
 
 /// Check a deed file with the tenant's public key: the signature over the exact bytes, then the
 /// audit chain inside it (the engine's own verification, `domain::deed`).
-fn verify(public_key: &std::path::Path, deed: &std::path::Path, json: bool) -> Result<(), Failure> {
+fn verify(
+    public_key: &std::path::Path,
+    deed_file: &std::path::Path,
+    json: bool,
+) -> Result<(), Failure> {
     let read = |p: &std::path::Path| {
         std::fs::read(p)
             .map_err(|e| Failure::new(Exit::Usage, format!("cannot read {}: {e}", p.display())))
     };
     let pem = String::from_utf8_lossy(&read(public_key)?).into_owned();
-    let file = read(deed)?;
-    let verified = countersign::domain::deed::verify_with_pem(&pem, &file)
+    // A file that is no public key is a wrong argument (2), not a deed that fails (8).
+    let key = deed::public_key_from_pem(&pem).map_err(|e| {
+        Failure::new(
+            Exit::Usage,
+            format!("--public-key {}: {e}", public_key.display()),
+        )
+    })?;
+    let file = read(deed_file)?;
+    let verified = deed::Deed::verify(&file, &key)
         .map_err(|e| Failure::new(Exit::NotVerified, format!("the deed does not verify: {e}")))?;
     let summary = json!({
         "verified": true,
@@ -299,7 +328,11 @@ fn verify(public_key: &std::path::Path, deed: &std::path::Path, json: bool) -> R
         "events": verified.events.len(),
         "chain_head": verified.chain_head,
     });
-    Out { json }.line(&summary, || {
+    let out = Out {
+        json,
+        zone: show::Zone::utc(),
+    };
+    out.line(&summary, || {
         format!(
             "verified: the deed of {} (tenant {}, key {}) — {}, {} events, chain head {}",
             verified.action_id,

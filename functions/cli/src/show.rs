@@ -1,6 +1,46 @@
 //! Human output: aligned tables and an action's details. `--json` bypasses all of this.
 
+use jiff::{tz::TimeZone, Timestamp};
 use serde_json::Value;
+
+/// The zone every time is shown in: the tenant's (from `GET /v1/me`), or UTC; always named.
+pub struct Zone {
+    tz: TimeZone,
+    name: String,
+}
+
+impl Zone {
+    pub fn utc() -> Zone {
+        Zone {
+            tz: TimeZone::UTC,
+            name: "UTC".to_owned(),
+        }
+    }
+
+    /// The IANA zone `name`, or UTC when this build does not know it.
+    pub fn named(name: &str) -> Zone {
+        match TimeZone::get(name) {
+            Ok(tz) => Zone {
+                tz,
+                name: name.to_owned(),
+            },
+            Err(_) => Zone::utc(),
+        }
+    }
+
+    /// An RFC 3339 instant as "2026-12-01 19:42:10 CET (Europe/Berlin)" — seconds kept, the
+    /// zone named; anything else is shown as it came.
+    pub fn time(&self, v: &Value) -> String {
+        let Some(t) = v.as_str().and_then(|s| s.parse::<Timestamp>().ok()) else {
+            return text(v);
+        };
+        let shown = t.to_zoned(self.tz.clone());
+        if self.name == "UTC" {
+            return shown.strftime("%Y-%m-%d %H:%M:%S UTC").to_string();
+        }
+        format!("{} ({})", shown.strftime("%Y-%m-%d %H:%M:%S %Z"), self.name)
+    }
+}
 
 /// Columns padded to their widest cell; the last column is left ragged.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
@@ -39,12 +79,12 @@ fn text(v: &Value) -> String {
 }
 
 /// When it runs, when its approval lapses, or when it was sealed — whichever matters now.
-pub fn when(action: &Value) -> String {
+pub fn when(action: &Value, zone: &Zone) -> String {
     if !action["sealed_at"].is_null() {
-        let reason = &action["outcome"]["reason"];
-        return match reason.as_str() {
-            Some(r) => format!("sealed {} ({r})", text(&action["sealed_at"])),
-            None => format!("sealed {}", text(&action["sealed_at"])),
+        let sealed = zone.time(&action["sealed_at"]);
+        return match action["outcome"]["reason"].as_str() {
+            Some(r) => format!("sealed {sealed}, {r}"),
+            None => format!("sealed {sealed}"),
         };
     }
     let summary = &action["approval"]["context"]["schedule"]["summary"];
@@ -52,15 +92,19 @@ pub fn when(action: &Value) -> String {
         return s.to_owned();
     }
     if action["state"] == "pending_approval" {
-        return format!("expires {}", text(&action["approval"]["expires_at"]));
+        return format!("expires {}", zone.time(&action["approval"]["expires_at"]));
     }
     match &action["schedule"] {
         Value::Null => "-".into(),
-        w => format!("{} – {}", text(&w["not_before"]), text(&w["not_after"])),
+        w => format!(
+            "{} – {}",
+            zone.time(&w["not_before"]),
+            zone.time(&w["not_after"])
+        ),
     }
 }
 
-pub fn actions(list: &[Value]) -> String {
+pub fn actions(list: &[Value], zone: &Zone) -> String {
     let rows: Vec<Vec<String>> = list
         .iter()
         .map(|a| {
@@ -69,7 +113,7 @@ pub fn actions(list: &[Value]) -> String {
                 text(&a["state"]),
                 text(&a["tool"]),
                 text(&a["agent_id"]),
-                when(a),
+                when(a, zone),
             ]
         })
         .collect();
@@ -77,7 +121,7 @@ pub fn actions(list: &[Value]) -> String {
 }
 
 /// The approval context as the approver reads it; the digest below is of exactly this.
-pub fn context(context: &Value, expires_at: &Value, digest: &str) -> String {
+pub fn context(context: &Value, expires_at: &Value, digest: &str, zone: &Zone) -> String {
     let mut rows = vec![
         ("tool", text(&context["tool"])),
         ("agent", text(&context["agent_id"])),
@@ -92,7 +136,7 @@ pub fn context(context: &Value, expires_at: &Value, digest: &str) -> String {
             None => "none (runs as soon as it is approved)".to_owned(),
         },
     ));
-    rows.push(("expires", text(expires_at)));
+    rows.push(("expires", zone.time(expires_at)));
     // Why it waits and who must sign (SC-POL-05): part of what is countersigned.
     rows.extend(policy_rows(&context["policy"]));
     rows.push((
@@ -121,14 +165,14 @@ fn policy_rows(policy: &Value) -> Vec<(&'static str, String)> {
     rows
 }
 
-pub fn action(a: &Value) -> String {
+pub fn action(a: &Value, zone: &Zone) -> String {
     let mut rows = vec![
         ("id", text(&a["id"])),
         ("state", text(&a["state"])),
         ("tool", text(&a["tool"])),
         ("agent", text(&a["agent_id"])),
         ("decision", text(&a["decision"])),
-        ("when", when(a)),
+        ("when", when(a, zone)),
         (
             "args",
             serde_json::to_string_pretty(&a["args"]).unwrap_or_default(),
@@ -165,13 +209,13 @@ pub fn action(a: &Value) -> String {
     pairs(&rows)
 }
 
-pub fn events(events: &[Value]) -> String {
+pub fn events(events: &[Value], zone: &Zone) -> String {
     let rows: Vec<Vec<String>> = events
         .iter()
         .map(|e| {
             vec![
                 text(&e["seq"]),
-                text(&e["at"]),
+                zone.time(&e["at"]),
                 format!("{} → {}", text(&e["from"]), text(&e["to"])),
                 actor(&e["actor"]),
                 text(&e["reason"]),
@@ -216,5 +260,17 @@ mod tests {
             table(&["ID", "STATE", "WHEN"], &rows),
             "ID   STATE       WHEN\na    long value  x\nbbb  v           last column"
         );
+    }
+
+    #[test]
+    fn times_are_shown_in_the_zone_named_with_seconds() {
+        let t = Value::from("2026-12-01T18:42:10.123456Z");
+        assert_eq!(
+            Zone::named("Europe/Berlin").time(&t),
+            "2026-12-01 19:42:10 CET (Europe/Berlin)"
+        );
+        assert_eq!(Zone::utc().time(&t), "2026-12-01 18:42:10 UTC");
+        assert_eq!(Zone::named("Not/AZone").time(&t), "2026-12-01 18:42:10 UTC");
+        assert_eq!(Zone::utc().time(&Value::Null), "-");
     }
 }

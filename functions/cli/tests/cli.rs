@@ -46,37 +46,42 @@ impl Run {
     }
 }
 
+/// `countersign <args>` against `url` with `key` in the environment and `stdin` as its input.
+async fn cli_at(url: &str, key: &str, args: &[&str], stdin: &str) -> Run {
+    let (url, key) = (url.to_owned(), key.to_owned());
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let stdin = stdin.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+            .args(&args)
+            .env("COUNTERSIGN_URL", url)
+            .env("COUNTERSIGN_KEY", key)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the CLI starts");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    })
+    .await
+    .unwrap()
+}
+
 impl World {
     /// `countersign <args>` with the key in the environment and `stdin` as its input.
     async fn cli(&self, key: &str, args: &[&str], stdin: &str) -> Run {
-        let (url, key) = (self.url.clone(), key.to_owned());
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let stdin = stdin.to_owned();
-        tokio::task::spawn_blocking(move || {
-            let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
-                .args(&args)
-                .env("COUNTERSIGN_URL", url)
-                .env("COUNTERSIGN_KEY", key)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("the CLI starts");
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(stdin.as_bytes())
-                .unwrap();
-            let out = child.wait_with_output().unwrap();
-            Run {
-                code: out.status.code().unwrap_or(-1),
-                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            }
-        })
-        .await
-        .unwrap()
+        cli_at(&self.url, key, args, stdin).await
     }
 
     async fn pending_mail(&self, subject: &str) -> Value {
@@ -421,4 +426,133 @@ async fn sc_sec_07_deed_downloads_byte_for_byte_and_verifies_offline() {
     let tampered = w.cli("", &args, "").await;
     assert_eq!(tampered.code, 8, "{tampered:?}");
     assert!(tampered.stderr.contains("does not verify"), "{tampered:?}");
+}
+
+/// An RFC 3339 instant as the CLI shows it in the test tenant's zone.
+fn berlin(instant: &Value) -> String {
+    let t: jiff::Timestamp = instant.as_str().unwrap().parse().unwrap();
+    let shown = t.to_zoned(jiff::tz::TimeZone::get("Europe/Berlin").unwrap());
+    format!("{} (Europe/Berlin)", shown.strftime("%Y-%m-%d %H:%M:%S %Z"))
+}
+
+/// Issue 16, item 8: caught on main — `approve` printed `expires 2026-…T…:41.123456789Z`, the
+/// audit trail and `sealed` raw UTC with nanoseconds. Every time is in the tenant's zone now
+/// (from `GET /v1/me`), named, seconds kept.
+#[tokio::test]
+async fn sc_ops_02_issue16_times_are_shown_in_the_tenants_zone_with_seconds() {
+    let w = world().await;
+    let action = w.pending_mail("when exactly").await;
+    let id = action["id"].as_str().unwrap();
+    let no = w.cli(keys::APPROVER, &["approve", id], "n\n").await;
+    let expires = no
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("expires"))
+        .unwrap_or_else(|| panic!("an expires line: {no:?}"));
+    assert_eq!(
+        expires.trim_start_matches("expires").trim(),
+        berlin(&action["approval"]["expires_at"]),
+        "{no:?}"
+    );
+
+    let denied = w
+        .cli(keys::APPROVER, &["--json", "deny", id, "--reason", "r"], "")
+        .await
+        .json();
+    let events = w
+        .cli(keys::AGENT, &["--json", "events", id], "")
+        .await
+        .json();
+    let table = w.cli(keys::AGENT, &["events", id], "").await;
+    for event in events["data"].as_array().unwrap() {
+        let shown = berlin(&event["at"]);
+        assert!(table.stdout.contains(&shown), "{shown} in {table:?}");
+    }
+    let list = w.cli(keys::AGENT, &["list", "--state", "denied"], "").await;
+    let sealed = format!("sealed {}", berlin(&denied["sealed_at"]));
+    assert!(list.stdout.contains(&sealed), "{sealed} in {list:?}");
+    // --json stays the API's own text.
+    assert!(events["data"][0]["at"].as_str().unwrap().ends_with('Z'));
+}
+
+/// Issue 16, item 8: caught on main — a file that is no public key exited 8 ("does not
+/// verify"), as a tampered deed does; it is a wrong argument, exit 2.
+#[tokio::test]
+async fn sc_sec_07_issue16_a_bad_pem_is_a_usage_error_exit_2() {
+    let dir = temp_db("cli-pem").parent().unwrap().to_path_buf();
+    let (pem, deed) = (dir.join("bad.pem"), dir.join("deed.json"));
+    std::fs::write(&pem, "not a key\n").unwrap();
+    std::fs::write(&deed, "{}").unwrap();
+    let args = [
+        "verify",
+        "--public-key",
+        pem.to_str().unwrap(),
+        deed.to_str().unwrap(),
+    ];
+    let run = cli_at("http://127.0.0.1:9", "", &args, "").await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("--public-key"), "{run:?}");
+}
+
+/// Argument lines of a `-h` page with no help: nothing after the name and no continuation.
+fn bare_arguments(help: &str) -> Vec<String> {
+    let lines: Vec<&str> = help.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut bare = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let item = line.trim_start();
+        if !(line.starts_with("  ") && (item.starts_with('-') || item.starts_with('<'))) {
+            continue;
+        }
+        let continued = lines
+            .get(i + 1)
+            .is_some_and(|next| !next.trim().is_empty() && indent(next) > indent(line));
+        if !item.contains("  ") && !continued {
+            bare.push(item.to_owned());
+        }
+    }
+    bare
+}
+
+/// Issue 16, item 8: caught on main — `<ID>` and `--reason` had no help, and the usage line
+/// (`countersign [OPTIONS] <COMMAND>`) did not say that `--url` and `--key` are optional;
+/// `stop`'s usage showed `--agent` as required though `--all` may stand for it.
+#[tokio::test]
+async fn sc_ops_02_issue16_every_argument_has_help_and_usage_shows_optional_flags() {
+    let subcommands = [
+        "submit",
+        "list",
+        "show",
+        "approve",
+        "deny",
+        "cancel",
+        "stop",
+        "resume-agent",
+        "events",
+        "deed",
+        "verify",
+        "key-hash",
+    ];
+    for sub in subcommands {
+        let run = cli_at("http://127.0.0.1:9", "", &[sub, "-h"], "").await;
+        assert_eq!(run.code, 0, "{run:?}");
+        assert_eq!(
+            bare_arguments(&run.stdout),
+            Vec::<String>::new(),
+            "{sub}: {run:?}"
+        );
+    }
+    let top = cli_at("http://127.0.0.1:9", "", &["-h"], "").await;
+    let usage = top
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("Usage:"))
+        .unwrap();
+    assert!(
+        usage.contains("[--url <URL>]") && usage.contains("[--key <KEY>]"),
+        "{usage}"
+    );
+    let stop = cli_at("http://127.0.0.1:9", "", &["stop"], "").await;
+    assert_eq!(stop.code, 2, "{stop:?}");
+    assert!(stop.stderr.contains("<--agent <AGENT>|--all>"), "{stop:?}");
 }

@@ -16,7 +16,9 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 #[command(
     name = "countersign-local",
     version,
-    about = "Run countersign on one machine"
+    about = "Run countersign on one machine",
+    // Every argument has its help (a debug build panics otherwise; tests run debug builds).
+    help_expected = true
 )]
 struct Args {
     #[command(subcommand)]
@@ -60,9 +62,12 @@ enum Command {
     /// Check a whole store's invariants (every action of every configured tenant loads in one
     /// valid state, its audit chain verifies and ends in its state, nothing `executing` on a
     /// lapsed lease); prints counts and every violation, exits 1 when there is any. Reads the
-    /// SQLite file `--db`, the Postgres database `--database-url`, or with `--table` a DynamoDB table (build with `--features aws`;
-    /// region and credentials from the environment). Serves nothing; run it on a stopped server.
+    /// SQLite file `--db`, the Postgres database `--database-url`, or with `--table` a DynamoDB
+    /// table (build with `--features aws`; region and credentials from the environment). Serves
+    /// nothing; run it on a stopped server. The store flags go before or after `verify`.
     Verify {
+        #[command(flatten)]
+        store: verify::StoreFlags,
         /// A DynamoDB table instead of the SQLite file.
         #[arg(long)]
         table: Option<String>,
@@ -77,8 +82,8 @@ enum Command {
     /// Verify a deed file offline with the tenant's public key (SC-SEC-07); serves nothing.
     VerifyDeed {
         /// The tenant's Ed25519 public key, PEM (`openssl pkey -in private.pem -pubout`).
-        #[arg(long)]
-        key: PathBuf,
+        #[arg(long = "public-key", value_name = "PEM")]
+        public_key: PathBuf,
         /// The deed file exactly as `GET /v1/actions/{id}/deed` answered it.
         deed: PathBuf,
     },
@@ -106,7 +111,7 @@ enum PolicyCommand {
 async fn main() -> std::process::ExitCode {
     let mut args = Args::parse();
     match args.command.take() {
-        Some(Command::VerifyDeed { key, deed }) => return verify_deed(&key, &deed),
+        Some(Command::VerifyDeed { public_key, deed }) => return verify_deed(&public_key, &deed),
         Some(Command::Openapi) => {
             print!("{}", countersign::api::openapi::document());
             return std::process::ExitCode::SUCCESS;
@@ -115,9 +120,12 @@ async fn main() -> std::process::ExitCode {
             return policy_test(&args.config, &cases)
         }
         Some(Command::Tools(command)) => return tools_import::run(command).await,
-        Some(Command::Verify { table, json, at }) => {
-            return verify::run(&args, table, json, at).await
-        }
+        Some(Command::Verify {
+            store,
+            table,
+            json,
+            at,
+        }) => return verify::run(&store.over(args), table, json, at).await,
         None => {}
     }
     init_logs(args.log_json);
@@ -213,10 +221,19 @@ fn verify_deed(key: &std::path::Path, file: &std::path::Path) -> std::process::E
     let read = |p: &std::path::Path| {
         std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
     };
-    let verified = read(key).and_then(|pem| {
-        let file = read(file)?;
-        deed::verify_with_pem(&String::from_utf8_lossy(&pem), &file).map_err(|e| e.to_string())
-    });
+    // A file that is no public key is a wrong argument (exit 2), not a deed that fails (1).
+    let key = match read(key).and_then(|pem| {
+        deed::public_key_from_pem(&String::from_utf8_lossy(&pem))
+            .map_err(|e| format!("--public-key {}: {e}", key.display()))
+    }) {
+        Ok(key) => key,
+        Err(e) => {
+            eprintln!("countersign-local verify-deed: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let verified =
+        read(file).and_then(|file| deed::Deed::verify(&file, &key).map_err(|e| e.to_string()));
     match verified {
         Ok(d) => {
             println!(
@@ -257,7 +274,9 @@ fn init_logs(json: bool) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: a log file or a collector gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     if json {
         builder.json().init();
     } else {

@@ -1,7 +1,32 @@
 //! `countersign-local verify`: the store-wide invariant check, printed.
 
 use countersign::{config::Config, invariants, store::Store, Clock, SystemClock};
-use std::process::ExitCode;
+use std::{path::PathBuf, process::ExitCode};
+
+/// The store flags again after `verify` (`verify --db X`), so its help lists them; each one
+/// given here wins over the same flag before the subcommand (or its variable and default).
+#[derive(clap::Args, Debug)]
+pub struct StoreFlags {
+    /// The configuration document whose tenants are checked [default: the server's `--config`].
+    #[arg(long = "config", value_name = "CONFIG")]
+    config: Option<PathBuf>,
+    /// The SQLite database file [default: the server's `--db`, countersign.db].
+    #[arg(long = "db", value_name = "DB")]
+    db: Option<PathBuf>,
+    /// A Postgres database instead of the SQLite file (as the server's `--database-url`).
+    #[arg(long = "database-url", value_name = "URL", hide_env_values = true)]
+    database_url: Option<String>,
+}
+
+impl StoreFlags {
+    /// The server's flags with these on top.
+    pub fn over(self, mut args: super::Args) -> super::Args {
+        args.config = self.config.unwrap_or(args.config);
+        args.db = self.db.unwrap_or(args.db);
+        args.database_url = self.database_url.or(args.database_url);
+        args
+    }
+}
 
 pub async fn run(
     args: &super::Args,

@@ -1,0 +1,180 @@
+//! `countersign-local` as an operator runs it: the binary, its flags, its stderr and its exit
+//! status (issue 16, item 8).
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+    time::Duration,
+};
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cs-local-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The binary with `args`, stdout and stderr piped (so stderr is not a terminal), no
+/// inherited store or listen variables.
+fn local(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_countersign-local"))
+        .args(args)
+        .env_remove("COUNTERSIGN_DB")
+        .env_remove("COUNTERSIGN_LISTEN")
+        .env_remove("COUNTERSIGN_DATABASE_URL")
+        .env_remove("COUNTERSIGN_CONFIG_FILE")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// A server started on an address another process holds; it must exit by itself.
+fn serve_on_a_taken_port(name: &str) -> (String, Output) {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let db = temp(name).join("countersign.db");
+    let config = repo("config/local.toml");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let args = [
+        "--listen".as_ref(),
+        addr.as_ref(),
+        "--db".as_ref(),
+        db.as_os_str(),
+        "--config".as_ref(),
+        config.as_os_str(),
+    ]
+    .map(std::ffi::OsStr::to_owned);
+    std::thread::spawn(move || {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let _ = tx.send(local(&args));
+    });
+    let out = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the server exits when its address is taken");
+    drop(taken);
+    (addr, out)
+}
+
+/// Caught on main: a taken port exited with "Address already in use (os error 98)" and no
+/// address, so the operator could not tell which of the listens failed.
+#[test]
+fn sc_ops_02_issue16_a_taken_port_names_the_address() {
+    let (addr, out) = serve_on_a_taken_port("bind");
+    assert!(!out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!("cannot listen on {addr}")) && last.contains("in use"),
+        "the error names the address: {stderr}"
+    );
+}
+
+/// Caught on main: the log lines carried ANSI colour codes (`\x1b[2m…`) into a log file.
+#[test]
+fn sc_ops_02_issue16_logs_to_a_file_carry_no_colour_codes() {
+    let (_, out) = serve_on_a_taken_port("ansi");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("starting"),
+        "an info line was logged: {stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "no escape codes: {stderr:?}");
+}
+
+/// Caught on main: `verify --db X` was refused ("unexpected argument '--db'") and `verify
+/// --help` named `--db` without listing it; only `--db X verify` worked.
+#[test]
+fn sc_ops_02_issue16_verify_takes_the_store_flags_after_the_subcommand() {
+    let db = temp("verify").join("countersign.db");
+    countersign::store::sqlite::SqliteStore::open(&db).unwrap();
+    let config = repo("config/local.toml");
+    let after = local(&[
+        "verify".as_ref(),
+        "--db".as_ref(),
+        db.as_os_str(),
+        "--config".as_ref(),
+        config.as_os_str(),
+    ]);
+    assert_eq!(after.status.code(), Some(0), "{}", text(&after));
+    assert!(
+        text(&after).starts_with("tenants 1, actions 0"),
+        "{}",
+        text(&after)
+    );
+    // The documented order still works, and a flag after the subcommand wins.
+    let before = local(&[
+        "--db".as_ref(),
+        "elsewhere.db".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+        "verify".as_ref(),
+        "--db".as_ref(),
+        db.as_os_str(),
+    ]);
+    assert_eq!(before.status.code(), Some(0), "{}", text(&before));
+    let missing = local(&[
+        "--db".as_ref(),
+        db.as_os_str(),
+        "verify".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+        "--db".as_ref(),
+        "no-such.db".as_ref(),
+    ]);
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+    assert!(text(&missing).contains("no database at no-such.db"));
+
+    let help = text(&local(&["verify".as_ref(), "--help".as_ref()]));
+    for flag in ["--db <DB>", "--config <CONFIG>", "--database-url <URL>"] {
+        assert!(help.contains(flag), "verify --help lists {flag}: {help}");
+    }
+}
+
+/// Caught on main: `verify-deed` took the PEM as `--key` (the CLI's `--key` is an API key)
+/// and a file that is no public key exited 1, as a deed that does not verify.
+#[test]
+fn sc_sec_07_issue16_verify_deed_takes_public_key_and_a_bad_pem_is_exit_2() {
+    let dir = temp("pem");
+    let (pem, deed) = (dir.join("bad.pem"), dir.join("deed.json"));
+    std::fs::write(
+        &pem,
+        "-----BEGIN PUBLIC KEY-----\nnot a key\n-----END PUBLIC KEY-----\n",
+    )
+    .unwrap();
+    std::fs::write(&deed, "{}").unwrap();
+    let out = local(&[
+        "verify-deed".as_ref(),
+        "--public-key".as_ref(),
+        pem.as_os_str(),
+        deed.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("--public-key") && !text(&out).contains("unexpected argument"),
+        "{}",
+        text(&out)
+    );
+    // One name for the PEM key everywhere: `--key` is gone (nothing documented uses it).
+    let old = local(&[
+        "verify-deed".as_ref(),
+        "--key".as_ref(),
+        pem.as_os_str(),
+        deed.as_os_str(),
+    ]);
+    assert_eq!(old.status.code(), Some(2), "{}", text(&old));
+    assert!(
+        text(&old).contains("unexpected argument '--key'"),
+        "{}",
+        text(&old)
+    );
+}

@@ -39,10 +39,12 @@ run walkthrough-mcp "mail.send, payments.transfer" "waiting for a countersignatu
   "(mail.send): completed"
 
 # The start of each walkthrough gives up, saying so, when its server exits (here: the address
-# is taken) instead of waiting forever; caught on main, where the API one spun until killed.
-python3 -c 'import socket, time; s = socket.socket(); s.bind(("127.0.0.1", 18081)); s.listen(); time.sleep(600)' &
+# is taken by another web server, which answers 404) instead of waiting forever; caught on
+# main, where the API one spun until killed.
+mkdir "$work/empty"
+python3 -m http.server 18081 --bind 127.0.0.1 --directory "$work/empty" >/dev/null 2>&1 &
 holder=$!
-until (exec 3<>/dev/tcp/127.0.0.1/18081) 2>/dev/null; do sleep 0.1; done
+until curl -s -o /dev/null http://127.0.0.1:18081/; do sleep 0.1; done
 for marker in walkthrough walkthrough-cli walkthrough-mcp; do
   extract "$marker" 1 > "$work/$marker-start.sh"
   # Its own process group, so what it started in the background (a receiver) ends with it.

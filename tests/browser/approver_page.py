@@ -34,6 +34,8 @@ CHROMIUM_ARGS = [
 
 AGENT, APPROVER = "cs_agent-ui", "cs_approver-ui"
 BRIEF_AGENT, BRIEF_APPROVER = "cs_agent-brief", "cs_approver-brief"
+# Two approvers of acme's finance group, for its two-person rule on payments.
+FINANCE_1, FINANCE_2 = "cs_finance-1-acme", "cs_finance-2-acme"
 
 
 def sha256(text):
@@ -61,6 +63,24 @@ decision = "require_approval"
 [[tenants.{name}.policy]]
 tool = "note.*"
 decision = "allow"
+[[tenants.{name}.policy]]
+name = "two-person rule"
+tool = "payments.*"
+decision = "require_approval"
+approvers = ["finance"]
+approvals = 2
+[[tenants.{name}.keys]]
+id = "finance-1-{name}"
+role = "approver"
+groups = ["finance"]
+sha256 = "{sha256(f"cs_finance-1-{name}")}"
+[[tenants.{name}.keys]]
+id = "finance-2-{name}"
+role = "approver"
+groups = ["finance"]
+sha256 = "{sha256(f"cs_finance-2-{name}")}"
+[tenants.{name}.tools."payments.transfer"]
+executor = "builtin.echo"
 [tenants.{name}.tools."mail.send"]
 executor = "builtin.echo"
 [tenants.{name}.tools."note.keep"]
@@ -434,6 +454,33 @@ def test_issue16_every_time_is_in_the_tenants_zone_named_with_utc_on_hover(t):
     allowed_card = t.page.locator("#sealed").locator(f'li[data-action-id="{allowed["id"]}"]')
     expect(allowed_card).to_contain_text("Allowed by policy, no approval needed")
     expect(allowed_card).not_to_contain_text("runs as soon as it is approved")
+
+
+def test_issue18_sc_pol_05_sc_pol_04_the_page_shows_the_rule_and_the_approvals_still_needed(t):
+    """Issue 18: the page did not say why a call waited nor, for a two-person rule, how many
+    approvals were still needed. The card and the dialog name the matched rule (from the
+    countersigned context) and the quorum's progress with who signed so far."""
+    status, action = t.server.call("POST", "/v1/actions", AGENT, {
+        "tool": "payments.transfer", "args": {"amount": 60000, "currency": "EUR"}})
+    assert status == 202, (status, action)
+    sign_in(t.page, t.server, key=FINANCE_1)
+    item = t.page.locator(f'#pending li[data-action-id="{action["id"]}"]')
+    expect(item).to_contain_text("Rule #2 “two-person rule” · approvers: finance")
+    expect(item).to_contain_text("0 of 2 approvals given; 2 still needed")
+    dialog = review(t.page, action)
+    expect(dialog).to_contain_text("Rule #2 “two-person rule”")
+    expect(dialog).to_contain_text("2 still needed")
+    dialog.get_by_role("button", name="Approve").click()
+    expect(t.page.get_by_role("alert").first).to_contain_text("it is now pending approval")
+    expect(item).to_contain_text("1 of 2 approvals given (finance-1-acme); 1 still needed")
+    t.page.get_by_role("button", name="Sign out").click()
+    sign_in(t.page, t.server, key=FINANCE_2)
+    dialog = review(t.page, action)
+    expect(dialog).to_contain_text("1 of 2 approvals given (finance-1-acme); 1 still needed")
+    dialog.get_by_role("button", name="Approve").click()
+    expect(t.page.locator(f'#pending li[data-action-id="{action["id"]}"]')).to_have_count(0)
+    signed = t.server.action(action["id"])["approval"]["quorum"]["signed"]
+    assert [s["approver"] for s in signed] == ["finance-1-acme", "finance-2-acme"], signed
 
 
 # ---- a small runner --------------------------------------------------------------------------

@@ -233,10 +233,7 @@ async fn approve(
     }
     match out.json {
         true => eprintln!("{}", serde_json::to_string_pretty(approval).expect("JSON")),
-        false => eprintln!(
-            "{}",
-            show::context(context, &approval["expires_at"], &digest, &out.zone)
-        ),
+        false => eprintln!("{}", show::context(&action, &digest, &out.zone)),
     }
     if !yes && !confirm("Approve this call? [y/N] ")? {
         return Err(Failure::new(Exit::NotConfirmed, "not approved"));

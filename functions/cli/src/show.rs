@@ -120,8 +120,11 @@ pub fn actions(list: &[Value], zone: &Zone) -> String {
     table(&["ID", "STATE", "TOOL", "AGENT", "WHEN"], &rows)
 }
 
-/// The approval context as the approver reads it; the digest below is of exactly this.
-pub fn context(context: &Value, expires_at: &Value, digest: &str, zone: &Zone) -> String {
+/// The approval context of a pending action as the approver reads it, with the quorum's
+/// progress; the digest below is of exactly the context.
+pub fn context(action: &Value, digest: &str, zone: &Zone) -> String {
+    let context = &action["approval"]["context"];
+    let expires_at = &action["approval"]["expires_at"];
     let mut rows = vec![
         ("tool", text(&context["tool"])),
         ("agent", text(&context["agent_id"])),
@@ -139,6 +142,7 @@ pub fn context(context: &Value, expires_at: &Value, digest: &str, zone: &Zone) -
     rows.push(("expires", zone.time(expires_at)));
     // Why it waits and who must sign (SC-POL-05): part of what is countersigned.
     rows.extend(policy_rows(&context["policy"]));
+    rows.extend(still_needed(action));
     rows.push((
         "args",
         serde_json::to_string_pretty(&context["args"]).unwrap_or_default(),
@@ -165,6 +169,24 @@ fn policy_rows(policy: &Value) -> Vec<(&'static str, String)> {
     rows
 }
 
+/// A pending quorum's progress (SC-POL-04): "1 of 2 (approved by fin-1)"; nothing for a rule
+/// that asks for one approval.
+fn still_needed(a: &Value) -> Option<(&'static str, String)> {
+    let required = a["approval"]["context"]["policy"]["approvals"].as_u64()?;
+    let needed = a["next_action"]["still_needed"]
+        .as_u64()
+        .filter(|n| *n > 0)?;
+    let given: Vec<String> = a["approvals"]
+        .as_array()
+        .map(|g| g.iter().map(|s| text(&s["approver"])).collect())
+        .unwrap_or_default();
+    let by = match given.is_empty() {
+        true => String::new(),
+        false => format!(" (approved by {})", given.join(", ")),
+    };
+    Some(("still needed", format!("{needed} of {required}{by}")))
+}
+
 pub fn action(a: &Value, zone: &Zone) -> String {
     let mut rows = vec![
         ("id", text(&a["id"])),
@@ -182,19 +204,7 @@ pub fn action(a: &Value, zone: &Zone) -> String {
         rows.push(("digest", digest.to_owned()));
     }
     rows.extend(policy_rows(&a["approval"]["context"]["policy"]));
-    if let Some(n) = a["next_action"]["still_needed"].as_u64().filter(|n| *n > 0) {
-        let given = a["approvals"].as_array().map(|g| {
-            g.iter()
-                .map(|s| text(&s["approver"]))
-                .collect::<Vec<_>>()
-                .join(", ")
-        });
-        let by = given
-            .filter(|g| !g.is_empty())
-            .map(|g| format!(" (approved by {g})"))
-            .unwrap_or_default();
-        rows.push(("still needed", format!("{n}{by}")));
-    }
+    rows.extend(still_needed(a));
     if let Some(approver) = a["approval"]["approver"].as_str() {
         rows.push(("approver", approver.to_owned()));
     }

@@ -15,9 +15,14 @@ struct World {
 }
 
 async fn world() -> World {
+    world_with(|toml| toml).await
+}
+
+/// The test config, changed by `edit` before it loads.
+async fn world_with(edit: impl FnOnce(String) -> String) -> World {
     let tools = ToolServer::start().await;
     let config = Arc::new(
-        Config::from_toml(&config_toml(&tools, "10s", "5s"))
+        Config::from_toml(&edit(config_toml(&tools, "10s", "5s")))
             .and_then(Config::read_keys)
             .unwrap(),
     );
@@ -555,4 +560,62 @@ async fn sc_ops_02_issue16_every_argument_has_help_and_usage_shows_optional_flag
     let stop = cli_at("http://127.0.0.1:9", "", &["stop"], "").await;
     assert_eq!(stop.code, 2, "{stop:?}");
     assert!(stop.stderr.contains("<--agent <AGENT>|--all>"), "{stop:?}");
+}
+
+/// A second approver of `acme`, for a two-person rule.
+const APPROVER_2: &str = "key-approver-2";
+
+/// Issue 18: caught on main — the approve prompt of a two-person rule named the rule but not
+/// how many approvals were still needed, so the second approver could not tell that the first
+/// had signed. `show` and the prompt both say "N of M (approved by …)" now.
+#[tokio::test]
+async fn sc_pol_04_sc_pol_05_show_and_approve_name_the_rule_and_the_approvals_still_needed() {
+    let w = world_with(|toml| {
+        let rule = r#"{ name = "mail needs two", tool = "mail.*", decision = "require_approval", approvals = 2 }"#;
+        let key = format!(
+            r#"{{ id = "approver-2", role = "approver", sha256 = "{}" }},
+  {{ id = "admin-1""#,
+            countersign::domain::canonical::sha256_hex(APPROVER_2.as_bytes())
+        );
+        toml.replace(r#"{ tool = "mail.*", decision = "require_approval" }"#, rule)
+            .replace(r#"{ id = "admin-1""#, &key)
+    })
+    .await;
+    let action = w.pending_mail("two of us").await;
+    let id = action["id"].as_str().unwrap();
+    let show = w.cli(keys::APPROVER, &["show", id], "").await;
+    assert_eq!(show.code, 0, "{show:?}");
+    for line in [
+        "rule          #0 mail needs two",
+        "approvals     2 distinct approvers",
+        "still needed  2",
+    ] {
+        assert!(show.stdout.contains(line), "{line} in {show:?}");
+    }
+
+    let first = w.cli(keys::APPROVER, &["approve", id, "--yes"], "").await;
+    assert_eq!(first.code, 0, "{first:?}");
+    assert!(
+        first
+            .stdout
+            .contains(&format!("approved {id}: pending_approval")),
+        "{first:?}"
+    );
+    // The second approver's prompt says who signed and that one more is needed: theirs.
+    let second = w.cli(APPROVER_2, &["approve", id], "n\n").await;
+    assert_eq!(second.code, 7, "{second:?}");
+    for line in [
+        "rule          #0 mail needs two",
+        "still needed  1 of 2 (approved by approver-1)",
+    ] {
+        assert!(second.stderr.contains(line), "{line} in {second:?}");
+    }
+    let done = w.cli(APPROVER_2, &["approve", id, "--yes"], "").await;
+    assert!(
+        done.stdout.contains(&format!("approved {id}: approved")),
+        "{done:?}"
+    );
+    let after = w.cli(keys::AGENT, &["show", id], "").await;
+    assert!(!after.stdout.contains("still needed"), "{after:?}");
+    assert!(after.stdout.contains("approver-1, approver-2"), "{after:?}");
 }

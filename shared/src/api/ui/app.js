@@ -263,8 +263,30 @@ function fill(listId, actions, render) {
   if (count) count.textContent = `(${actions.length})`;
 }
 
+// Why it waits: the matched rule, as the countersigned context names it (SC-POL-05).
+function ruleText(action) {
+  const rule = action.approval && action.approval.context.policy;
+  if (!rule) return null;
+  const who = rule.approver_groups ? ` · approvers: ${rule.approver_groups.join(", ")}` : "";
+  return `Rule #${rule.rule} “${rule.label}”${who}`;
+}
+
+// A quorum's progress (SC-POL-04): who approved so far and how many are still needed.
+function quorumText(action) {
+  const rule = action.approval && action.approval.context.policy;
+  const required = (rule && rule.approvals) || 1;
+  if (required < 2) return null;
+  const needed = action.next_action.still_needed;
+  const given = (action.approvals || []).map((s) => s.approver);
+  const by = given.length ? ` (${given.join(", ")})` : "";
+  return `${required - needed} of ${required} approvals given${by}; ${needed} still needed`;
+}
+
 function renderPending(action) {
   return card(action, (item) => {
+    for (const line of [ruleText(action), quorumText(action)]) {
+      if (line) item.append(el("p", { class: "meta", text: line }));
+    }
     const expires = action.approval && action.approval.expires_at;
     if (expires) {
       item.append(el("p", { class: "meta" }, text("Expires: "), countdown(expires), text(" · "),
@@ -368,6 +390,9 @@ async function openDecision(action) {
     context.schedule ? context.schedule.summary : "none — runs as soon as it is approved"));
   row(shown, "Expires", span(countdown(action.approval.expires_at), text(" · "),
     when(action.approval.expires_at)));
+  const rule = ruleText(action), quorum = quorumText(action);
+  if (rule) row(shown, "Why it waits", document.createTextNode(rule));
+  if (quorum) row(shown, "Approvals", document.createTextNode(quorum));
   row(shown, "Arguments", el("pre", { text: pretty(context.args) }));
   $("decide-error").hidden = true;
   $("deny-reason").value = "";

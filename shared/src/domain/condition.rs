@@ -9,12 +9,15 @@
 //! no recursion and no variables, and the interpreter has no regex here (`matches` is off).
 //! An expression that does not answer a boolean is an evaluation error: the rule fails closed.
 
+mod bind;
+
+pub use bind::Bound;
+use bind::Reads;
+
 use super::window::Window;
 use cel::common::ast::Expr;
-use cel::objects::{Key, Map};
-use cel::{Context, Env, IdedExpr, Value as Cel};
+use cel::{Env, IdedExpr, Value as Cel};
 use serde_json::Value;
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 /// Longest accepted expression, in bytes.
@@ -43,6 +46,8 @@ pub struct CallFacts<'a> {
 pub struct Condition {
     source: String,
     expr: Arc<IdedExpr>,
+    /// What it reads of the call: a gate binds only that (binding is the cost per submit).
+    reads: Reads,
 }
 
 impl PartialEq for Condition {
@@ -71,9 +76,12 @@ impl Condition {
         let expr = parse(source)?;
         let mut shape = Shape::default();
         shape.walk(&expr, 1, false)?;
+        let mut reads = Reads::default();
+        reads.walk(&expr);
         Ok(Condition {
             source: source.to_owned(),
             expr: Arc::new(expr),
+            reads,
         })
     }
 
@@ -83,7 +91,8 @@ impl Condition {
 
     /// Whether the condition holds for `call`; an error (a missing key, a type mismatch, a
     /// non-boolean answer) is returned for the caller to fail closed on.
-    pub fn holds(&self, call: &Bound) -> Result<bool, String> {
+    pub fn holds(&self, call: &mut Bound<'_>) -> Result<bool, String> {
+        call.bind(&self.reads);
         match Cel::resolve(&self.expr, &call.context) {
             Ok(Cel::Bool(b)) => Ok(b),
             Ok(other) => Err(format!("when answered {}, not a boolean", other.type_of())),
@@ -110,58 +119,6 @@ fn parse(source: &str) -> Result<IdedExpr, String> {
         .map_err(|e| format!("when could not be parsed: {e}"))?
         .join();
     parsed.unwrap_or_else(|_| Err("when could not be parsed".into()))
-}
-
-/// A call's facts as CEL variables, converted once per gate for every condition it asks.
-pub struct Bound {
-    context: Context<'static, 'static>,
-}
-
-impl Bound {
-    pub fn new(call: &CallFacts<'_>) -> Bound {
-        let mut context = Context::with_env(Arc::clone(env()));
-        context.add_variable_from_value("tool", call.tool.to_owned());
-        context.add_variable_from_value("args", cel_of(call.args));
-        context.add_variable_from_value("agent_id", call.agent_id.to_owned());
-        context.add_variable_from_value(
-            "action_kind",
-            call.action_kind
-                .map_or(Cel::Null, |k| Cel::from(k.to_owned())),
-        );
-        let schedule = call.schedule.map_or(Cel::Null, |w| {
-            let map: HashMap<Key, Cel> = HashMap::from([
-                (Key::from("not_before"), Cel::Int(w.not_before.as_second())),
-                (Key::from("not_after"), Cel::Int(w.not_after.as_second())),
-            ]);
-            Cel::Map(Map::from(map))
-        });
-        context.add_variable_from_value("schedule", schedule);
-        context.add_variable_from_value("now", Cel::Int(call.now.as_second()));
-        Bound { context }
-    }
-}
-
-/// JSON as CEL: integers that fit are `int` (so `args.amount > 1000` compares as written),
-/// larger ones `uint`, the rest `double`.
-fn cel_of(v: &Value) -> Cel {
-    match v {
-        Value::Null => Cel::Null,
-        Value::Bool(b) => Cel::Bool(*b),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => Cel::Int(i),
-            (None, Some(u)) => Cel::UInt(u),
-            _ => Cel::Float(n.as_f64().unwrap_or(f64::NAN)),
-        },
-        Value::String(s) => Cel::from(s.clone()),
-        Value::Array(items) => Cel::List(Arc::new(items.iter().map(cel_of).collect())),
-        Value::Object(fields) => {
-            let map: HashMap<Key, Cel> = fields
-                .iter()
-                .map(|(k, v)| (Key::from(k.clone()), cel_of(v)))
-                .collect();
-            Cel::Map(Map::from(map))
-        }
-    }
 }
 
 /// The compile-time bounds of an expression's tree.
@@ -236,6 +193,7 @@ fn clip(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::bind::{ArgsRead, ACTION_KIND, AGENT_ID, NOW, SCHEDULE, TOOL};
     use super::*;
     use serde_json::json;
 
@@ -252,7 +210,7 @@ mod tests {
 
     fn eval(when: &str, args: Value) -> Result<bool, String> {
         let c = Condition::compile(when).expect("compiles");
-        c.holds(&Bound::new(&facts(&args)))
+        c.holds(&mut Bound::new(&facts(&args)))
     }
 
     #[test]
@@ -285,6 +243,59 @@ mod tests {
         assert_eq!(eval("args.amount > 1000u", big), Ok(true));
     }
 
+    /// A gate converts only what its conditions read (the cost per submit); what each sees is
+    /// what a full binding shows it, however the conditions before it bound the call.
+    #[test]
+    fn sc_pol_01_a_gate_binds_only_what_its_conditions_read() {
+        let reads = |w: &str| Condition::compile(w).unwrap().reads;
+        let fields = |f: &[&str]| ArgsRead::Fields(f.iter().map(|s| s.to_string()).collect());
+        let cases = [
+            (
+                "args.amount > 1 && has(args.to)",
+                0,
+                fields(&["amount", "to"]),
+            ),
+            (
+                "args.to.all(r, r.endsWith('@x')) && args.a.b == 1",
+                0,
+                fields(&["a", "to"]),
+            ),
+            ("size(args) > 1", 0, ArgsRead::Whole),
+            ("args[args.k] == 1", 0, ArgsRead::Whole),
+            ("has(args.a) && args == {}", 0, ArgsRead::Whole),
+            ("tool == 'x' && now > 0", TOOL | NOW, ArgsRead::Nothing),
+            (
+                "agent_id != '' || action_kind == null || schedule == null",
+                AGENT_ID | ACTION_KIND | SCHEDULE,
+                ArgsRead::Nothing,
+            ),
+            ("false", 0, ArgsRead::Nothing),
+        ];
+        for (when, names, args) in cases {
+            assert_eq!(reads(when), Reads { names, args }, "{when}");
+        }
+        let args = json!({"a": 1, "b": "two", "to": ["x@y"], "n": {"m": 3}});
+        let whens = [
+            "args.a == 1",
+            "has(args.b) && !has(args.c)",
+            "args.n.m == 3 && args.to.exists(t, t == 'x@y')",
+            "size(args) == 4 && args.a == 1",
+            "args.c == 1",
+            "tool == 'payments.transfer' && now > 0",
+        ];
+        let mut shared = Bound::new(&facts(&args));
+        for when in whens {
+            let c = Condition::compile(when).unwrap();
+            let alone = c.holds(&mut Bound::new(&facts(&args)));
+            assert_eq!(c.holds(&mut shared), alone, "{when}");
+        }
+        assert_eq!(
+            eval("args.c == 1", args.clone()),
+            Err("No such key: c".into())
+        );
+        assert_eq!(eval("size(args) == 4", args), Ok(true));
+    }
+
     #[test]
     fn sc_pol_01_the_window_is_in_unix_seconds() {
         let args = json!({});
@@ -297,7 +308,7 @@ mod tests {
             "schedule.not_before - now > 3600 && schedule.not_after - schedule.not_before == 1800",
         )
         .unwrap();
-        assert_eq!(c.holds(&Bound::new(&call)), Ok(true));
+        assert_eq!(c.holds(&mut Bound::new(&call)), Ok(true));
     }
 
     /// The deepest accepted trees evaluate on an ordinary (2 MiB) thread stack.

@@ -1,6 +1,7 @@
 //! SC-EDGE-09 Clock skew: a wake early by any amount re-arms a future wake (or leaves the ticket
 //! to the sweep); it never runs early and never leaves a due ticket without a wake — with the
-//! in-process waker (SQLite) and with EventBridge Scheduler (LocalStack, DynamoDB).
+//! in-process waker (on SQLite, DynamoDB and Postgres) and with EventBridge Scheduler
+//! (LocalStack, DynamoDB).
 
 #[path = "aws_support/mod.rs"]
 mod aws_support;
@@ -11,25 +12,41 @@ use countersign::{
     domain::resume::Wake,
     engine::ResumeOutcome,
     faults::SkewedClock,
-    store::{dynamodb::DynamoStore, sqlite::SqliteStore},
+    store::{dynamodb::DynamoStore, sqlite::SqliteStore, Store},
     tools::Executors,
     wake::{in_process::InProcessWaker, scheduler::SchedulerWaker},
     Clock, Engine, SystemClock,
 };
-use countersign_tests::{config_toml, in_secs, keys, submission, temp_db, ToolServer};
+use countersign_tests::{
+    config_toml, in_secs, keys, on_every_store, postgres, submission, temp_db, ToolServer,
+};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 use std::{sync::Arc, time::Duration};
+
+#[derive(Clone, Copy, Debug)]
+enum Backend {
+    Sqlite,
+    Dynamodb,
+    Postgres,
+}
+
+async fn store(backend: Backend) -> Arc<dyn Store> {
+    match backend {
+        Backend::Sqlite => Arc::new(SqliteStore::open(&temp_db("skew")).unwrap()),
+        Backend::Dynamodb => Arc::new(aws_support::fresh_store("skew").await),
+        Backend::Postgres => Arc::new(postgres::store("skew").await),
+    }
+}
 
 /// The in-process waker's clock runs 3 s ahead of the worker's, so every timer fires 3 s early
 /// by the worker's clock. Caught on the old main: the re-arm after an early wake was computed
 /// by the waker's clock alone, so it fired at once, again and again, until the clocks agreed —
 /// a hot loop of thousands of wakes (each a store read) instead of a future wake.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sc_edge_09_in_process_early_wakes_rearm_in_the_future_and_never_run_early() {
+async fn in_process_early_wakes_rearm_in_the_future(backend: Backend) {
     let tools = ToolServer::start().await;
     let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
-    let store = Arc::new(SqliteStore::open(&temp_db("skew")).unwrap());
+    let store = store(backend).await;
     let ahead = Arc::new(SkewedClock::new(
         Arc::new(SystemClock),
         SignedDuration::from_secs(3),
@@ -71,8 +88,15 @@ async fn sc_edge_09_in_process_early_wakes_rearm_in_the_future_and_never_run_ear
     assert_eq!(calls.len(), 1);
     assert!(calls[0].at >= not_before, "never before not_before");
     assert!(early >= 1, "the skew made the first wake early");
-    println!("SC-EDGE-09 in-process: {early} early wakes, each re-armed in the future");
+    println!(
+        "SC-EDGE-09 in-process on {backend:?}: {early} early wakes, each re-armed in the future"
+    );
 }
+
+on_every_store!(in_process_early_wakes_rearm_in_the_future:
+    sc_edge_09_in_process_early_wakes_rearm_in_the_future_and_never_run_early_sqlite,
+    sc_edge_09_in_process_early_wakes_rearm_in_the_future_and_never_run_early_dynamodb,
+    sc_edge_09_in_process_early_wakes_rearm_in_the_future_and_never_run_early_postgres);
 
 /// The resume function's clock lags Scheduler's by 30 s. Scheduler fires the wake at
 /// `not_before` by its clock; by the function's clock the wake is early, so it re-arms. Caught

@@ -81,6 +81,14 @@ pub fn unique(label: &str) -> String {
     format!("cs-{label}-{}", ulid::Ulid::new()).to_lowercase()
 }
 
+/// A store on a fresh table of its own (`label` names it).
+pub async fn fresh_store(label: &str) -> countersign::store::dynamodb::DynamoStore {
+    let sdk = sdk().await;
+    let table = unique(label);
+    create_table(&sdk, &table).await;
+    countersign::store::dynamodb::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &table)
+}
+
 /// Create a table from `infra/table.json`, the definition the infrastructure uses.
 pub async fn create_table(sdk: &SdkConfig, name: &str) {
     // The nearest `infra/` above the including crate (the tests crate, or tests/bench).

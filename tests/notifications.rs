@@ -1,18 +1,19 @@
-//! Notifications on the embedded server (SQLite): the outbox written with each transition,
-//! delivered at least once, signed, with stable ids; retried, parked, redelivered (SC-NOT-01/02).
-//! The DynamoDB side of the same guarantees is in `aws_notifications.rs`.
+//! Notifications on the embedded server (on SQLite and on Postgres, each test named by its
+//! store): the outbox written with each transition, delivered at least once, signed, with stable
+//! ids; retried, parked, redelivered (SC-NOT-01/02). The DynamoDB side of the same guarantees is
+//! in `aws_notifications.rs`.
 
 use countersign::{
     config::Config,
     domain::State,
-    embedded::Server,
+    embedded::{Database, Parts, Server},
     faults::{Fault, FaultyStore, Matching, Write},
-    store::{sqlite::SqliteStore, Store},
+    store::{postgres::Options, Store},
     tools::Executors,
     Engine, SystemClock,
 };
 use countersign_tests::{
-    config_toml, keys,
+    config_toml, keys, postgres,
     receiver::{notify_toml, Mode, Receiver},
     submission, temp_db, Api, RecordingWaker, ToolServer,
 };
@@ -24,12 +25,74 @@ fn config(tools: &ToolServer, receiver_url: &str, first_retry: &str, attempts: u
     Arc::new(Config::from_toml(&text).unwrap())
 }
 
-async fn start(config: Arc<Config>, db: &std::path::Path) -> (Server, Api) {
-    let server = Server::start(config, db, "127.0.0.1:0".parse().unwrap())
+/// The local server's two stores.
+#[derive(Clone, Copy, Debug)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The tests of one scenario on the local server, named by their store.
+macro_rules! on_both_stores {
+    ($scenario:ident: $sqlite:ident, $postgres:ident) => {
+        #[tokio::test]
+        async fn $sqlite() {
+            $scenario(Backend::Sqlite).await;
+        }
+        #[tokio::test]
+        async fn $postgres() {
+            $scenario(Backend::Postgres).await;
+        }
+    };
+}
+
+/// A fresh, empty database on `backend`.
+async fn database(backend: Backend, label: &str) -> Database {
+    match backend {
+        Backend::Sqlite => Database::Sqlite(temp_db(label)),
+        Backend::Postgres => Database::Postgres {
+            url: postgres::fresh_url(label).await,
+            options: Options::default(),
+        },
+    }
+}
+
+async fn start(config: Arc<Config>, db: &Database) -> (Server, Api) {
+    let listen = "127.0.0.1:0".parse().unwrap();
+    let server = Server::start_on(config, db, listen, Parts::default())
         .await
         .unwrap();
     let api = Api::new(server.addr);
     (server, api)
+}
+
+/// Another handle on the server's records (as a second process would open them).
+async fn open(db: &Database) -> Arc<dyn Store> {
+    db.open().await.unwrap()
+}
+
+/// Overwrite an action's stored body with `{}` behind the store's back (SC-EDGE-08).
+async fn make_unreadable(db: &Database, id: &str) {
+    let changed = match db {
+        Database::Sqlite(path) => {
+            let conn = rusqlite::Connection::open(path).unwrap();
+            conn.busy_timeout(Duration::from_secs(5)).unwrap();
+            conn.execute("UPDATE actions SET body = x'7b7d' WHERE id = ?1", [id])
+                .unwrap() as u64
+        }
+        Database::Postgres { url, .. } => {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            let body: &[u8] = b"{}";
+            client
+                .execute("UPDATE actions SET body = $1 WHERE id = $2", &[&body, &id])
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(changed, 1);
 }
 
 /// The notices an action's audit trail must have raised, by the wire contract: entering
@@ -62,15 +125,11 @@ fn pending(tool_args: Value) -> Value {
     json!({"tool": "mail.send", "args": tool_args})
 }
 
-#[tokio::test]
-async fn sc_not_01_sc_not_02_receiver_down_then_up_gets_every_event_signed_with_stable_ids() {
+async fn receiver_down_then_up_gets_every_event(backend: Backend) {
     let tools = ToolServer::start().await;
     let receiver = Receiver::start(Mode::Down).await;
-    let (server, api) = start(
-        config(&tools, &receiver.url(), "300ms", 1000),
-        &temp_db("notify-down"),
-    )
-    .await;
+    let db = database(backend, "notify-down").await;
+    let (server, api) = start(config(&tools, &receiver.url(), "300ms", 1000), &db).await;
 
     // Every kind of notifying transition, all answered while the receiver is down.
     let (s, denied_later) = api.submit(keys::AGENT, pending(json!({"n": 1}))).await;
@@ -211,15 +270,15 @@ async fn sc_not_01_sc_not_02_receiver_down_then_up_gets_every_event_signed_with_
     server.shutdown().await.unwrap();
 }
 
-#[tokio::test]
-async fn sc_not_02_dead_letters_are_listed_and_redelivered() {
+on_both_stores!(receiver_down_then_up_gets_every_event:
+    sc_not_01_sc_not_02_receiver_down_then_up_gets_every_event_signed_with_stable_ids_sqlite,
+    sc_not_01_sc_not_02_receiver_down_then_up_gets_every_event_signed_with_stable_ids_postgres);
+
+async fn dead_letters_are_listed_and_redelivered(backend: Backend) {
     let tools = ToolServer::start().await;
     let receiver = Receiver::start(Mode::Down).await;
-    let (server, api) = start(
-        config(&tools, &receiver.url(), "100ms", 2),
-        &temp_db("notify-dead"),
-    )
-    .await;
+    let db = database(backend, "notify-dead").await;
+    let (server, api) = start(config(&tools, &receiver.url(), "100ms", 2), &db).await;
     let (_, action) = api.submit(keys::AGENT, pending(json!({"n": 1}))).await;
     let notice = expected_notices(&api, action["id"].as_str().unwrap()).await[0]
         .0
@@ -332,18 +391,21 @@ async fn sc_not_02_dead_letters_are_listed_and_redelivered() {
     server.shutdown().await.unwrap();
 }
 
-#[tokio::test]
-async fn sc_not_01_a_crash_right_after_the_transition_still_notifies() {
+on_both_stores!(dead_letters_are_listed_and_redelivered:
+    sc_not_02_dead_letters_are_listed_and_redelivered_sqlite,
+    sc_not_02_dead_letters_are_listed_and_redelivered_postgres);
+
+async fn a_crash_right_after_the_transition_still_notifies(backend: Backend) {
     let tools = ToolServer::start().await;
     // The receiver's port is known, but it is not up yet.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     let config = config(&tools, &url, "200ms", 1000);
-    let db = temp_db("notify-crash");
+    let db = database(backend, "notify-crash").await;
 
     // A process without any delivery worker, over the database: it commits a pending action and
     // then stops right after committing its denial (the write lands, its answer never comes).
-    let store = Arc::new(FaultyStore::new(Arc::new(SqliteStore::open(&db).unwrap())));
+    let store = Arc::new(FaultyStore::new(open(&db).await));
     let engine = Arc::new(Engine::new(
         config.clone(),
         store.clone(),
@@ -365,7 +427,7 @@ async fn sc_not_01_a_crash_right_after_the_transition_still_notifies() {
         let (engine, id) = (engine.clone(), action.id.clone());
         async move { engine.deny(&approver, &id, "no").await }
     });
-    let stored = SqliteStore::open(&db).unwrap();
+    let stored = open(&db).await;
     let until = std::time::Instant::now() + Duration::from_secs(30);
     while stored
         .load("acme", &action.id)
@@ -406,11 +468,14 @@ async fn sc_not_01_a_crash_right_after_the_transition_still_notifies() {
     server.shutdown().await.unwrap();
 }
 
-#[tokio::test]
-async fn sc_not_02_a_hanging_receiver_never_delays_a_transition() {
+on_both_stores!(a_crash_right_after_the_transition_still_notifies:
+    sc_not_01_a_crash_right_after_the_transition_still_notifies_sqlite,
+    sc_not_01_a_crash_right_after_the_transition_still_notifies_postgres);
+
+async fn a_hanging_receiver_never_delays_a_transition(backend: Backend) {
     let tools = ToolServer::start().await;
     let receiver = Receiver::start(Mode::Hang).await;
-    let db = temp_db("notify-hang");
+    let db = database(backend, "notify-hang").await;
     let (server, api) = start(config(&tools, &receiver.url(), "200ms", 1000), &db).await;
     let (s, first) = api.submit(keys::AGENT, pending(json!({"n": 1}))).await;
     assert_eq!(s, 202);
@@ -445,7 +510,7 @@ async fn sc_not_02_a_hanging_receiver_never_delays_a_transition() {
         .await
         .expect("transitions never wait for a notification");
     // The first try of the first notice has not even settled: the transitions did not wait for it.
-    let store = SqliteStore::open(&db).unwrap();
+    let store = open(&db).await;
     let first_id = first["id"].as_str().unwrap();
     let entry = store
         .outbox_entry("acme", first_id, 1)
@@ -463,13 +528,16 @@ async fn sc_not_02_a_hanging_receiver_never_delays_a_transition() {
     server.shutdown().await.unwrap();
 }
 
+on_both_stores!(a_hanging_receiver_never_delays_a_transition:
+    sc_not_02_a_hanging_receiver_never_delays_a_transition_sqlite,
+    sc_not_02_a_hanging_receiver_never_delays_a_transition_postgres);
+
 /// Only what an endpoint listens for enters the outbox: tenant `globex` has no endpoints, so
 /// its transitions pay no outbox write at all.
-#[tokio::test]
-async fn sc_not_01_only_events_an_endpoint_listens_for_enter_the_outbox() {
+async fn only_listened_events_enter_the_outbox(backend: Backend) {
     let tools = ToolServer::start().await;
     let receiver = Receiver::start(Mode::Down).await;
-    let db = temp_db("notify-listened");
+    let db = database(backend, "notify-listened").await;
     let (server, api) = start(config(&tools, &receiver.url(), "1h", 1000), &db).await;
     let (s, acme) = api.submit(keys::AGENT, pending(json!({"n": 1}))).await;
     assert_eq!(s, 202);
@@ -477,7 +545,7 @@ async fn sc_not_01_only_events_an_endpoint_listens_for_enter_the_outbox() {
         .submit(keys::OTHER_TENANT_AGENT, pending(json!({"n": 1})))
         .await;
     assert_eq!(s, 202, "{globex}");
-    let store = SqliteStore::open(&db).unwrap();
+    let store = open(&db).await;
     let id = |v: &Value| v["id"].as_str().unwrap().to_owned();
     assert!(store
         .outbox_entry("acme", &id(&acme), 1)
@@ -491,6 +559,10 @@ async fn sc_not_01_only_events_an_endpoint_listens_for_enter_the_outbox() {
     server.shutdown().await.unwrap();
 }
 
+on_both_stores!(only_listened_events_enter_the_outbox:
+    sc_not_01_only_events_an_endpoint_listens_for_enter_the_outbox_sqlite,
+    sc_not_01_only_events_an_endpoint_listens_for_enter_the_outbox_postgres);
+
 /// SC-SEC-08 holds for notification endpoints as for webhooks: a name that resolves to a
 /// loopback address is refused at every connection unless the tenant lists it, and the dead
 /// letter says so without the URL.
@@ -499,11 +571,8 @@ async fn sc_sec_08_a_notification_endpoint_resolving_inward_is_refused() {
     let tools = ToolServer::start().await;
     let receiver = Receiver::start(Mode::Up).await;
     let inward = format!("https://localhost:{}/hook", receiver.addr.port());
-    let (server, api) = start(
-        config(&tools, &inward, "100ms", 1),
-        &temp_db("notify-inward"),
-    )
-    .await;
+    let db = database(Backend::Sqlite, "notify-inward").await;
+    let (server, api) = start(config(&tools, &inward, "100ms", 1), &db).await;
     let (s, _) = api.submit(keys::AGENT, pending(json!({"n": 1}))).await;
     assert_eq!(s, 202);
     let until = std::time::Instant::now() + Duration::from_secs(30);
@@ -529,20 +598,14 @@ async fn sc_sec_08_a_notification_endpoint_resolving_inward_is_refused() {
 
 /// SC-EDGE-08 meets SC-NOT-02: a notice whose action record became unreadable fails its tries
 /// like a dead receiver and is parked where admins see it — no hot loop, no crash.
-#[tokio::test]
-async fn sc_not_02_a_notice_of_an_unreadable_action_is_parked() {
+async fn a_notice_of_an_unreadable_action_is_parked(backend: Backend) {
     let tools = ToolServer::start().await;
     let receiver = Receiver::start(Mode::Down).await;
-    let db = temp_db("notify-unreadable");
+    let db = database(backend, "notify-unreadable").await;
     let (server, api) = start(config(&tools, &receiver.url(), "100ms", 2), &db).await;
     let (_, action) = api.submit(keys::AGENT, pending(json!({"n": 1}))).await;
     let id = action["id"].as_str().unwrap();
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.busy_timeout(Duration::from_secs(5)).unwrap();
-    let changed = conn
-        .execute("UPDATE actions SET body = x'7b7d' WHERE id = ?1", [id])
-        .unwrap();
-    assert_eq!(changed, 1);
+    make_unreadable(&db, id).await;
     let until = std::time::Instant::now() + Duration::from_secs(30);
     let dead = loop {
         let (_, dead) = api.get("/v1/notifications/dead", keys::ADMIN).await;
@@ -561,15 +624,18 @@ async fn sc_not_02_a_notice_of_an_unreadable_action_is_parked() {
     server.shutdown().await.unwrap();
 }
 
+on_both_stores!(a_notice_of_an_unreadable_action_is_parked:
+    sc_not_02_a_notice_of_an_unreadable_action_is_parked_sqlite,
+    sc_not_02_a_notice_of_an_unreadable_action_is_parked_postgres);
+
 /// A notice is signed at the engine's clock (the injected one, here a day ahead of the wall
 /// clock), and the key to deduplicate on — the body's `id`, the action and its event seq — is
 /// inside the signed bytes: the same body under another id fails the receiver's check.
-#[tokio::test]
-async fn sc_not_01_signed_at_the_engines_clock_over_the_dedupe_key() {
+async fn signed_at_the_engines_clock_over_the_dedupe_key(backend: Backend) {
     let tools = ToolServer::start().await;
     let receiver = Receiver::start(Mode::Up).await;
     let config = config(&tools, &receiver.url(), "1s", 10);
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&temp_db("notify-clock")).unwrap());
+    let store = open(&database(backend, "notify-clock").await).await;
     let day_ahead = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24);
     let clock = Arc::new(countersign::clock::ManualClock::new(day_ahead));
     let engine = Engine::new(
@@ -610,3 +676,7 @@ async fn sc_not_01_signed_at_the_engines_clock_over_the_dedupe_key() {
         "another id breaks the signature"
     );
 }
+
+on_both_stores!(signed_at_the_engines_clock_over_the_dedupe_key:
+    sc_not_01_signed_at_the_engines_clock_over_the_dedupe_key_sqlite,
+    sc_not_01_signed_at_the_engines_clock_over_the_dedupe_key_postgres);

@@ -1,5 +1,9 @@
-//! The engine's resume, recovery and race rules on the SQLite store, with an injected clock,
-//! a recording wake port and tools over real HTTP. Each test names its scenario.
+//! The engine's resume, recovery and race rules on the SQLite store (the recovery rules,
+//! SC-REC-*, on every store, each test named by its store), with an injected clock, a recording
+//! wake port and tools over real HTTP. Each test names its scenario.
+
+#[path = "aws_support/mod.rs"]
+mod aws_support;
 
 use countersign::{
     clock::ManualClock,
@@ -13,28 +17,45 @@ use countersign::{
     tools::Executors,
     Engine, Error,
 };
-use countersign_tests::{config_toml, keys, submission, temp_db, RecordingWaker, ToolServer};
+use countersign_tests::{
+    config_toml, keys, on_every_store, postgres, submission, temp_db, RecordingWaker, ToolServer,
+};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 use std::sync::{atomic::Ordering, Arc};
 
 struct Rig {
     engine: Arc<Engine>,
-    store: Arc<SqliteStore>,
+    store: Arc<dyn Store>,
     waker: Arc<RecordingWaker>,
     clock: Arc<ManualClock>,
     tools: ToolServer,
     config: Arc<Config>,
 }
 
+#[derive(Clone, Copy, Debug)]
+enum Backend {
+    Sqlite,
+    Dynamodb,
+    Postgres,
+}
+
 async fn rig() -> Rig {
+    rig_with(Backend::Sqlite).await
+}
+
+async fn rig_with(backend: Backend) -> Rig {
     let tools = ToolServer::start().await;
     let config = Arc::new(Config::from_toml(&config_toml(&tools, "5m", "2s")).unwrap());
-    let store = Arc::new(SqliteStore::open(&temp_db("rules")).unwrap());
+    let store: Arc<dyn Store> = match backend {
+        Backend::Sqlite => Arc::new(SqliteStore::open(&temp_db("rules")).unwrap()),
+        Backend::Dynamodb => Arc::new(aws_support::fresh_store("rules").await),
+        Backend::Postgres => Arc::new(postgres::store("rules").await),
+    };
     rig_on(tools, config, store)
 }
 
-fn rig_on(tools: ToolServer, config: Arc<Config>, store: Arc<SqliteStore>) -> Rig {
+fn rig_on(tools: ToolServer, config: Arc<Config>, store: Arc<dyn Store>) -> Rig {
     let waker = Arc::new(RecordingWaker::default());
     let clock = Arc::new(ManualClock::new(Timestamp::now()));
     let engine = Arc::new(Engine::new(
@@ -373,9 +394,8 @@ async fn sc_res_07_claim_run_commit_and_a_fenced_owner_is_refused() {
     assert_eq!(r.load(&a.id).await, done);
 }
 
-#[tokio::test]
-async fn sc_rec_01_a_lost_wake_is_found_by_the_sweep() {
-    let r = rig().await;
+async fn a_lost_wake_is_found_by_the_sweep(backend: Backend) {
+    let r = rig_with(backend).await;
     r.waker.fail.store(true, Ordering::SeqCst);
     let a = r.committed("mail.send", 60, 600).await;
     assert_eq!(
@@ -392,9 +412,10 @@ async fn sc_rec_01_a_lost_wake_is_found_by_the_sweep() {
     assert_eq!(r.tools.count_for(&a.id), 1);
 }
 
-#[tokio::test]
-async fn sc_rec_02_an_expired_lease_follows_the_tools_recovery_policy() {
-    let r = rig().await;
+on_every_store!(a_lost_wake_is_found_by_the_sweep: sc_rec_01_a_lost_wake_is_found_by_the_sweep_sqlite, sc_rec_01_a_lost_wake_is_found_by_the_sweep_dynamodb, sc_rec_01_a_lost_wake_is_found_by_the_sweep_postgres);
+
+async fn an_expired_lease_follows_the_tools_recovery_policy(backend: Backend) {
+    let r = rig_with(backend).await;
     // recovery = fail (mail.send): sealed failed, outcome_unknown, for reconciliation.
     let a = r.committed("mail.send", 60, 600).await;
     r.advance(60);
@@ -428,9 +449,10 @@ async fn sc_rec_02_an_expired_lease_follows_the_tools_recovery_policy() {
     assert_eq!(r.tools.count_for(&b.id), 0);
 }
 
-#[tokio::test]
-async fn sc_rec_03_duplicate_wakes_never_run_twice() {
-    let r = rig().await;
+on_every_store!(an_expired_lease_follows_the_tools_recovery_policy: sc_rec_02_an_expired_lease_follows_the_tools_recovery_policy_sqlite, sc_rec_02_an_expired_lease_follows_the_tools_recovery_policy_dynamodb, sc_rec_02_an_expired_lease_follows_the_tools_recovery_policy_postgres);
+
+async fn duplicate_wakes_never_run_twice(backend: Backend) {
+    let r = rig_with(backend).await;
     let a = r.committed("mail.send", 60, 600).await;
     r.advance(60);
     let wake = wake_of(&a);
@@ -448,6 +470,8 @@ async fn sc_rec_03_duplicate_wakes_never_run_twice() {
     r.engine.sweep().await.unwrap();
     assert_eq!(r.tools.count_for(&a.id), 1);
 }
+
+on_every_store!(duplicate_wakes_never_run_twice: sc_rec_03_duplicate_wakes_never_run_twice_sqlite, sc_rec_03_duplicate_wakes_never_run_twice_dynamodb, sc_rec_03_duplicate_wakes_never_run_twice_postgres);
 
 async fn futures_join<T: Send + 'static>(
     tasks: impl Iterator<Item = tokio::task::JoinHandle<T>>,

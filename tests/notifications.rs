@@ -8,7 +8,7 @@ use countersign::{
     domain::State,
     embedded::{Database, Parts, Server},
     faults::{Fault, FaultyStore, Matching, Write},
-    store::{postgres::Options, Store},
+    store::Store,
     tools::Executors,
     Engine, SystemClock,
 };
@@ -50,10 +50,7 @@ macro_rules! on_both_stores {
 async fn database(backend: Backend, label: &str) -> Database {
     match backend {
         Backend::Sqlite => Database::Sqlite(temp_db(label)),
-        Backend::Postgres => Database::Postgres {
-            url: postgres::fresh_url(label).await,
-            options: Options::default(),
-        },
+        Backend::Postgres => postgres::database(label).await,
     }
 }
 
@@ -81,10 +78,7 @@ async fn make_unreadable(db: &Database, id: &str) {
                 .unwrap() as u64
         }
         Database::Postgres { url, .. } => {
-            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(connection);
+            let client = postgres::sql(url).await;
             let body: &[u8] = b"{}";
             client
                 .execute("UPDATE actions SET body = $1 WHERE id = $2", &[&body, &id])

@@ -1,6 +1,6 @@
 //! The store-wide invariant check behind `countersign-local verify` (countersign::invariants),
-//! on SQLite and on DynamoDB (LocalStack): a store written by the engine passes; each kind of
-//! damage is reported against the record it is about.
+//! on SQLite and on DynamoDB (LocalStack), SC-SEC-06's edits on Postgres too: a store written by
+//! the engine passes; each kind of damage is reported against the record it is about.
 
 #[path = "aws_support/mod.rs"]
 mod aws_support;
@@ -10,12 +10,12 @@ use aws_support::AwsWorld;
 use countersign::{
     config::Config,
     domain::Transition,
-    embedded::Server,
+    embedded::{Database, Parts, Server},
     invariants::{self, Rule},
     store::{sqlite::SqliteStore, Store},
     Clock, SystemClock,
 };
-use countersign_tests::{config_toml, in_secs, keys, temp_db, Api, ToolServer};
+use countersign_tests::{config_toml, in_secs, keys, postgres, temp_db, Api, ToolServer};
 use jiff::SignedDuration;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -244,16 +244,66 @@ async fn each_edit_is_named(
     assert_eq!(rules(&report), expected, "{report:?}");
 }
 
-#[tokio::test]
-async fn sc_sec_06_an_edited_call_or_outcome_fails_verification_and_its_deed_on_sqlite() {
+/// The local server's stores, whose rows a test can edit behind the engine's back.
+#[derive(Clone, Copy, Debug)]
+enum Local {
+    Sqlite,
+    Postgres,
+}
+
+async fn local_database(local: Local, label: &str) -> Database {
+    match local {
+        Local::Sqlite => Database::Sqlite(temp_db(label)),
+        Local::Postgres => postgres::database(label).await,
+    }
+}
+
+/// Rewrite the stored body of action `id` (the record as JSON) through `edit`.
+async fn edit_body(db: &Database, id: &str, edit: impl FnOnce(&mut Value)) {
+    let edited = |body: Vec<u8>| {
+        let mut record: Value = serde_json::from_slice(&body).unwrap();
+        edit(&mut record);
+        serde_json::to_vec(&record).unwrap()
+    };
+    match db {
+        Database::Sqlite(path) => {
+            let conn = rusqlite::Connection::open(path).unwrap();
+            conn.busy_timeout(std::time::Duration::from_secs(5))
+                .unwrap();
+            let body = conn
+                .query_row("SELECT body FROM actions WHERE id = ?1", [id], |r| r.get(0))
+                .unwrap();
+            conn.execute(
+                "UPDATE actions SET body = ?1 WHERE id = ?2",
+                rusqlite::params![edited(body), id],
+            )
+            .unwrap();
+        }
+        Database::Postgres { url, .. } => {
+            let client = postgres::sql(url).await;
+            let row = client
+                .query_one("SELECT body FROM actions WHERE id = $1", &[&id])
+                .await
+                .unwrap();
+            let body = edited(row.get(0));
+            client
+                .execute("UPDATE actions SET body = $1 WHERE id = $2", &[&body, &id])
+                .await
+                .unwrap();
+        }
+    }
+}
+
+async fn edited_records_fail_verification_and_their_deeds(local: Local) {
     let tools = ToolServer::start().await;
     let config = Arc::new(
         Config::from_toml(&config_toml(&tools, "10s", "5s"))
             .and_then(Config::read_keys)
             .unwrap(),
     );
-    let db = temp_db("verify-edits");
-    let server = Server::start(config.clone(), &db, "127.0.0.1:0".parse().unwrap())
+    let db = local_database(local, "verify-edits").await;
+    let listen = "127.0.0.1:0".parse().unwrap();
+    let server = Server::start_on(config.clone(), &db, listen, Parts::default())
         .await
         .unwrap();
     let api = Api::new(server.addr);
@@ -272,24 +322,13 @@ async fn sc_sec_06_an_edited_call_or_outcome_fails_verification_and_its_deed_on_
         );
         edited.push((edit, id(&a)));
     }
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .unwrap();
     for (edit, action) in &edited {
-        let body: Vec<u8> = conn
-            .query_row("SELECT body FROM actions WHERE id = ?1", [action], |r| {
-                r.get(0)
-            })
-            .unwrap();
-        let mut record: Value = serde_json::from_slice(&body).unwrap();
-        let mut outcome = record["outcome"].take();
-        edit.apply(&mut record, &mut outcome, false);
-        record["outcome"] = outcome;
-        conn.execute(
-            "UPDATE actions SET body = ?1 WHERE id = ?2",
-            rusqlite::params![serde_json::to_vec(&record).unwrap(), action],
-        )
-        .unwrap();
+        edit_body(&db, action, |record| {
+            let mut outcome = record["outcome"].take();
+            edit.apply(record, &mut outcome, false);
+            record["outcome"] = outcome;
+        })
+        .await;
         let (status, answer) = api
             .get(&format!("/v1/actions/{action}/deed"), keys::AGENT)
             .await;
@@ -301,9 +340,19 @@ async fn sc_sec_06_an_edited_call_or_outcome_fails_verification_and_its_deed_on_
     }
     let ids: Vec<String> = edited.into_iter().map(|(_, id)| id).collect();
     let tenants: Vec<String> = config.tenants.keys().cloned().collect();
-    let store = SqliteStore::open(&db).unwrap();
-    each_edit_is_named(&store, &tenants, &ids, SystemClock.now()).await;
+    let store = db.open().await.unwrap();
+    each_edit_is_named(store.as_ref(), &tenants, &ids, SystemClock.now()).await;
     server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn sc_sec_06_an_edited_call_or_outcome_fails_verification_and_its_deed_on_sqlite() {
+    edited_records_fail_verification_and_their_deeds(Local::Sqlite).await;
+}
+
+#[tokio::test]
+async fn sc_sec_06_an_edited_call_or_outcome_fails_verification_and_its_deed_on_postgres() {
+    edited_records_fail_verification_and_their_deeds(Local::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

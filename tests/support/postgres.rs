@@ -43,6 +43,23 @@ pub fn with_schema(url: &str, schema: &str) -> String {
     format!("{url}{sep}options=-csearch_path%3D{schema}")
 }
 
+/// The local server's database on a fresh schema.
+pub async fn database(label: &str) -> countersign::embedded::Database {
+    countersign::embedded::Database::Postgres {
+        url: fresh_url(label).await,
+        options: Options::default(),
+    }
+}
+
+/// A plain connection to `url`'s schema, to look at or damage rows behind the store's back.
+pub async fn sql(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
 /// A store on a fresh schema.
 pub async fn store(label: &str) -> PostgresStore {
     PostgresStore::connect(&fresh_url(label).await, &Options::default())

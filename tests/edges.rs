@@ -10,6 +10,7 @@ use countersign::{
     clock::ManualClock,
     config::{Config, Principal},
     domain::{resume::Wake, Action, State},
+    embedded::{Database, Parts, Server},
     engine::ResumeOutcome,
     faults::{Fault, FaultyStore, Gate, Matching, Write},
     store::{dynamodb::DynamoStore, sqlite::SqliteStore, Store},
@@ -353,23 +354,16 @@ async fn drain_lets_runs_commit(backend: Backend) {
 
 on_every_store!(drain_lets_runs_commit: sc_edge_05_drain_lets_runs_commit_sqlite, sc_edge_05_drain_lets_runs_commit_dynamodb, sc_edge_05_drain_lets_runs_commit_postgres);
 
-/// SC-EDGE-05 through the local server: shutdown waits for the wake's run under way and its
-/// result commits before it returns. Caught on main: `shutdown` returned at once and the
-/// action was still `executing`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn sc_edge_05_local_server_shutdown_lets_runs_commit() {
-    use countersign::embedded::{Parts, Server};
+/// SC-EDGE-05 through the local server (on SQLite or Postgres): shutdown waits for the wake's
+/// run under way and its result commits before it returns. Caught on main: `shutdown` returned
+/// at once and the action was still `executing`.
+async fn local_server_shutdown_lets_runs_commit(db: Database) {
     let tools = ToolServer::start().await;
     let config = Arc::new(Config::from_toml(&config_toml(&tools, "1m", "2s")).unwrap());
-    let db = temp_db("edge05");
-    let server = Server::start_with(
-        config,
-        &db,
-        "127.0.0.1:0".parse().unwrap(),
-        Parts::default(),
-    )
-    .await
-    .unwrap();
+    let listen = "127.0.0.1:0".parse().unwrap();
+    let server = Server::start_on(config, &db, listen, Parts::default())
+        .await
+        .unwrap();
     let api = countersign_tests::Api::new(server.addr);
     tools.hold();
     let (status, a) = api
@@ -396,13 +390,23 @@ async fn sc_edge_05_local_server_shutdown_lets_runs_commit() {
     );
     tools.release();
     shutdown.await.unwrap().unwrap();
-    let store = SqliteStore::open(&db).unwrap();
+    let store = db.open().await.unwrap();
     let done = store.load("acme", &id).await.unwrap().unwrap();
     assert_eq!(
         done.state(),
         State::Succeeded,
         "the result committed before exit"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_edge_05_local_server_shutdown_lets_runs_commit_sqlite() {
+    local_server_shutdown_lets_runs_commit(Database::Sqlite(temp_db("edge05"))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_edge_05_local_server_shutdown_lets_runs_commit_postgres() {
+    local_server_shutdown_lets_runs_commit(postgres::database("edge05").await).await;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,28 +9,34 @@ use countersign::{
         deed::{public_key_from_pem, Deed, DeedError},
         State,
     },
-    embedded::Server,
+    embedded::{Database, Parts, Server},
 };
-use countersign_tests::{config_toml, keys, temp_db, Api, ToolServer, DEED_KID, DEED_PUBLIC_PEM};
+use countersign_tests::{
+    config_toml, keys, postgres, raw::Raw, temp_db, Api, ToolServer, DEED_KID, DEED_PUBLIC_PEM,
+};
 use serde_json::{json, Value};
-use std::{path::PathBuf, sync::Arc};
+use std::sync::Arc;
 
 struct World {
     api: Api,
-    db: PathBuf,
+    db: Database,
     _tools: ToolServer,
     _server: Server,
 }
 
 async fn world() -> World {
+    world_on(Database::Sqlite(temp_db("deeds"))).await
+}
+
+async fn world_on(db: Database) -> World {
     let tools = ToolServer::start().await;
     let config = Arc::new(
         Config::from_toml(&config_toml(&tools, "10s", "5s"))
             .and_then(Config::read_keys)
             .unwrap(),
     );
-    let db = temp_db("deeds");
-    let server = Server::start(config, &db, "127.0.0.1:0".parse().unwrap())
+    let listen = "127.0.0.1:0".parse().unwrap();
+    let server = Server::start_on(config, &db, listen, Parts::default())
         .await
         .unwrap();
     World {
@@ -179,9 +185,8 @@ async fn sc_sec_07_only_sealed_actions_have_deeds_and_only_for_their_tenant() {
 /// The stored chain is checked against its record before the engine serves events or a deed;
 /// a database edited behind the server's back is refused (500, logged), never served. On
 /// today's main (chain from "", no head or count check) each of these was served as valid.
-#[tokio::test]
-async fn sc_sec_06_a_tampered_sqlite_chain_is_never_served() {
-    let w = world().await;
+async fn a_tampered_chain_is_never_served(db: Database) {
+    let w = world_on(db).await;
     let mut ids = vec![];
     for _ in 0..4 {
         let (_, a) = w
@@ -196,48 +201,34 @@ async fn sc_sec_06_a_tampered_sqlite_chain_is_never_served() {
         assert_eq!(fetch_deed(&w.api, &id, keys::AGENT).await.0, 200);
         ids.push(id);
     }
-    let db = rusqlite::Connection::open(&w.db).unwrap();
-    db.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+    let db = Raw::open(&w.db).await;
     // Cut: the last event deleted.
-    db.execute(
-        "DELETE FROM events WHERE action_id = ?1 AND seq = 2",
-        [&ids[0]],
-    )
-    .unwrap();
+    let cut = db
+        .execute(
+            "DELETE FROM events WHERE action_id = $1 AND seq = 2",
+            &[&ids[0]],
+        )
+        .await;
+    assert_eq!(cut, 1);
     // Moved: action 1's record and chain copied over action 2's (its id kept).
-    let body: Vec<u8> = db
-        .query_row("SELECT body FROM actions WHERE id = ?1", [&ids[1]], |r| {
-            r.get(0)
-        })
-        .unwrap();
-    let mut moved: Value = serde_json::from_slice(&body).unwrap();
+    let mut moved: Value = serde_json::from_slice(&db.body(&ids[1]).await).unwrap();
     moved["id"] = json!(ids[2]);
-    db.execute(
-        "UPDATE actions SET body = ?1 WHERE id = ?2",
-        rusqlite::params![serde_json::to_vec(&moved).unwrap(), ids[2]],
+    db.set_body(&ids[2], &serde_json::to_vec(&moved).unwrap())
+        .await;
+    db.execute("DELETE FROM events WHERE action_id = $1", &[&ids[2]])
+        .await;
+    let copied = db.execute(
+        "INSERT INTO events (tenant, action_id, seq, body) SELECT tenant, CAST($1 AS TEXT), seq, body FROM events WHERE action_id = $2",
+        &[&ids[2], &ids[1]],
     )
-    .unwrap();
-    db.execute("DELETE FROM events WHERE action_id = ?1", [&ids[2]])
-        .unwrap();
-    db.execute(
-        "INSERT INTO events (tenant, action_id, seq, body) SELECT tenant, ?1, seq, body FROM events WHERE action_id = ?2",
-        [&ids[2], &ids[1]],
-    )
-    .unwrap();
+    .await;
+    assert_eq!(copied, 2, "created and cancelled");
     // Edited args, with their digest recomputed.
-    let body: Vec<u8> = db
-        .query_row("SELECT body FROM actions WHERE id = ?1", [&ids[3]], |r| {
-            r.get(0)
-        })
-        .unwrap();
-    let mut edited: Value = serde_json::from_slice(&body).unwrap();
-    edited["args"] = json!({"to": "attacker@example.com"});
-    edited["args_digest"] = json!(canonical::digest(&edited["args"]));
-    db.execute(
-        "UPDATE actions SET body = ?1 WHERE id = ?2",
-        rusqlite::params![serde_json::to_vec(&edited).unwrap(), ids[3]],
-    )
-    .unwrap();
+    db.edit_body(&ids[3], |edited| {
+        edited["args"] = json!({"to": "attacker@example.com"});
+        edited["args_digest"] = json!(canonical::digest(&edited["args"]));
+    })
+    .await;
 
     for id in &ids[..] {
         if id == &ids[1] {
@@ -253,4 +244,14 @@ async fn sc_sec_06_a_tampered_sqlite_chain_is_never_served() {
     }
     // The untouched source of the move still verifies.
     assert_eq!(fetch_deed(&w.api, &ids[1], keys::AGENT).await.0, 200);
+}
+
+#[tokio::test]
+async fn sc_sec_06_a_tampered_chain_is_never_served_sqlite() {
+    a_tampered_chain_is_never_served(Database::Sqlite(temp_db("deeds"))).await;
+}
+
+#[tokio::test]
+async fn sc_sec_06_a_tampered_chain_is_never_served_postgres() {
+    a_tampered_chain_is_never_served(postgres::database("deeds").await).await;
 }

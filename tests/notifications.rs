@@ -14,6 +14,7 @@ use countersign::{
 };
 use countersign_tests::{
     config_toml, keys, postgres,
+    raw::Raw,
     receiver::{notify_toml, Mode, Receiver},
     submission, temp_db, Api, RecordingWaker, ToolServer,
 };
@@ -66,27 +67,6 @@ async fn start(config: Arc<Config>, db: &Database) -> (Server, Api) {
 /// Another handle on the server's records (as a second process would open them).
 async fn open(db: &Database) -> Arc<dyn Store> {
     db.open().await.unwrap()
-}
-
-/// Overwrite an action's stored body with `{}` behind the store's back (SC-EDGE-08).
-async fn make_unreadable(db: &Database, id: &str) {
-    let changed = match db {
-        Database::Sqlite(path) => {
-            let conn = rusqlite::Connection::open(path).unwrap();
-            conn.busy_timeout(Duration::from_secs(5)).unwrap();
-            conn.execute("UPDATE actions SET body = x'7b7d' WHERE id = ?1", [id])
-                .unwrap() as u64
-        }
-        Database::Postgres { url, .. } => {
-            let client = postgres::sql(url).await;
-            let body: &[u8] = b"{}";
-            client
-                .execute("UPDATE actions SET body = $1 WHERE id = $2", &[&body, &id])
-                .await
-                .unwrap()
-        }
-    };
-    assert_eq!(changed, 1);
 }
 
 /// The notices an action's audit trail must have raised, by the wire contract: entering
@@ -599,7 +579,8 @@ async fn a_notice_of_an_unreadable_action_is_parked(backend: Backend) {
     let (server, api) = start(config(&tools, &receiver.url(), "100ms", 2), &db).await;
     let (_, action) = api.submit(keys::AGENT, pending(json!({"n": 1}))).await;
     let id = action["id"].as_str().unwrap();
-    make_unreadable(&db, id).await;
+    // Its stored body overwritten with `{}` behind the store's back (SC-EDGE-08).
+    Raw::open(&db).await.set_body(id, b"{}").await;
     let until = std::time::Instant::now() + Duration::from_secs(30);
     let dead = loop {
         let (_, dead) = api.get("/v1/notifications/dead", keys::ADMIN).await;

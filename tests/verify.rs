@@ -15,7 +15,7 @@ use countersign::{
     store::{sqlite::SqliteStore, Store},
     Clock, SystemClock,
 };
-use countersign_tests::{config_toml, in_secs, keys, postgres, temp_db, Api, ToolServer};
+use countersign_tests::{config_toml, in_secs, keys, postgres, raw::Raw, temp_db, Api, ToolServer};
 use jiff::SignedDuration;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -258,42 +258,6 @@ async fn local_database(local: Local, label: &str) -> Database {
     }
 }
 
-/// Rewrite the stored body of action `id` (the record as JSON) through `edit`.
-async fn edit_body(db: &Database, id: &str, edit: impl FnOnce(&mut Value)) {
-    let edited = |body: Vec<u8>| {
-        let mut record: Value = serde_json::from_slice(&body).unwrap();
-        edit(&mut record);
-        serde_json::to_vec(&record).unwrap()
-    };
-    match db {
-        Database::Sqlite(path) => {
-            let conn = rusqlite::Connection::open(path).unwrap();
-            conn.busy_timeout(std::time::Duration::from_secs(5))
-                .unwrap();
-            let body = conn
-                .query_row("SELECT body FROM actions WHERE id = ?1", [id], |r| r.get(0))
-                .unwrap();
-            conn.execute(
-                "UPDATE actions SET body = ?1 WHERE id = ?2",
-                rusqlite::params![edited(body), id],
-            )
-            .unwrap();
-        }
-        Database::Postgres { url, .. } => {
-            let client = postgres::sql(url).await;
-            let row = client
-                .query_one("SELECT body FROM actions WHERE id = $1", &[&id])
-                .await
-                .unwrap();
-            let body = edited(row.get(0));
-            client
-                .execute("UPDATE actions SET body = $1 WHERE id = $2", &[&body, &id])
-                .await
-                .unwrap();
-        }
-    }
-}
-
 async fn edited_records_fail_verification_and_their_deeds(local: Local) {
     let tools = ToolServer::start().await;
     let config = Arc::new(
@@ -322,8 +286,9 @@ async fn edited_records_fail_verification_and_their_deeds(local: Local) {
         );
         edited.push((edit, id(&a)));
     }
+    let raw = Raw::open(&db).await;
     for (edit, action) in &edited {
-        edit_body(&db, action, |record| {
+        raw.edit_body(action, |record| {
             let mut outcome = record["outcome"].take();
             edit.apply(record, &mut outcome, false);
             record["outcome"] = outcome;

@@ -2,6 +2,7 @@
 //! API client, and doubles for the wake port.
 
 pub mod postgres;
+pub mod raw;
 pub mod receiver;
 
 use axum::{

@@ -1,6 +1,6 @@
 //! SC-EDGE-08: one unreadable record never takes the rest down. Listing, the sweep and start-up
 //! skip and quarantine it (logged with its key, counted in the sweep report, listed for admins
-//! at `GET /v1/quarantine`), on SQLite, on DynamoDB (LocalStack) and (the sweep) on Postgres.
+//! at `GET /v1/quarantine`), on SQLite, on DynamoDB (LocalStack) and on Postgres.
 //!
 //! The records are damaged directly in the store: intake now refuses input that could make one,
 //! but records written before may exist. Caught on the old main (reproduced with the local
@@ -16,13 +16,14 @@ use aws_support::AwsWorld;
 use countersign::{
     clock::ManualClock,
     config::Config,
-    embedded::Server,
+    embedded::{Database, Parts, Server},
     store::{sqlite::SqliteStore, Store},
     tools::Executors,
     Clock, Engine,
 };
 use countersign_tests::{
-    config_toml, in_secs, keys, submission, temp_db, Api, RecordingWaker, ToolServer,
+    config_toml, in_secs, keys, postgres, raw::Raw, submission, temp_db, Api, RecordingWaker,
+    ToolServer,
 };
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Value};
@@ -66,6 +67,20 @@ fn damage_sqlite(db: &Path, action_id: &str, damage: impl Fn(&[u8]) -> Vec<u8>) 
     assert_eq!(changed, 1);
 }
 
+/// Overwrite an action's stored body in the local server's database (it may be running).
+async fn damage(db: &Database, action_id: &str, damage: impl Fn(&[u8]) -> Vec<u8>) {
+    let raw = Raw::open(db).await;
+    let body = raw.body(action_id).await;
+    raw.set_body(action_id, &damage(&body)).await;
+}
+
+async fn start(config: &Arc<Config>, db: &Database) -> Server {
+    let listen = "127.0.0.1:0".parse().unwrap();
+    Server::start_on(config.clone(), db, listen, Parts::default())
+        .await
+        .expect("the server starts despite unreadable records")
+}
+
 fn quarantined_ids(answer: &Value) -> Vec<String> {
     let mut ids: Vec<String> = answer["data"]
         .as_array()
@@ -77,14 +92,10 @@ fn quarantined_ids(answer: &Value) -> Vec<String> {
     ids
 }
 
-#[tokio::test]
-async fn sc_edge_08_sqlite_server_lists_restarts_and_runs_despite_unreadable_records() {
+async fn server_lists_restarts_and_runs_despite_unreadable_records(db: Database) {
     let tools = ToolServer::start().await;
     let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
-    let db = temp_db("quarantine");
-    let first = Server::start(config.clone(), &db, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let first = start(&config, &db).await;
     let api = Api::new(first.addr);
     let window = json!({"not_before": in_secs(3), "not_after": in_secs(120)});
     let (s, good) = api
@@ -117,15 +128,13 @@ async fn sc_edge_08_sqlite_server_lists_restarts_and_runs_despite_unreadable_rec
     first.shutdown().await.unwrap();
 
     // Start-up meets the two waiting ones (rediscovery reads every waiting record).
-    damage_sqlite(&db, &id(&deep), too_deep);
-    damage_sqlite(&db, &id(&pending), |_| b"{not json".to_vec());
-    let second = Server::start(config.clone(), &db, "127.0.0.1:0".parse().unwrap())
-        .await
-        .expect("the server starts despite unreadable records");
+    damage(&db, &id(&deep), too_deep).await;
+    damage(&db, &id(&pending), |_| b"{not json".to_vec()).await;
+    let second = start(&config, &db).await;
     let api = Api::new(second.addr);
 
     // Only a list meets a sealed one (it is in no sweep).
-    damage_sqlite(&db, &id(&sealed), too_deep);
+    damage(&db, &id(&sealed), too_deep).await;
     let (s, page) = api.get("/v1/actions?limit=100", keys::AGENT).await;
     assert_eq!(s, 200, "{page}");
     let listed: Vec<String> = page["data"].as_array().unwrap().iter().map(id).collect();
@@ -172,12 +181,26 @@ async fn sc_edge_08_sqlite_server_lists_restarts_and_runs_despite_unreadable_rec
     second.shutdown().await.unwrap();
 
     // And the next start stays clean: quarantined records are out of the sweep.
-    let third = Server::start(config, &db, "127.0.0.1:0".parse().unwrap())
-        .await
-        .expect("starts again");
+    let third = start(&config, &db).await;
     let report = third.engine.sweep().await.unwrap();
     assert_eq!((report.due, report.quarantined), (0, 0), "{report:?}");
     third.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn sc_edge_08_sqlite_server_lists_restarts_and_runs_despite_unreadable_records() {
+    server_lists_restarts_and_runs_despite_unreadable_records(Database::Sqlite(temp_db(
+        "quarantine",
+    )))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sc_edge_08_postgres_server_lists_restarts_and_runs_despite_unreadable_records() {
+    server_lists_restarts_and_runs_despite_unreadable_records(
+        postgres::database("quarantine").await,
+    )
+    .await;
 }
 
 /// The sweep counts the unreadable record as quarantined (never as a failure that the next pass

@@ -237,15 +237,16 @@ async fn counted_api(config: Arc<Config>) -> (Api, Arc<FaultyStore>) {
 
 /// Caught on main before the fix: `?agent_id=nobody` paged through the tenant's whole history
 /// inside one request, looking for `limit` matches.
-#[tokio::test]
-async fn sc_sec_05_a_filtered_list_reads_a_bounded_number_and_pages_to_the_end() {
+async fn a_filtered_list_reads_a_bounded_number_and_pages_to_the_end(
+    store: Arc<dyn countersign::store::Store>,
+) {
     let tools = ToolServer::start().await;
     let config = Arc::new(
         Config::from_toml(&config_toml(&tools, "10s", "5s"))
             .and_then(Config::read_keys)
             .unwrap(),
     );
-    let (api, store) = counted_api(config).await;
+    let (api, store) = countersign_tests::counted_api(config, store).await;
     let mut newest_first = Vec::new();
     let mut agent_2 = Vec::new();
     for i in 0..120 {
@@ -312,6 +313,18 @@ async fn sc_sec_05_a_filtered_list_reads_a_bounded_number_and_pages_to_the_end()
     assert_eq!(found, agent_2);
     let max_read = store.take_list_sizes().into_iter().max().unwrap();
     assert!(max_read <= 5 * 5);
+}
+
+#[tokio::test]
+async fn sc_sec_05_a_filtered_list_reads_a_bounded_number_and_pages_to_the_end_sqlite() {
+    let store = SqliteStore::open(&temp_db("counted")).unwrap();
+    a_filtered_list_reads_a_bounded_number_and_pages_to_the_end(Arc::new(store)).await;
+}
+
+#[tokio::test]
+async fn sc_sec_05_a_filtered_list_reads_a_bounded_number_and_pages_to_the_end_postgres() {
+    let store = countersign_tests::postgres::store("counted").await;
+    a_filtered_list_reads_a_bounded_number_and_pages_to_the_end(Arc::new(store)).await;
 }
 
 /// Caught on main before the fix: a 503 echoed the store's error text — for DynamoDB an

@@ -114,26 +114,30 @@ fn raw_ceiling(db: &Path, n: usize) -> f64 {
 }
 
 /// Allow → run over HTTP with `concurrency` clients, through `POST /v1/actions` and then as MCP
-/// `tools/call`s; each after a tenth as many lifecycles to warm.
+/// `tools/call`s; each after a tenth as many lifecycles to warm, and each on a server and
+/// database of its own (the second path measured on the first one's database would pay for a
+/// database and WAL grown by 22,000 actions). Run to run, either path still varies by ±15 % on
+/// this machine's disk: compare several runs (BENCHMARKS.md).
 async fn engine(n: usize, concurrency: usize) -> [(f64, Summary); 2] {
     let (config, _tools) = world::config().await;
-    let server = Server::start(
-        Arc::new(Config::from_toml(&config).expect("bench config")),
-        &world::temp_db("engine"),
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .await
-    .expect("start the embedded server");
+    let config = Arc::new(Config::from_toml(&config).expect("bench config"));
     let http = reqwest::Client::new();
     let mut measured = Vec::new();
     for via in [Via::Rest, Via::Mcp] {
+        let server = Server::start(
+            config.clone(),
+            &world::temp_db("engine"),
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .await
+        .expect("start the embedded server");
         let url = [format!("http://{}{}", server.addr, via.path())];
         let _ = load(&http, &url, n / 10 + 1, concurrency, via).await;
         let started = Instant::now();
         let ms = load(&http, &url, n, concurrency, via).await;
         measured.push((n as f64 / started.elapsed().as_secs_f64(), Summary::of(ms)));
+        server.shutdown().await.unwrap();
     }
-    server.shutdown().await.unwrap();
     let mcp = measured.pop().expect("measured");
     let rest = measured.pop().expect("measured");
     [rest, mcp]

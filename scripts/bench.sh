@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source localstack/ensure.sh
 # The Postgres section: reuse the server COUNTERSIGN_TEST_DATABASE_URL names, else start one.
-source scripts/postgres.sh
+source scripts/postgres.sh ensure
 mode=${1:-quick}
 shift || true
 case "$mode" in

@@ -30,7 +30,7 @@ cargo build -q -p countersign-tests --bin chaos
 cargo build -q -p countersign-local
 if [ "$store" = postgres ]; then
   # shellcheck source=postgres.sh
-  source scripts/postgres.sh
+  source scripts/postgres.sh ensure
   "$target/debug/chaos" run --seconds "$seconds" --dir "$dir" --store postgres --instances "$instances"
   on=(--database-url "$(cat "$dir/database_url")")
 else

@@ -1,8 +1,10 @@
 # PostgreSQL for the tests, the chaos run and the bench, without Docker.
 #
-#   source scripts/postgres.sh        ensure: reuse the server COUNTERSIGN_TEST_DATABASE_URL names
+#   source scripts/postgres.sh ensure reuse the server COUNTERSIGN_TEST_DATABASE_URL names
 #                                     if it answers, else start one (and stop it when the sourcing
-#                                     shell exits)
+#                                     shell exits). Name `ensure`: a script sourced without
+#                                     arguments sees its caller's (`bench.sh quick` once made
+#                                     this `quick`, which matched nothing and started nothing).
 #   bash scripts/postgres.sh start    start one that outlives the shell; prints its exports
 #   bash scripts/postgres.sh stop     stop the one `start` started
 #
@@ -99,7 +101,7 @@ case "${1:-ensure}" in
     echo "export COUNTERSIGN_TEST_DATABASE_CA=$COUNTERSIGN_TEST_DATABASE_CA"
     ;;
   stop) pg_stop ;;
-  ensure)
+  ensure | "")
     postgres_started=0
     if ! pg_answers; then
       pg_start
@@ -110,4 +112,5 @@ case "${1:-ensure}" in
     pg_prev_trap=$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/")
     trap "${pg_prev_trap:+$pg_prev_trap; }[ \"\$postgres_started\" = 1 ] && pg_stop" EXIT
     ;;
+  *) echo "postgres.sh: unknown command '$1' (start, stop, ensure)" >&2; return 2 2>/dev/null || exit 2 ;;
 esac

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source localstack/ensure.sh
-source scripts/postgres.sh
+source scripts/postgres.sh ensure
 # The three-instance tests at CI size (the full 1,000 pairs / 1,000 due: run tests/instances.rs alone).
 export COUNTERSIGN_TEST_PAIRS=${COUNTERSIGN_TEST_PAIRS:-300} COUNTERSIGN_TEST_DUE=${COUNTERSIGN_TEST_DUE:-300}
 bash localstack/install-cargo-lambda.sh

@@ -150,7 +150,7 @@ pub(crate) enum Via {
 }
 
 impl Via {
-    fn path(self) -> &'static str {
+    pub(crate) fn path(self) -> &'static str {
         match self {
             Via::Rest => "/v1/actions",
             Via::Mcp => "/mcp",
@@ -183,11 +183,24 @@ pub(crate) async fn load(
     concurrency: usize,
     via: Via,
 ) -> Vec<f64> {
+    load_with(http, urls, n, concurrency, via, via.body()).await
+}
+
+/// The same with a request body of the caller's (`gate.rs`: arguments its conditions read).
+pub(crate) async fn load_with(
+    http: &reqwest::Client,
+    urls: &[String],
+    n: usize,
+    concurrency: usize,
+    via: Via,
+    body: serde_json::Value,
+) -> Vec<f64> {
     let next = Arc::new(AtomicUsize::new(0));
     let urls = Arc::new(urls.to_vec());
+    let body = Arc::new(body);
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
-            let (http, urls, next) = (http.clone(), urls.clone(), next.clone());
+            let (http, urls, next, body) = (http.clone(), urls.clone(), next.clone(), body.clone());
             tokio::spawn(async move {
                 let mut ms = Vec::new();
                 loop {
@@ -199,7 +212,7 @@ pub(crate) async fn load(
                     let res = http
                         .post(&urls[i % urls.len()])
                         .bearer_auth(world::BENCH_AGENT)
-                        .json(&via.body())
+                        .json(&*body)
                         .send()
                         .await
                         .expect("the server answers");

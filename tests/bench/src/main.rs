@@ -12,6 +12,7 @@ mod cost;
 mod disk;
 mod embedded;
 mod functions;
+mod gate;
 mod lateness;
 mod postgres;
 mod prices;
@@ -57,6 +58,7 @@ enum Section {
     Lateness,
     Functions,
     Postgres,
+    Gate,
 }
 
 /// How big each measurement is.
@@ -68,6 +70,8 @@ struct Sizes {
     due: [usize; 2],
     init_runs: usize,
     disk_lifecycles: usize,
+    /// Rounds of the gate section, each a glob-only and a conditional run.
+    gate_rounds: usize,
 }
 
 impl Mode {
@@ -81,6 +85,7 @@ impl Mode {
                 due: [100, 1_000],
                 init_runs: 11,
                 disk_lifecycles: 2_000,
+                gate_rounds: 5,
             },
             Mode::Quick => Sizes {
                 cost_runs: 2,
@@ -90,6 +95,7 @@ impl Mode {
                 due: [10, 50],
                 init_runs: 3,
                 disk_lifecycles: 400,
+                gate_rounds: 1,
             },
         }
     }
@@ -126,6 +132,10 @@ async fn main() {
         report.embedded(
             &embedded::measure(sizes.lifecycles, sizes.raw_transitions, sizes.concurrency).await,
         );
+    }
+    if wants(Section::Gate) {
+        eprintln!("bench: the gate, ten conditions beside ten globs…");
+        report.gate(&gate::measure(sizes.lifecycles, sizes.concurrency, sizes.gate_rounds).await);
     }
     if wants(Section::Disk) {
         eprintln!("bench: bytes written to disk per lifecycle…");

@@ -186,6 +186,33 @@ impl Report {
         );
     }
 
+    pub fn gate(&mut self, g: &crate::gate::Gate) {
+        let rounds: Vec<String> = g
+            .glob
+            .iter()
+            .zip(&g.conditional)
+            .map(|(glob, cond)| format!("{:.0} %", cond / glob * 100.0))
+            .collect();
+        self.row(
+            format!(
+                "allow → run with 10 conditional rules ÷ 10 glob-only rules ahead of the allow (embedded, {} lifecycles a run, {} clients, {} rounds alternated)",
+                g.lifecycles,
+                g.concurrency,
+                g.glob.len()
+            ),
+            format!(
+                "**{:.0} %** ({:.0} vs {:.0} lifecycles/s, medians; rounds {}; conditional request {})",
+                g.ratio() * 100.0,
+                crate::gate::median(&g.conditional),
+                crate::gate::median(&g.glob),
+                rounds.join(", "),
+                ms(&g.conditional_latency)
+            ),
+            "≥ 95 %",
+            Some(g.ratio() >= 0.95),
+        );
+    }
+
     pub fn lateness(&mut self, l: &Lateness) {
         let tool = match l.tool {
             crate::lateness::Tool::Builtin => "builtin tool",

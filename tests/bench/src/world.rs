@@ -14,6 +14,12 @@ fn hash(key: &str) -> String {
 
 /// The configuration document and the tool server its webhook tools call.
 pub async fn config() -> (String, ToolServer) {
+    config_with_rules("").await
+}
+
+/// The same, with `rules` (TOML inline tables, each ending in a comma) ahead of tenant `bench`'s
+/// two rules: `gate.rs` measures what rules in front of the allow cost.
+pub async fn config_with_rules(rules: &str) -> (String, ToolServer) {
     let tools = ToolServer::start().await;
     let mut toml = config_toml(&tools, "1m", "10s");
     toml.push_str(&format!(
@@ -24,7 +30,7 @@ keys = [
   {{ id = "bench-agent", role = "agent", sha256 = "{agent}" }},
   {{ id = "bench-approver", role = "approver", sha256 = "{approver}" }},
 ]
-policy = [
+policy = [{rules}
   {{ tool = "search.*", decision = "allow" }},
   {{ tool = "mail.*", decision = "require_approval" }},
 ]
@@ -35,6 +41,7 @@ executor = "builtin.echo"
 [tenants.bench.tools."mail.instant"]
 executor = "builtin.echo"
 "#,
+        rules = rules,
         agent = hash(BENCH_AGENT),
         approver = hash(BENCH_APPROVER),
     ));

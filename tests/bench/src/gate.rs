@@ -1,0 +1,117 @@
+//! The gate's cost end to end (issue 18, SC-POL-01): allow → run throughput on the embedded
+//! server with ten conditional rules ahead of the allow beside ten glob-only ones, each run on a
+//! server and database of its own. The ten conditions are those of the gate's own measurement
+//! (`shared/src/domain/policy_cost.rs`) and every one of them is evaluated (their globs match
+//! every tool) and false for the call, so the call is allowed by the same last rule on both sides;
+//! the glob-only rules name other tools. The two sides alternate, a round each, so a drift of the
+//! machine's disk or load falls on both.
+
+use crate::{embedded, stats::Summary, world};
+use countersign::{config::Config, embedded::Server};
+use serde_json::json;
+use std::{sync::Arc, time::Instant};
+
+/// Conditions that read the arguments, the agent, the kind, the window and the clock.
+const CONDITIONS: [&str; 10] = [
+    "args.currency == 'EUR' && args.amount > 50000",
+    "args.currency != 'EUR' || args.amount > 1000",
+    "has(args.to) && args.to.endsWith('@acme.example')",
+    "agent_id.startsWith('batch-')",
+    "action_kind == 'report'",
+    "schedule != null && schedule.not_before - now > 86400",
+    "size(args) > 20",
+    "has(args.tags) && args.tags.exists(t, t == 'urgent')",
+    "has(args.cc) && args.cc.all(r, r.endsWith('@acme.example'))",
+    "tool.endsWith('.dangerous')",
+];
+
+pub struct Gate {
+    /// Lifecycles per second of each round, glob-only and conditional.
+    pub glob: Vec<f64>,
+    pub conditional: Vec<f64>,
+    pub conditional_latency: Summary,
+    pub lifecycles: usize,
+    pub concurrency: usize,
+}
+
+impl Gate {
+    /// Median conditional ÷ median glob-only.
+    pub fn ratio(&self) -> f64 {
+        median(&self.conditional) / median(&self.glob)
+    }
+}
+
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn rules(conditional: bool) -> String {
+    CONDITIONS
+        .iter()
+        .enumerate()
+        .map(|(i, when)| match conditional {
+            true => format!(
+                "\n  {{ tool = \"*\", decision = \"require_approval\", when = {:?} }},",
+                when
+            ),
+            false => format!("\n  {{ tool = \"tool{i}.*\", decision = \"require_approval\" }},"),
+        })
+        .collect()
+}
+
+pub async fn measure(lifecycles: usize, concurrency: usize, rounds: usize) -> Gate {
+    let mut configs = Vec::new();
+    for conditional in [false, true] {
+        let (toml, tools) = world::config_with_rules(&rules(conditional)).await;
+        let config = Config::from_toml(&toml).expect("the gate bench's config");
+        configs.push((Arc::new(config), tools));
+    }
+    // The arguments the conditions read, as in the gate's own measurement.
+    let body = json!({"tool": "search.instant",
+        "args": {"query": "quarterly revenue", "currency": "EUR", "amount": 20, "limit": 10}});
+    let http = reqwest::Client::new();
+    let mut per_s = [Vec::new(), Vec::new()];
+    let mut conditional_ms = Vec::new();
+    for round in 0..rounds {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for side in order {
+            let server = Server::start(
+                configs[side].0.clone(),
+                &world::temp_db("gate"),
+                "127.0.0.1:0".parse().unwrap(),
+            )
+            .await
+            .expect("start the embedded server");
+            let url = [format!(
+                "http://{}{}",
+                server.addr,
+                embedded::Via::Rest.path()
+            )];
+            let via = embedded::Via::Rest;
+            let warm = lifecycles / 10 + 1;
+            let _ = embedded::load_with(&http, &url, warm, concurrency, via, body.clone()).await;
+            let started = Instant::now();
+            let ms =
+                embedded::load_with(&http, &url, lifecycles, concurrency, via, body.clone()).await;
+            per_s[side].push(lifecycles as f64 / started.elapsed().as_secs_f64());
+            if side == 1 {
+                conditional_ms.extend(ms);
+            }
+            server.shutdown().await.unwrap();
+        }
+    }
+    let [glob, conditional] = per_s;
+    Gate {
+        glob,
+        conditional,
+        conditional_latency: Summary::of(conditional_ms),
+        lifecycles,
+        concurrency,
+    }
+}

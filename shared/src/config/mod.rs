@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 mod catalog;
 mod keys;
 mod limits;
+#[cfg(test)]
+mod load_cost;
 mod notify;
 mod policy;
 mod targets;

@@ -13,7 +13,7 @@
 //! The AWS SDK reads its own settings (region, credentials, `AWS_ENDPOINT_URL`) as usual.
 
 use crate::{
-    config::{Config, Secret},
+    config::{Conditions, Config, Secret},
     domain::resume::Wake,
     engine::{ResumeOutcome, SweepReport},
     store::dynamodb::DynamoStore,
@@ -72,9 +72,10 @@ fn optional(name: &'static str) -> Option<String> {
 }
 
 impl Settings {
-    pub fn from_env() -> Result<Settings, BootError> {
+    /// `conditions`: `Compile` in the function that gates (intake), `Defer` in the others.
+    pub fn from_env(conditions: Conditions) -> Result<Settings, BootError> {
         // Parsed, then the deed keys it names read from this function's environment.
-        let config = Config::from_toml(&required("COUNTERSIGN_CONFIG")?)
+        let config = Config::from_toml_with(&required("COUNTERSIGN_CONFIG")?, conditions)
             .and_then(Config::read_keys)
             .map_err(|e| BootError::Invalid("COUNTERSIGN_CONFIG", e.to_string()))?;
         let retention = optional("COUNTERSIGN_RETENTION")
@@ -145,9 +146,10 @@ pub fn engine_with(
 }
 
 /// What the functions that run tools (intake, approve, resume) do at cold start: the engine,
-/// with every webhook secret checked and the SSM ones fetched once (SC-SEC-02).
-pub async fn engine_from_env() -> Result<Arc<Engine>, BootError> {
-    let settings = Settings::from_env()?;
+/// with every webhook secret checked and the SSM ones fetched once (SC-SEC-02). Intake gates and
+/// compiles the policy's conditions at boot; approve and resume defer them.
+pub async fn engine_from_env(conditions: Conditions) -> Result<Arc<Engine>, BootError> {
+    let settings = Settings::from_env(conditions)?;
     let sdk = sdk_config().await;
     let secrets = load_secrets(&settings.config, &sdk).await?;
     Ok(engine_with(
@@ -160,7 +162,7 @@ pub async fn engine_from_env() -> Result<Arc<Engine>, BootError> {
 
 /// What `cancel` does at cold start: it runs no tool, so it reads no webhook secret.
 pub async fn engine_without_tools_from_env() -> Result<Arc<Engine>, BootError> {
-    let settings = Settings::from_env()?;
+    let settings = Settings::from_env(Conditions::Defer)?;
     let sdk = sdk_config().await;
     Ok(engine_with(
         &settings,

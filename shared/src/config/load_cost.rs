@@ -2,7 +2,7 @@
 //! BENCHMARKS.md), with and without the example policy's conditions. Not a test of behaviour;
 //! run optimized: `cargo test -p countersign --profile bench --lib load_cost -- --ignored --nocapture`
 
-use super::Config;
+use super::{Conditions, Config};
 use std::time::Instant;
 
 #[test]
@@ -16,14 +16,20 @@ fn config_load_cost() {
         .map(|l| format!("{l}\n"))
         .collect();
     assert!(without.len() < with.len(), "the example has conditions");
-    let time = |text: &str| {
+    let time_with = |text: &str, conditions| {
         let started = Instant::now();
-        Config::from_toml(text).expect("the example loads");
+        Config::from_toml_with(text, conditions).expect("the example loads");
         started.elapsed()
     };
+    let time = |text: &str| time_with(text, Conditions::Compile);
     // The first load in the process pays every one-time initialisation it reaches.
     println!("first load, no conditions: {:?}", time(&without));
-    println!("first load with the conditions: {:?}", time(&with));
+    let deferred = time_with(&with, Conditions::Defer);
+    println!("first load with the conditions deferred (approve, cancel, resume): {deferred:?}");
+    println!(
+        "first load with the conditions compiled (intake): {:?}",
+        time(&with)
+    );
     let repeat = |text: &str| (0..20).map(|_| time(text)).min().unwrap();
     println!(
         "later loads, no conditions (min of 20): {:?}",

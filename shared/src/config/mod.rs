@@ -28,6 +28,7 @@ pub use catalog::{
 pub use keys::DeedSigner;
 pub use limits::{Limits, Rate};
 pub use notify::{Endpoint, Format};
+pub use policy::Conditions;
 pub use tenant::{Principal, Role, Tenant};
 
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +74,11 @@ impl Config {
 
     /// Parse and validate the document. Pure: it reads no environment and no secret.
     pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml_with(text, Conditions::Compile)
+    }
+
+    /// The same, the policy's conditions compiled when `conditions` says.
+    pub fn from_toml_with(text: &str, conditions: Conditions) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError(e.to_string()))?;
         let limits = limits::limits(raw.limits)?;
         if raw.tenants.is_empty() {
@@ -81,7 +87,7 @@ impl Config {
         let mut keys = HashMap::new();
         let mut tenants = BTreeMap::new();
         for (name, raw_tenant) in raw.tenants {
-            let tenant = tenant::tenant(&name, raw_tenant, &mut keys)?;
+            let tenant = tenant::tenant(&name, raw_tenant, &mut keys, conditions)?;
             tenants.insert(name, tenant);
         }
         Ok(Config {

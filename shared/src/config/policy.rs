@@ -10,6 +10,16 @@ use crate::domain::{
 };
 use serde::Deserialize;
 
+/// When the policy's conditions compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conditions {
+    /// At load: a bad expression is a config error naming its rule. Every process that gates.
+    Compile,
+    /// On first evaluation, for a process that loads the policy but never gates (the approve,
+    /// cancel and resume functions): their cold starts skip the parser's set-up.
+    Defer,
+}
+
 /// The most approvals a rule may ask for.
 const MAX_APPROVALS: u32 = 10;
 
@@ -36,11 +46,12 @@ pub(super) fn rules<'a>(
     at: &str,
     raw: Vec<RawRule>,
     principals: impl Iterator<Item = &'a Principal> + Clone,
+    conditions: Conditions,
 ) -> Result<Vec<Rule>, ConfigError> {
     let mut out = Vec::new();
     for (i, rule) in raw.into_iter().enumerate() {
         let rule_at = format!("{at}.policy[{i}]");
-        out.push(one(&rule_at, rule, principals.clone())?);
+        out.push(one(&rule_at, rule, principals.clone(), conditions)?);
     }
     Ok(out)
 }
@@ -49,6 +60,7 @@ fn one<'a>(
     at: &str,
     rule: RawRule,
     principals: impl Iterator<Item = &'a Principal>,
+    conditions: Conditions,
 ) -> Result<Rule, ConfigError> {
     if rule.tool.is_empty() {
         return Err(bad(at, "tool glob must not be empty"));
@@ -69,7 +81,11 @@ fn one<'a>(
         built = built.named(name);
     }
     if let Some(when) = &rule.when {
-        let condition = Condition::compile(when).map_err(|e| bad(format!("{at}.when"), e))?;
+        let condition = match conditions {
+            Conditions::Compile => Condition::compile(when),
+            Conditions::Defer => Condition::deferred(when),
+        }
+        .map_err(|e| bad(format!("{at}.when"), e))?;
         built = built.when(condition);
     }
     let asks_people = rule.decision == Decision::RequireApproval;
@@ -119,7 +135,9 @@ fn one<'a>(
 
 #[cfg(test)]
 mod tests {
+    use super::Conditions;
     use crate::config::Config;
+    use crate::domain::Decision;
 
     const H1: &str = "1111111111111111111111111111111111111111111111111111111111111111";
     const H2: &str = "2222222222222222222222222222222222222222222222222222222222222222";
@@ -132,6 +150,46 @@ mod tests {
             .map(|_| ())
             .unwrap_err()
             .to_string()
+    }
+
+    /// SC-POL-02: where the conditions are deferred (a Lambda function that never gates), a bad
+    /// expression loads, and if a gate ever evaluates it the rule fails closed: deny, with the
+    /// parser's reason. Compiled (every process that gates), the same text does not load.
+    #[test]
+    fn sc_pol_02_a_deferred_bad_condition_fails_its_rule_closed() {
+        use crate::domain::{condition::CallFacts, policy::gate};
+        let text = format!(
+            "[tenants.acme]\ntime_zone = \"UTC\"\nkeys = [{{ id = \"agent-1\", role = \"agent\", sha256 = \"{H2}\" }}]\npolicy = [{{ tool = \"pay\", decision = \"allow\", when = \"args.amount >\" }}, {{ tool = \"*\", decision = \"allow\" }}]\n"
+        );
+        let e = Config::from_toml(&text)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("policy[0].when") && e.contains("parse"), "{e}");
+        let deferred = Config::from_toml_with(&text, Conditions::Defer).expect("loads unchecked");
+        let args = serde_json::json!({"amount": 5});
+        let call = CallFacts {
+            tool: "pay",
+            args: &args,
+            agent_id: "agent-1",
+            action_kind: None,
+            schedule: None,
+            now: jiff::Timestamp::from_second(1_900_000_000).unwrap(),
+        };
+        for _ in 0..2 {
+            let g = gate(&deferred.tenants["acme"].policy, &call);
+            assert_eq!(g.decision, Decision::Deny, "fails closed, each time");
+            let failed = g.failed.expect("the failure is recorded");
+            assert!(format!("{failed:?}").contains("parse"), "{failed:?}");
+        }
+        let other = CallFacts {
+            tool: "search",
+            ..call
+        };
+        assert_eq!(
+            gate(&deferred.tenants["acme"].policy, &other).decision,
+            Decision::Allow
+        );
     }
 
     /// SC-POL-01: a bad condition is a config error naming the rule, found at load.

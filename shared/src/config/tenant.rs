@@ -89,6 +89,7 @@ pub(super) fn tenant(
     name: &str,
     raw: RawTenant,
     keys: &mut HashMap<String, Principal>,
+    conditions: policy::Conditions,
 ) -> Result<Tenant, ConfigError> {
     let at = format!("tenants.{name}");
     if name.is_empty()
@@ -117,7 +118,12 @@ pub(super) fn tenant(
     };
     Ok(Tenant {
         // Checked against the tenant's approvers: a group nobody is in could never decide.
-        policy: policy::rules(&at, raw.policy, keys.values().filter(|p| p.tenant == name))?,
+        policy: policy::rules(
+            &at,
+            raw.policy,
+            keys.values().filter(|p| p.tenant == name),
+            conditions,
+        )?,
         tools: catalog::tools(&at, raw.tools, &targets)?,
         notify: notify::endpoints(&at, raw.notify, &targets)?,
         deed_key: raw.deed_key.map(|k| keys::named(&at, k)).transpose()?,

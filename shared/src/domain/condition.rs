@@ -1,6 +1,7 @@
 //! A policy rule's condition (SC-POL-01, SC-POL-02): `when = "<CEL expression>"` over the call.
 //!
-//! Compiled once, when the config loads; evaluated per submit against [`CallFacts`]. The cost of
+//! Compiled once, when the config loads — or, in a process that never gates, on the first
+//! evaluation ([`Condition::deferred`]); evaluated per submit against [`CallFacts`]. The cost of
 //! one evaluation is bounded by what is compiled, not by what an agent sends: the expression is
 //! at most [`MAX_SOURCE`] bytes and [`MAX_DEPTH`] levels deep, and its only loops are the boolean
 //! macros (`all`, `exists`, `exists_one`) over a list, never nested — so each node runs at most
@@ -41,11 +42,16 @@ pub struct CallFacts<'a> {
     pub now: jiff::Timestamp,
 }
 
-/// A compiled `when`.
+/// A `when`: its source, and the expression compiled from it once.
 #[derive(Debug, Clone)]
 pub struct Condition {
     source: String,
-    expr: Arc<IdedExpr>,
+    compiled: Arc<OnceLock<Result<Compiled, String>>>,
+}
+
+#[derive(Debug)]
+struct Compiled {
+    expr: IdedExpr,
     /// What it reads of the call: a gate binds only that (binding is the cost per submit).
     reads: Reads,
 }
@@ -64,6 +70,17 @@ fn env() -> &'static Arc<Env> {
 impl Condition {
     /// Compile `source`, or say why not (the config names the rule).
     pub fn compile(source: &str) -> Result<Condition, String> {
+        let condition = Condition::deferred(source)?;
+        condition.compiled()?;
+        Ok(condition)
+    }
+
+    /// Check `source`'s size only and compile it when it is first evaluated: for a process
+    /// that loads the policy but never gates (the approve, cancel and resume functions), where
+    /// the parser's one-time set-up, ≈ 5 ms, would be a cold start's largest cost
+    /// (BENCHMARKS.md, init). An expression that does not compile then fails its rule closed
+    /// when evaluated; the gating process compiles at load and refuses it there.
+    pub fn deferred(source: &str) -> Result<Condition, String> {
         if source.trim().is_empty() {
             return Err("when must be a non-empty CEL expression".into());
         }
@@ -73,16 +90,24 @@ impl Condition {
                 source.len()
             ));
         }
-        let expr = parse(source)?;
-        let mut shape = Shape::default();
-        shape.walk(&expr, 1, false)?;
-        let mut reads = Reads::default();
-        reads.walk(&expr);
         Ok(Condition {
             source: source.to_owned(),
-            expr: Arc::new(expr),
-            reads,
+            compiled: Arc::new(OnceLock::new()),
         })
+    }
+
+    fn compiled(&self) -> Result<&Compiled, String> {
+        self.compiled
+            .get_or_init(|| {
+                let expr = parse(&self.source)?;
+                let mut shape = Shape::default();
+                shape.walk(&expr, 1, false)?;
+                let mut reads = Reads::default();
+                reads.walk(&expr);
+                Ok(Compiled { expr, reads })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     pub fn source(&self) -> &str {
@@ -92,8 +117,9 @@ impl Condition {
     /// Whether the condition holds for `call`; an error (a missing key, a type mismatch, a
     /// non-boolean answer) is returned for the caller to fail closed on.
     pub fn holds(&self, call: &mut Bound<'_>) -> Result<bool, String> {
-        call.bind(&self.reads);
-        match Cel::resolve(&self.expr, &call.context) {
+        let compiled = self.compiled()?;
+        call.bind(&compiled.reads);
+        match Cel::resolve(&compiled.expr, &call.context) {
             Ok(Cel::Bool(b)) => Ok(b),
             Ok(other) => Err(format!("when answered {}, not a boolean", other.type_of())),
             Err(e) => Err(clip(&e.to_string())),
@@ -247,7 +273,14 @@ mod tests {
     /// what a full binding shows it, however the conditions before it bound the call.
     #[test]
     fn sc_pol_01_a_gate_binds_only_what_its_conditions_read() {
-        let reads = |w: &str| Condition::compile(w).unwrap().reads;
+        let reads = |w: &str| {
+            Condition::compile(w)
+                .unwrap()
+                .compiled()
+                .unwrap()
+                .reads
+                .clone()
+        };
         let fields = |f: &[&str]| ArgsRead::Fields(f.iter().map(|s| s.to_string()).collect());
         let cases = [
             (

@@ -9,19 +9,9 @@ use serde_json::json;
 use std::time::Instant;
 
 fn ten_rules(conditional: bool) -> Vec<Rule> {
-    let when = [
-        "args.currency == 'EUR' && args.amount > 50000",
-        "args.currency != 'EUR' || args.amount > 1000",
-        "has(args.to) && args.to.endsWith('@acme.example')",
-        "agent_id.startsWith('batch-')",
-        "action_kind == 'report'",
-        "schedule != null && schedule.not_before - now > 86400",
-        "size(args) > 20",
-        "has(args.tags) && args.tags.exists(t, t == 'urgent')",
-        "has(args.cc) && args.cc.all(r, r.endsWith('@acme.example'))",
-        "tool.endsWith('.dangerous')",
-    ];
-    when.iter()
+    // The bench's `gate` section runs the same ten end to end.
+    let when = include_str!("../../../tests/bench/ten-conditions.txt");
+    when.lines()
         .enumerate()
         .map(|(i, w)| {
             let rule = Rule::new(&format!("tool{i}.*"), Decision::RequireApproval, None);

@@ -11,19 +11,9 @@ use countersign::{config::Config, embedded::Server};
 use serde_json::json;
 use std::{sync::Arc, time::Instant};
 
-/// Conditions that read the arguments, the agent, the kind, the window and the clock.
-const CONDITIONS: [&str; 10] = [
-    "args.currency == 'EUR' && args.amount > 50000",
-    "args.currency != 'EUR' || args.amount > 1000",
-    "has(args.to) && args.to.endsWith('@acme.example')",
-    "agent_id.startsWith('batch-')",
-    "action_kind == 'report'",
-    "schedule != null && schedule.not_before - now > 86400",
-    "size(args) > 20",
-    "has(args.tags) && args.tags.exists(t, t == 'urgent')",
-    "has(args.cc) && args.cc.all(r, r.endsWith('@acme.example'))",
-    "tool.endsWith('.dangerous')",
-];
+/// Conditions that read the arguments, the agent, the kind, the window and the clock, one a
+/// line (the gate's own measurement reads the same file).
+const CONDITIONS: &str = include_str!("../ten-conditions.txt");
 
 pub struct Gate {
     /// Lifecycles per second of each round, glob-only and conditional.
@@ -53,7 +43,7 @@ pub fn median(xs: &[f64]) -> f64 {
 
 fn rules(conditional: bool) -> String {
     CONDITIONS
-        .iter()
+        .lines()
         .enumerate()
         .map(|(i, when)| match conditional {
             true => format!(

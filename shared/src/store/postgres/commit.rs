@@ -1,15 +1,35 @@
-//! A transition of an existing record as one statement: the conditional update, its events,
-//! its outbox entry and (for a committed ticket) the announcement to the other instances, in
-//! one round trip and one implicit transaction. The events and the entry are inserted only
-//! from the updated row, so a condition that fails writes nothing; a unique key that exists
-//! already fails the whole statement. Under a burst of wakes (many instances, one database)
-//! every round trip waits for a pooled connection: one instead of five keeps claims fast.
+//! Transitions of existing records. One transition is one statement: the conditional update,
+//! its events, its outbox entry and (for a committed ticket) the announcement to the other
+//! instances, in one round trip and one implicit transaction. The events and the entry are
+//! inserted only from the updated row, so a condition that fails writes nothing; a unique key
+//! that exists already fails the whole statement.
+//!
+//! Transitions one instance commits concurrently — a burst of claims falling due together,
+//! their results — share one statement ([`Batcher`]): the same conditional update per row, so
+//! each lands or not on its own condition, and each caller is answered for its own row. A
+//! burst then costs a few statements and WAL flushes instead of one of each per transition,
+//! and holds a few pooled connections instead of all of them. A row the shared statement did
+//! not update — its condition failed, or another session held it (skipped, never waited for:
+//! two batches never deadlock) — is sent again alone, and that answer is its caller's. A
+//! shared statement the server refused (one row's unique key exists already) wrote nothing:
+//! each row is sent alone. One whose answer was lost is answered `Unavailable` to every
+//! caller, who reads its record back (engine/commit.rs), as after a lone statement.
 
-use super::{conflict_or_unavailable, listen::CHANNEL, outbox, unavailable, PostgresStore};
+use super::{
+    batch::{Answer, Batcher},
+    conflict_or_unavailable,
+    listen::CHANNEL,
+    outbox, unavailable, PostgresStore,
+};
 use crate::{
     domain::{State, Transition},
     store::{sortable_instant as instant, StoreError, StoreResult},
 };
+use deadpool_postgres::Pool;
+use std::collections::HashSet;
+
+/// Shared statements of transitions under way at once, per instance.
+const SLOTS: usize = 2;
 
 const COMMIT: &str = "
 WITH u AS (
@@ -28,48 +48,248 @@ SELECT (SELECT count(*) FROM u),
        (SELECT count(pg_notify($15, current_schema() || ' ' || u.tenant || ' ' || u.id))
         FROM u WHERE $16)";
 
-impl PostgresStore {
-    pub(super) async fn commit_change(&self, t: &Transition) -> StoreResult<()> {
-        let (state, version) = t.expected;
+/// [`COMMIT`] for many rows: row `n` of the arrays is transition `n`, its events and outbox
+/// entry carry its `n`. The rows are locked first, skipping those another session holds; only
+/// locked rows whose condition holds are updated. Answers the `n` of each updated row.
+const COMMIT_MANY: &str = "
+WITH i AS (
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[],
+                         $6::text[], $7::bytea[], $8::text[], $9::bigint[], $10::bool[])
+        AS i(n, tenant, id, state, version, sweep_at, body, was_state, was_version, announce)
+), l AS MATERIALIZED (
+    SELECT i.n FROM actions a JOIN i ON a.tenant = i.tenant AND a.id = i.id
+    WHERE a.state = i.was_state AND a.version = i.was_version
+    FOR UPDATE OF a SKIP LOCKED
+), u AS (
+    UPDATE actions a
+    SET state = i.state, version = i.version, sweep_at = i.sweep_at, body = i.body
+    FROM i JOIN l ON l.n = i.n
+    WHERE a.tenant = i.tenant AND a.id = i.id
+      AND a.state = i.was_state AND a.version = i.was_version
+    RETURNING i.n, a.tenant, a.id, i.announce
+), e AS (
+    INSERT INTO events (tenant, action_id, seq, body)
+    SELECT u.tenant, u.id, ev.seq, ev.body
+    FROM u JOIN unnest($11::bigint[], $12::bigint[], $13::bytea[]) AS ev(n, seq, body)
+        ON ev.n = u.n
+), o AS (
+    INSERT INTO outbox (tenant, action_id, seq, rev, next_at, dead_at, body)
+    SELECT u.tenant, u.id, ob.seq, ob.rev, ob.next_at, NULL, ob.body
+    FROM u JOIN unnest($14::bigint[], $15::bigint[], $16::bigint[], $17::text[], $18::bytea[])
+        AS ob(n, seq, rev, next_at, body) ON ob.n = u.n
+)
+SELECT u.n FROM u,
+    (SELECT count(pg_notify($19, current_schema() || ' ' || tenant || ' ' || id))
+     FROM u WHERE announce) AS announced";
+
+/// A transition as the statements take it (serialized by its caller, so the shared statement
+/// only binds).
+pub(super) struct Pending {
+    tenant: String,
+    id: String,
+    state: &'static str,
+    version: i64,
+    sweep_at: Option<String>,
+    body: Vec<u8>,
+    was_state: &'static str,
+    was_version: i64,
+    seqs: Vec<i64>,
+    events: Vec<Vec<u8>>,
+    entry: Option<Entry>,
+    /// A committed ticket: announced to the other instances (`listen`).
+    announce: bool,
+}
+
+struct Entry {
+    seq: i64,
+    rev: i64,
+    next_at: String,
+    body: Vec<u8>,
+}
+
+impl Pending {
+    fn of(t: &Transition) -> StoreResult<Pending> {
+        let (was, was_version) = t.expected;
         let a = &t.action;
         let mut seqs = Vec::new();
-        let mut bodies = Vec::new();
+        let mut events = Vec::new();
         for event in t.events() {
             seqs.push(event.seq as i64);
-            bodies.push(serde_json::to_vec(event).map_err(super::malformed)?);
+            events.push(serde_json::to_vec(event).map_err(super::malformed)?);
         }
-        let entry = t.outbox_entry();
-        let entry_body = entry.as_ref().map(outbox::body).transpose()?;
-        let announce = a.state() == State::Approved;
-        let client = self.client().await?;
-        let stmt = client.prepare_cached(COMMIT).await.map_err(unavailable)?;
-        let row = client
-            .query_one(
-                &stmt,
-                &[
-                    &a.state().as_str(),
-                    &(a.version as i64),
-                    &a.sweep_at().map(instant),
-                    &a.to_stored(),
-                    &a.tenant,
-                    &a.id,
-                    &state.as_str(),
-                    &(version as i64),
-                    &seqs,
-                    &bodies,
-                    &entry.as_ref().map(|e| e.seq as i64),
-                    &entry.as_ref().map(|e| e.rev as i64),
-                    &entry.as_ref().map(|e| instant(e.next_at)),
-                    &entry_body,
-                    &CHANNEL,
-                    &announce,
-                ],
-            )
-            .await
-            .map_err(conflict_or_unavailable)?;
-        match row.get::<_, i64>(0) {
-            1 => Ok(()),
-            _ => Err(StoreError::Conflict),
+        let entry = match t.outbox_entry() {
+            Some(e) => Some(Entry {
+                seq: e.seq as i64,
+                rev: e.rev as i64,
+                next_at: instant(e.next_at),
+                body: outbox::body(&e)?,
+            }),
+            None => None,
+        };
+        Ok(Pending {
+            tenant: a.tenant.clone(),
+            id: a.id.clone(),
+            state: a.state().as_str(),
+            version: a.version as i64,
+            sweep_at: a.sweep_at().map(instant),
+            body: a.to_stored(),
+            was_state: was.as_str(),
+            was_version: was_version as i64,
+            seqs,
+            events,
+            entry,
+            announce: a.state() == State::Approved,
+        })
+    }
+}
+
+pub(super) type Commits = Batcher<Pending, StoreResult<()>>;
+
+/// The batcher of an instance's transitions, on `pool`.
+pub(super) fn commits(pool: Pool) -> Commits {
+    Batcher::start(SLOTS, move |calls| send(pool.clone(), calls))
+}
+
+impl PostgresStore {
+    pub(super) async fn commit_change(&self, t: &Transition) -> StoreResult<()> {
+        let row = Pending::of(t)?;
+        self.commits.call(row).await.unwrap_or_else(|| {
+            Err(StoreError::Unavailable(
+                "the commit was abandoned (shutting down)".into(),
+            ))
+        })
+    }
+}
+
+/// Send a batch of transitions: alone when it is one, else in one shared statement.
+async fn send(pool: Pool, mut calls: Vec<(Pending, Answer<StoreResult<()>>)>) {
+    let client = match pool.get().await {
+        Ok(client) => client,
+        Err(e) => {
+            let why = format!("no database connection: {}", super::causes(&e));
+            for (_, answer) in calls {
+                let _ = answer.send(Err(StoreError::Unavailable(why.clone())));
+            }
+            return;
+        }
+    };
+    // One row per action in a shared statement; a second transition of the same action goes
+    // alone after it (and meets the first one's write).
+    let mut seen = HashSet::new();
+    let (mut shared, mut alone): (Vec<_>, Vec<_>) = (Vec::new(), Vec::new());
+    for call in calls.drain(..) {
+        if seen.insert((call.0.tenant.clone(), call.0.id.clone())) {
+            shared.push(call);
+        } else {
+            alone.push(call);
         }
     }
+    if shared.len() > 1 {
+        match commit_many(&client, &shared).await {
+            Ok(updated) => {
+                for (n, (row, answer)) in shared.into_iter().enumerate() {
+                    if updated.contains(&(n as i64)) {
+                        let _ = answer.send(Ok(()));
+                    } else {
+                        alone.push((row, answer));
+                    }
+                }
+            }
+            // Refused by the server: nothing was written; each row is sent alone.
+            Err(e) if e.as_db_error().is_some() => {
+                tracing::debug!(error = %e, rows = shared.len(), "a shared commit was refused; sending its rows alone");
+                alone.splice(0..0, shared);
+            }
+            Err(e) => {
+                let why = super::reason(unavailable(e));
+                for (_, answer) in shared {
+                    let _ = answer.send(Err(StoreError::Unavailable(why.clone())));
+                }
+            }
+        }
+    } else {
+        alone.splice(0..0, shared);
+    }
+    for (row, answer) in alone {
+        let _ = answer.send(commit_one(&client, &row).await);
+    }
+}
+
+async fn commit_one(client: &deadpool_postgres::Object, r: &Pending) -> StoreResult<()> {
+    let stmt = client.prepare_cached(COMMIT).await.map_err(unavailable)?;
+    let entry = r.entry.as_ref();
+    let row = client
+        .query_one(
+            &stmt,
+            &[
+                &r.state,
+                &r.version,
+                &r.sweep_at,
+                &r.body,
+                &r.tenant,
+                &r.id,
+                &r.was_state,
+                &r.was_version,
+                &r.seqs,
+                &r.events,
+                &entry.map(|e| e.seq),
+                &entry.map(|e| e.rev),
+                &entry.map(|e| &e.next_at),
+                &entry.map(|e| &e.body),
+                &CHANNEL,
+                &r.announce,
+            ],
+        )
+        .await
+        .map_err(conflict_or_unavailable)?;
+    match row.get::<_, i64>(0) {
+        1 => Ok(()),
+        _ => Err(StoreError::Conflict),
+    }
+}
+
+/// The shared statement; the positions (in `calls`) of the rows it updated.
+async fn commit_many(
+    client: &deadpool_postgres::Object,
+    calls: &[(Pending, Answer<StoreResult<()>>)],
+) -> Result<HashSet<i64>, tokio_postgres::Error> {
+    let rows = || calls.iter().map(|(r, _)| r);
+    let n: Vec<i64> = (0..calls.len() as i64).collect();
+    let col = |f: fn(&Pending) -> &str| rows().map(f).collect::<Vec<_>>();
+    let (tenant, id) = (col(|r| &r.tenant), col(|r| &r.id));
+    let (state, was_state) = (col(|r| r.state), col(|r| r.was_state));
+    let version: Vec<i64> = rows().map(|r| r.version).collect();
+    let was_version: Vec<i64> = rows().map(|r| r.was_version).collect();
+    let sweep_at: Vec<Option<&str>> = rows().map(|r| r.sweep_at.as_deref()).collect();
+    let body: Vec<&[u8]> = rows().map(|r| r.body.as_slice()).collect();
+    let announce: Vec<bool> = rows().map(|r| r.announce).collect();
+    let (mut ev_n, mut ev_seq, mut ev_body) = (Vec::new(), Vec::new(), Vec::<&[u8]>::new());
+    let (mut ob_n, mut ob_seq, mut ob_rev, mut ob_at, mut ob_body) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::<&[u8]>::new());
+    for (i, r) in rows().enumerate() {
+        for (seq, body) in r.seqs.iter().zip(&r.events) {
+            ev_n.push(i as i64);
+            ev_seq.push(*seq);
+            ev_body.push(body);
+        }
+        if let Some(e) = &r.entry {
+            ob_n.push(i as i64);
+            ob_seq.push(e.seq);
+            ob_rev.push(e.rev);
+            ob_at.push(e.next_at.as_str());
+            ob_body.push(&e.body);
+        }
+    }
+    let stmt = client.prepare_cached(COMMIT_MANY).await?;
+    let updated = client
+        .query(
+            &stmt,
+            &[
+                &n, &tenant, &id, &state, &version, &sweep_at, &body, &was_state, &was_version,
+                &announce, &ev_n, &ev_seq, &ev_body, &ob_n, &ob_seq, &ob_rev, &ob_at, &ob_body,
+                &CHANNEL,
+            ],
+        )
+        .await?;
+    Ok(updated.iter().map(|row| row.get::<_, i64>(0)).collect())
 }

@@ -1,6 +1,6 @@
 //! Connecting: the URL, TLS (rustls; `sslmode=require` asks for it) and the pool.
 
-use super::{PostgresStore, StoreError, StoreResult};
+use super::{gather, PostgresStore, StoreError, StoreResult};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use std::{path::PathBuf, sync::Arc, time::Duration};
 use tokio_postgres::config::SslMode;
@@ -60,7 +60,14 @@ impl PostgresStore {
             .recycle_timeout(Some(WAIT))
             .build()
             .map_err(config_error)?;
-        let store = PostgresStore { pool, pg, tls };
+        let store = PostgresStore {
+            commits: super::commit::commits(pool.clone()),
+            loads: gather::reads(pool.clone(), gather::ACTIONS),
+            stops: gather::reads(pool.clone(), gather::STOPS),
+            pool,
+            pg,
+            tls,
+        };
         let mut client = store.client().await?;
         super::schema::migrate(&mut client).await?;
         Ok(store)

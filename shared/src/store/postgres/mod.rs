@@ -18,8 +18,10 @@ use deadpool_postgres::{GenericClient, Pool};
 use jiff::Timestamp;
 use tokio_postgres::error::SqlState;
 
+mod batch;
 mod commit;
 mod connect;
+mod gather;
 mod listen;
 mod outbox;
 mod reads;
@@ -36,9 +38,21 @@ type Pooled = deadpool_postgres::Object;
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
+    /// Transitions, loads and stop checks under way at once share statements (`batch`).
+    commits: commit::Commits,
+    loads: gather::Reads,
+    stops: gather::Reads,
     /// For sessions outside the pool (the listener).
     pg: tokio_postgres::Config,
     tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
+}
+
+/// What an `Unavailable` says, to pass on to every caller of a shared statement.
+fn reason(e: StoreError) -> String {
+    match e {
+        StoreError::Unavailable(why) => why,
+        other => other.to_string(),
+    }
 }
 
 /// The server's own words when it gave them (the client's `Display` is only "db error").

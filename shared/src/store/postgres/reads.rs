@@ -6,10 +6,19 @@ use super::{malformed, unavailable, PostgresStore};
 use crate::domain::{Action, Event};
 use crate::store::{
     sortable_instant as instant, IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop,
-    StoreResult, SweepRef, Unreadable,
+    StoreError, StoreResult, SweepRef, Unreadable,
 };
 use jiff::Timestamp;
 use tokio_postgres::{types::ToSql, Row};
+
+/// A shared read's answer; `None`: abandoned (the runtime is shutting down).
+fn gathered(answer: Option<StoreResult<Vec<Vec<u8>>>>) -> StoreResult<Vec<Vec<u8>>> {
+    answer.unwrap_or_else(|| {
+        Err(StoreError::Unavailable(
+            "the read was abandoned (shutting down)".into(),
+        ))
+    })
+}
 
 impl PostgresStore {
     /// Run one cached statement and take its rows.
@@ -23,15 +32,12 @@ impl PostgresStore {
         client.query(&stmt, params).await.map_err(unavailable)
     }
 
+    /// Through the shared reads (`gather`): a burst of wakes loads in a few statements.
     pub(super) async fn load_action(&self, tenant: &str, id: &str) -> StoreResult<Option<Action>> {
-        let rows = self
-            .rows(
-                "SELECT body FROM actions WHERE tenant = $1 AND id = $2",
-                &[&tenant, &id],
-            )
-            .await?;
-        rows.first()
-            .map(|row| Action::from_stored(row.get(0)).map_err(malformed))
+        let bodies = gathered(self.loads.call((tenant.to_owned(), id.to_owned())).await)?;
+        bodies
+            .first()
+            .map(|body| Action::from_stored(body).map_err(malformed))
             .transpose()
     }
 
@@ -120,15 +126,17 @@ impl PostgresStore {
             .transpose()
     }
 
+    /// Through the shared reads (`gather`), each made after its caller asked.
     pub(super) async fn read_stops(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>> {
-        self.rows(
-            "SELECT body FROM stops WHERE tenant = $1 AND scope IN ('*', $2)",
-            &[&tenant, &agent_id],
-        )
-        .await?
-        .iter()
-        .map(|row| serde_json::from_slice(row.get(0)).map_err(malformed))
-        .collect()
+        let bodies = gathered(
+            self.stops
+                .call((tenant.to_owned(), agent_id.to_owned()))
+                .await,
+        )?;
+        bodies
+            .iter()
+            .map(|body| serde_json::from_slice(body).map_err(malformed))
+            .collect()
     }
 
     pub(super) async fn read_due(

@@ -8,6 +8,7 @@ use crate::{
         resume::{check, Facts, Rejection, Verdict, Wake},
         Action, SealReason, State,
     },
+    store::StoreError,
     Error,
 };
 use jiff::Timestamp;
@@ -58,20 +59,7 @@ impl Engine {
 
     /// Gather the facts for the ordered checks (fresh: the clock is read here) and run them.
     pub(super) async fn judge(&self, wake: &Wake) -> Result<Verdict, Error> {
-        let action = match self.store.load(&wake.tenant, &wake.action_id).await {
-            Ok(a) => a,
-            Err(crate::store::StoreError::Malformed(m)) => {
-                tracing::error!(tenant = %wake.tenant, action_id = %wake.action_id, error = %m, "refusing a malformed record");
-                None
-            }
-            Err(e) => return Err(e.into()),
-        };
-        // Only a waiting ticket gets as far as the stop check: a wake that finds it taken
-        // (another instance claimed it) costs this one read.
-        let stopped = match &action {
-            Some(a) if a.state() == State::Approved => self.stopped(&a.tenant, &a.agent_id).await?,
-            _ => false,
-        };
+        let (action, stopped) = self.waiting_facts(wake).await?;
         let fingerprint = action.as_ref().and_then(|a| self.fingerprint_of(a));
         let facts = Facts {
             action,
@@ -103,6 +91,41 @@ impl Engine {
             }
             Verdict::Claim(action) => Ok(self.perform(action).await?.into()),
         }
+    }
+
+    /// The record and whether its agent is stopped, read together (one statement on
+    /// Postgres). Only a waiting ticket gets as far as the stop check: a wake that finds it
+    /// taken (another instance claimed it) reads no stop. Something that does not load is
+    /// read again one read after the other, whose answers stand: a malformed record is
+    /// refused, a malformed stop fails the wake.
+    async fn waiting_facts(&self, wake: &Wake) -> Result<(Option<Action>, bool), Error> {
+        match self
+            .store
+            .load_with_stops(&wake.tenant, &wake.action_id)
+            .await
+        {
+            Ok((action, stops)) => {
+                let waiting = action
+                    .as_ref()
+                    .is_some_and(|a| a.state() == State::Approved);
+                return Ok((action, waiting && !stops.is_empty()));
+            }
+            Err(StoreError::Malformed(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let action = match self.store.load(&wake.tenant, &wake.action_id).await {
+            Ok(a) => a,
+            Err(StoreError::Malformed(m)) => {
+                tracing::error!(tenant = %wake.tenant, action_id = %wake.action_id, error = %m, "refusing a malformed record");
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let stopped = match &action {
+            Some(a) if a.state() == State::Approved => self.stopped(&a.tenant, &a.agent_id).await?,
+            _ => false,
+        };
+        Ok((action, stopped))
     }
 
     /// The fingerprint of the action's tool in the catalog now; `None` if it left the catalog.

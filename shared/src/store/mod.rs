@@ -151,6 +151,21 @@ pub trait Store: Send + Sync + 'static {
     async fn lift_stop(&self, tenant: &str, scope: &str) -> StoreResult<bool>;
     /// The stops that apply to this agent: its own and the tenant-wide one.
     async fn stops_for(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>>;
+    /// An action and the stops of its agent, both read after the call (a wake's facts, SC-RES-03):
+    /// in one statement where the adapter can (Postgres: a burst of wakes claims sooner), else
+    /// one read after the other. Stops are read only for an `approved` action.
+    async fn load_with_stops(
+        &self,
+        tenant: &str,
+        action_id: &str,
+    ) -> StoreResult<(Option<Action>, Vec<Stop>)> {
+        let action = self.load(tenant, action_id).await?;
+        let stops = match &action {
+            Some(a) if a.state() == State::Approved => self.stops_for(tenant, &a.agent_id).await?,
+            _ => Vec::new(),
+        };
+        Ok((action, stops))
+    }
     /// Actions whose `sweep_at ≤ until`, earliest first (due tickets, expired leases, lapsed
     /// approvals; with a far `until`, every waiting ticket, for rediscovery). An executing
     /// action may come before its lease ends, and a scheduled approval from its window's start

@@ -264,8 +264,13 @@ async fn commit_many(
     let body: Vec<&[u8]> = rows().map(|r| r.body.as_slice()).collect();
     let announce: Vec<bool> = rows().map(|r| r.announce).collect();
     let (mut ev_n, mut ev_seq, mut ev_body) = (Vec::new(), Vec::new(), Vec::<&[u8]>::new());
-    let (mut ob_n, mut ob_seq, mut ob_rev, mut ob_at, mut ob_body) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::<&[u8]>::new());
+    let (mut ob_n, mut ob_seq, mut ob_rev, mut ob_at, mut ob_body) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::<&[u8]>::new(),
+    );
     for (i, r) in rows().enumerate() {
         for (seq, body) in r.seqs.iter().zip(&r.events) {
             ev_n.push(i as i64);
@@ -285,8 +290,24 @@ async fn commit_many(
         .query(
             &stmt,
             &[
-                &n, &tenant, &id, &state, &version, &sweep_at, &body, &was_state, &was_version,
-                &announce, &ev_n, &ev_seq, &ev_body, &ob_n, &ob_seq, &ob_rev, &ob_at, &ob_body,
+                &n,
+                &tenant,
+                &id,
+                &state,
+                &version,
+                &sweep_at,
+                &body,
+                &was_state,
+                &was_version,
+                &announce,
+                &ev_n,
+                &ev_seq,
+                &ev_body,
+                &ob_n,
+                &ob_seq,
+                &ob_rev,
+                &ob_at,
+                &ob_body,
                 &CHANNEL,
             ],
         )

@@ -64,6 +64,7 @@ impl PostgresStore {
             commits: super::commit::commits(pool.clone()),
             loads: gather::reads(pool.clone(), gather::ACTIONS),
             stops: gather::reads(pool.clone(), gather::STOPS),
+            with_stops: gather::reads(pool.clone(), gather::WITH_STOPS),
             pool,
             pg,
             tls,

@@ -23,6 +23,19 @@ pub(super) const STOPS: &str = "
 SELECT i.n, s.body FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS i(tenant, agent, n)
 JOIN stops s ON s.tenant = i.tenant AND s.scope IN ('*', i.agent)";
 
+/// Records by key, each followed by its agent's stops (an action's row first: `kind` 0).
+pub(super) const WITH_STOPS: &str = "
+WITH i AS (
+    SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS i(tenant, id, n)
+), a AS (
+    SELECT i.n, a.tenant, a.agent_id, a.body FROM i JOIN actions a ON a.tenant = i.tenant AND a.id = i.id
+)
+SELECT n, body FROM (
+    SELECT n, 0 AS kind, body FROM a
+    UNION ALL
+    SELECT a.n, 1, s.body FROM a JOIN stops s ON s.tenant = a.tenant AND s.scope IN ('*', a.agent_id)
+) r ORDER BY n, kind";
+
 /// A read by two keys; its answer is the bodies of the rows found.
 pub(super) type Reads = Batcher<(String, String), StoreResult<Vec<Vec<u8>>>>;
 

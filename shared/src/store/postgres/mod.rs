@@ -42,6 +42,7 @@ pub struct PostgresStore {
     commits: commit::Commits,
     loads: gather::Reads,
     stops: gather::Reads,
+    with_stops: gather::Reads,
     /// For sessions outside the pool (the listener).
     pg: tokio_postgres::Config,
     tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
@@ -290,6 +291,14 @@ impl Store for PostgresStore {
 
     async fn stops_for(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>> {
         self.read_stops(tenant, agent_id).await
+    }
+
+    async fn load_with_stops(
+        &self,
+        tenant: &str,
+        action_id: &str,
+    ) -> StoreResult<(Option<Action>, Vec<Stop>)> {
+        self.read_with_stops(tenant, action_id).await
     }
 
     async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {

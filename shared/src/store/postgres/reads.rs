@@ -3,7 +3,7 @@
 //! point, SC-EDGE-02).
 
 use super::{malformed, unavailable, PostgresStore};
-use crate::domain::{Action, Event};
+use crate::domain::{Action, Event, State};
 use crate::store::{
     sortable_instant as instant, IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop,
     StoreError, StoreResult, SweepRef, Unreadable,
@@ -137,6 +137,29 @@ impl PostgresStore {
             .iter()
             .map(|body| serde_json::from_slice(body).map_err(malformed))
             .collect()
+    }
+
+    /// An action and its agent's stops in one shared read (`gather`); stops only for an
+    /// `approved` one, as the port says.
+    pub(super) async fn read_with_stops(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> StoreResult<(Option<Action>, Vec<Stop>)> {
+        let call = (tenant.to_owned(), id.to_owned());
+        let bodies = gathered(self.with_stops.call(call).await)?;
+        let Some((first, stops)) = bodies.split_first() else {
+            return Ok((None, Vec::new()));
+        };
+        let action = Action::from_stored(first).map_err(malformed)?;
+        let stops = match action.state() {
+            State::Approved => stops
+                .iter()
+                .map(|body| serde_json::from_slice(body).map_err(malformed))
+                .collect::<StoreResult<_>>()?,
+            _ => Vec::new(),
+        };
+        Ok((Some(action), stops))
     }
 
     pub(super) async fn read_due(

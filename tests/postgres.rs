@@ -221,3 +221,141 @@ async fn postgres_server_over_tls_serves_restarts_and_verifies() {
     expected.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(found, expected, "{damaged:?}");
 }
+
+/// SC-CAN-03 on Postgres where one instance's concurrent claims share one statement (issue
+/// 17: a burst due together claims in a few transactions, not one per ticket). One ticket's
+/// row is held by another session, as by a cancel in flight: the shared statement skips it
+/// and commits the others at once, never waiting for it; that one is sent alone and waits,
+/// and it and the cancel racing it have exactly one winner. Every claim gets its own answer.
+/// Caught on main: the claims committed one transaction each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_can_03_postgres_claims_committed_together_skip_a_ticket_whose_cancel_is_in_flight() {
+    use countersign::domain::{Actor, SealReason, Transition};
+    use countersign::store::{Store, StoreError};
+    use jiff::{SignedDuration, Timestamp};
+    const N: usize = 24;
+    let tools = ToolServer::start().await;
+    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let url = postgres::fresh_url("shared_claims").await;
+    let database = Database::Postgres {
+        url: url.clone(),
+        options: Options::default(),
+    };
+    let listen = "127.0.0.1:0".parse().unwrap();
+    let server = Server::start_on(config, &database, listen, Parts::default())
+        .await
+        .unwrap();
+    // Due in an hour: no timer of the server's fires during the test.
+    let due = Timestamp::now() + SignedDuration::from_secs(3600);
+    let api = Api::new(server.addr);
+    let ids = postgres::commit_scheduled(
+        std::slice::from_ref(&api),
+        N,
+        |_| due,
+        SignedDuration::from_secs(600),
+    )
+    .await;
+    server.shutdown().await.unwrap();
+
+    let store = Arc::new(
+        PostgresStore::connect(&url, &Options::default())
+            .await
+            .unwrap(),
+    );
+    let mut tickets = Vec::new();
+    for id in &ids {
+        tickets.push(store.load("acme", id).await.unwrap().unwrap());
+    }
+    let held = &tickets[0];
+    let mut other = sql(&url).await;
+    let tx = other.transaction().await.unwrap();
+    tx.execute(
+        "SELECT 1 FROM actions WHERE tenant = 'acme' AND id = $1 FOR UPDATE",
+        &[&held.id],
+    )
+    .await
+    .unwrap();
+
+    let now = due + SignedDuration::from_secs(1);
+    let lease_until = now + SignedDuration::from_secs(60);
+    let cancel = Transition::seal(held, Actor::agent("agent-1"), &SealReason::Cancelled, now);
+    let cancelling = tokio::spawn({
+        let store = store.clone();
+        async move { store.commit(&cancel).await }
+    });
+    let mut claims = tokio::task::JoinSet::new();
+    for (i, ticket) in tickets.iter().enumerate() {
+        let claim = Transition::claim(ticket, "wrk_1", lease_until, now).unwrap();
+        let store = store.clone();
+        claims.spawn(async move { (i, store.commit(&claim).await) });
+    }
+    let mut answered = vec![None; N];
+    while answered[1..].iter().any(Option::is_none) {
+        let (i, outcome) =
+            tokio::time::timeout(std::time::Duration::from_secs(10), claims.join_next())
+                .await
+                .expect("the claims of rows nobody holds are answered while the held row waits")
+                .unwrap()
+                .unwrap();
+        assert_ne!(
+            i, 0,
+            "the held row's claim cannot land while its row is held"
+        );
+        answered[i] = Some(outcome.is_ok());
+    }
+    assert!(
+        answered[1..].iter().all(|a| *a == Some(true)),
+        "every claim whose row nobody held landed: {answered:?}"
+    );
+    assert!(
+        !cancelling.is_finished(),
+        "the cancel waits for the held row"
+    );
+
+    // The row is let go: the held ticket's claim and its cancel race; exactly one lands.
+    tx.rollback().await.unwrap();
+    let (_, claimed) = claims.join_next().await.unwrap().unwrap();
+    let cancelled = cancelling.await.unwrap();
+    match (&claimed, &cancelled) {
+        (Ok(()), Err(StoreError::Conflict)) | (Err(StoreError::Conflict), Ok(())) => {}
+        other => panic!("exactly one of the claim and the cancel lands: {other:?}"),
+    }
+    let stored = store.load("acme", &held.id).await.unwrap().unwrap();
+    let want = if claimed.is_ok() {
+        "executing"
+    } else {
+        "cancelled"
+    };
+    assert_eq!(stored.state().to_string(), want);
+    let events = store.events("acme", &held.id).await.unwrap();
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.to.to_string() == "executing")
+            .count(),
+        usize::from(claimed.is_ok()),
+        "an executing event only for a claim that landed"
+    );
+
+    // The others: each claimed once, with its event, in fewer transactions than claims.
+    let claimed_ids: Vec<&str> = tickets[1..].iter().map(|t| t.id.as_str()).collect();
+    for id in &claimed_ids {
+        let a = store.load("acme", id).await.unwrap().unwrap();
+        assert_eq!(a.state().to_string(), "executing");
+        let events = store.events("acme", id).await.unwrap();
+        assert_eq!(events.last().unwrap().hash, a.chain_head);
+    }
+    let row = other
+        .query_one(
+            "SELECT count(DISTINCT xmin::text) FROM actions WHERE tenant = 'acme' AND id = ANY($1)",
+            &[&claimed_ids],
+        )
+        .await
+        .unwrap();
+    let transactions: i64 = row.get(0);
+    assert!(
+        (transactions as usize) < claimed_ids.len(),
+        "{} claims committed in {transactions} transactions",
+        claimed_ids.len()
+    );
+}

@@ -8,12 +8,13 @@
 //! their results — share one statement ([`Batcher`]): the same conditional update per row, so
 //! each lands or not on its own condition, and each caller is answered for its own row. A
 //! burst then costs a few statements and WAL flushes instead of one of each per transition,
-//! and holds a few pooled connections instead of all of them. A row the shared statement did
-//! not update — its condition failed, or another session held it (skipped, never waited for:
-//! two batches never deadlock) — is sent again alone, and that answer is its caller's. A
-//! shared statement the server refused (one row's unique key exists already) wrote nothing:
-//! each row is sent alone. One whose answer was lost is answered `Unavailable` to every
-//! caller, who reads its record back (engine/commit.rs), as after a lone statement.
+//! and holds a few pooled connections instead of all of them. The shared statement skips the
+//! rows another session holds (it never waits: two batches never deadlock, and a slot is
+//! never held up); a row it did not update — skipped, or its condition failed — is sent again
+//! alone, which waits for the row and re-checks its condition, and that answer is its
+//! caller's. A shared statement the server refused (one row's unique key exists already)
+//! wrote nothing: each row is sent alone. One whose answer was lost is answered `Unavailable`
+//! to every caller, who reads its record back (engine/commit.rs), as after a lone statement.
 
 use super::{
     batch::{Answer, Batcher},
@@ -161,58 +162,80 @@ impl PostgresStore {
     }
 }
 
-/// Send a batch of transitions: alone when it is one, else in one shared statement.
-async fn send(pool: Pool, mut calls: Vec<(Pending, Answer<StoreResult<()>>)>) {
-    let client = match pool.get().await {
-        Ok(client) => client,
-        Err(e) => {
-            let why = format!("no database connection: {}", super::causes(&e));
-            for (_, answer) in calls {
-                let _ = answer.send(Err(StoreError::Unavailable(why.clone())));
-            }
-            return;
-        }
-    };
-    // One row per action in a shared statement; a second transition of the same action goes
-    // alone after it (and meets the first one's write).
+/// What the shared statement came to.
+enum Shared {
+    /// It ran: the positions of the rows it updated.
+    Updated(HashSet<i64>),
+    /// The server refused it: nothing was written.
+    Refused,
+    /// Not sent, or its answer was lost: every caller is answered `Unavailable`.
+    Unanswered(String),
+}
+
+type Call = (Pending, Answer<StoreResult<()>>);
+
+/// Send a batch in the shared statement, which never waits for a row; then each row it did
+/// not update alone, each in a task of its own: those may wait for a row another session
+/// holds, and must not hold up a slot (the instance's other commits) meanwhile. One row per
+/// action goes in the shared statement; another transition of that action goes alone after
+/// it (and meets its write).
+async fn send(pool: Pool, calls: Vec<Call>) {
     let mut seen = HashSet::new();
-    let (mut shared, mut alone): (Vec<_>, Vec<_>) = (Vec::new(), Vec::new());
-    for call in calls.drain(..) {
+    let (mut shared, mut alone) = (Vec::new(), Vec::new());
+    for call in calls {
         if seen.insert((call.0.tenant.clone(), call.0.id.clone())) {
             shared.push(call);
         } else {
             alone.push(call);
         }
     }
-    if shared.len() > 1 {
-        match commit_many(&client, &shared).await {
-            Ok(updated) => {
-                for (n, (row, answer)) in shared.into_iter().enumerate() {
-                    if updated.contains(&(n as i64)) {
-                        let _ = answer.send(Ok(()));
-                    } else {
-                        alone.push((row, answer));
-                    }
-                }
-            }
-            // Refused by the server: nothing was written; each row is sent alone.
-            Err(e) if e.as_db_error().is_some() => {
-                tracing::debug!(error = %e, rows = shared.len(), "a shared commit was refused; sending its rows alone");
-                alone.splice(0..0, shared);
-            }
-            Err(e) => {
-                let why = super::reason(unavailable(e));
-                for (_, answer) in shared {
-                    let _ = answer.send(Err(StoreError::Unavailable(why.clone())));
+    match commit_shared(&pool, &shared).await {
+        Shared::Updated(updated) => {
+            for (n, (row, answer)) in shared.into_iter().enumerate() {
+                if updated.contains(&(n as i64)) {
+                    let _ = answer.send(Ok(()));
+                } else {
+                    alone.push((row, answer));
                 }
             }
         }
-    } else {
-        alone.splice(0..0, shared);
+        Shared::Refused => alone.extend(shared),
+        Shared::Unanswered(why) => {
+            for (_, answer) in shared {
+                let _ = answer.send(Err(StoreError::Unavailable(why.clone())));
+            }
+        }
     }
     for (row, answer) in alone {
-        let _ = answer.send(commit_one(&client, &row).await);
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            let _ = answer.send(commit_alone(&pool, &row).await);
+        });
     }
+}
+
+async fn commit_shared(pool: &Pool, calls: &[Call]) -> Shared {
+    let client = match pool.get().await {
+        Ok(client) => client,
+        Err(e) => {
+            return Shared::Unanswered(format!("no database connection: {}", super::causes(&e)))
+        }
+    };
+    match commit_many(&client, calls).await {
+        Ok(updated) => Shared::Updated(updated),
+        Err(e) if e.as_db_error().is_some() => {
+            tracing::debug!(error = %e, rows = calls.len(), "a shared commit was refused; sending its rows alone");
+            Shared::Refused
+        }
+        Err(e) => Shared::Unanswered(super::reason(unavailable(e))),
+    }
+}
+
+async fn commit_alone(pool: &Pool, row: &Pending) -> StoreResult<()> {
+    let client = pool.get().await.map_err(|e| {
+        StoreError::Unavailable(format!("no database connection: {}", super::causes(&e)))
+    })?;
+    commit_one(&client, row).await
 }
 
 async fn commit_one(client: &deadpool_postgres::Object, r: &Pending) -> StoreResult<()> {
@@ -251,7 +274,7 @@ async fn commit_one(client: &deadpool_postgres::Object, r: &Pending) -> StoreRes
 /// The shared statement; the positions (in `calls`) of the rows it updated.
 async fn commit_many(
     client: &deadpool_postgres::Object,
-    calls: &[(Pending, Answer<StoreResult<()>>)],
+    calls: &[Call],
 ) -> Result<HashSet<i64>, tokio_postgres::Error> {
     let rows = || calls.iter().map(|(r, _)| r);
     let n: Vec<i64> = (0..calls.len() as i64).collect();

@@ -188,20 +188,19 @@ impl Report {
 
     pub fn gate(&mut self, g: &crate::gate::Gate) {
         let rounds: Vec<String> = g
-            .glob
+            .round_ratios()
             .iter()
-            .zip(&g.conditional)
-            .map(|(glob, cond)| format!("{:.0} %", cond / glob * 100.0))
+            .map(|r| format!("{:.0} %", r * 100.0))
             .collect();
         self.row(
             format!(
-                "allow → run with 10 conditional rules ÷ 10 glob-only rules ahead of the allow (embedded, {} lifecycles a run, {} clients, {} rounds alternated)",
+                "allow → run with 10 conditional rules ÷ 10 glob-only rules ahead of the allow (embedded, {} lifecycles a run, {} clients, {} rounds alternated after a warm-up round)",
                 g.lifecycles,
                 g.concurrency,
                 g.glob.len()
             ),
             format!(
-                "**{:.0} %** ({:.0} vs {:.0} lifecycles/s, medians; rounds {}; conditional request {})",
+                "**{:.0} %** (median of the rounds; {:.0} vs {:.0} lifecycles/s, medians; rounds {}; conditional request {})",
                 g.ratio() * 100.0,
                 crate::gate::median(&g.conditional),
                 crate::gate::median(&g.glob),

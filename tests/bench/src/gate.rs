@@ -78,8 +78,8 @@ pub async fn measure(lifecycles: usize, concurrency: usize, rounds: usize) -> Ga
     let http = reqwest::Client::new();
     let mut per_s = [Vec::new(), Vec::new()];
     let mut conditional_ms = Vec::new();
-    // Round 0 warms the process, the disk's cache and the allocator and is not counted: the
-    // first run of a process ran ≈ 10 % faster than the rest, whichever side it was.
+    // Round 0 warms the process, the disk's cache and the allocator and is not counted (in
+    // one run the process's first run was ≈ 10 % faster than any later one).
     for round in 0..=rounds {
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for side in order {

@@ -37,17 +37,7 @@ impl Gate {
     /// The median of the rounds' ratios: each round pairs two runs taken back to back, so a
     /// drift of the machine between rounds cancels out.
     pub fn ratio(&self) -> f64 {
-        median(&self.round_ratios())
-    }
-}
-
-pub fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        Summary::of(self.round_ratios()).p50
     }
 }
 

@@ -202,8 +202,8 @@ impl Report {
             format!(
                 "**{:.0} %** (median of the rounds; {:.0} vs {:.0} lifecycles/s, medians; rounds {}; conditional request {})",
                 g.ratio() * 100.0,
-                crate::gate::median(&g.conditional),
-                crate::gate::median(&g.glob),
+                Summary::of(g.conditional.clone()).p50,
+                Summary::of(g.glob.clone()).p50,
                 rounds.join(", "),
                 ms(&g.conditional_latency)
             ),

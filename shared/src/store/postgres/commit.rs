@@ -154,11 +154,8 @@ pub(super) fn commits(pool: Pool) -> Commits {
 impl PostgresStore {
     pub(super) async fn commit_change(&self, t: &Transition) -> StoreResult<()> {
         let row = Pending::of(t)?;
-        self.commits.call(row).await.unwrap_or_else(|| {
-            Err(StoreError::Unavailable(
-                "the commit was abandoned (shutting down)".into(),
-            ))
-        })
+        let answer = self.commits.call(row).await;
+        answer.unwrap_or_else(|| Err(super::abandoned("commit")))
     }
 }
 
@@ -215,11 +212,9 @@ async fn send(pool: Pool, calls: Vec<Call>) {
 }
 
 async fn commit_shared(pool: &Pool, calls: &[Call]) -> Shared {
-    let client = match pool.get().await {
+    let client = match super::pooled(pool).await {
         Ok(client) => client,
-        Err(e) => {
-            return Shared::Unanswered(format!("no database connection: {}", super::causes(&e)))
-        }
+        Err(e) => return Shared::Unanswered(super::reason(e)),
     };
     match commit_many(&client, calls).await {
         Ok(updated) => Shared::Updated(updated),
@@ -232,10 +227,7 @@ async fn commit_shared(pool: &Pool, calls: &[Call]) -> Shared {
 }
 
 async fn commit_alone(pool: &Pool, row: &Pending) -> StoreResult<()> {
-    let client = pool.get().await.map_err(|e| {
-        StoreError::Unavailable(format!("no database connection: {}", super::causes(&e)))
-    })?;
-    commit_one(&client, row).await
+    commit_one(&super::pooled(pool).await?, row).await
 }
 
 async fn commit_one(client: &deadpool_postgres::Object, r: &Pending) -> StoreResult<()> {

@@ -5,7 +5,7 @@
 
 use super::{
     batch::{Answer, Batcher},
-    causes, unavailable,
+    pooled, unavailable,
 };
 use crate::store::{StoreError, StoreResult};
 use deadpool_postgres::Pool;
@@ -52,9 +52,7 @@ async fn gather(pool: Pool, sql: &'static str, calls: Vec<Call>) {
         .map(|((a, b), _)| (a.as_str(), b.as_str()))
         .unzip();
     let read = async {
-        let client = pool.get().await.map_err(|e| {
-            StoreError::Unavailable(format!("no database connection: {}", causes(&e)))
-        })?;
+        let client = pooled(&pool).await?;
         let stmt = client.prepare_cached(sql).await.map_err(unavailable)?;
         client
             .query(&stmt, &[&first, &second])

@@ -48,6 +48,19 @@ pub struct PostgresStore {
     tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
 }
 
+/// A connection from `pool`, or why not.
+async fn pooled(pool: &Pool) -> StoreResult<Pooled> {
+    pool.get()
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("no database connection: {}", causes(&e))))
+}
+
+/// The answer to a shared statement's caller whose call was dropped unanswered (the runtime is
+/// shutting down): `what` was abandoned.
+fn abandoned(what: &str) -> StoreError {
+    StoreError::Unavailable(format!("the {what} was abandoned (shutting down)"))
+}
+
 /// What an `Unavailable` says, to pass on to every caller of a shared statement.
 fn reason(e: StoreError) -> String {
     match e {
@@ -92,10 +105,7 @@ fn conflict_or_unavailable(e: tokio_postgres::Error) -> StoreError {
 
 impl PostgresStore {
     async fn client(&self) -> StoreResult<Pooled> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| StoreError::Unavailable(format!("no database connection: {}", causes(&e))))
+        pooled(&self.pool).await
     }
 
     /// The schema version the database is at (the migrations this binary applied or found).

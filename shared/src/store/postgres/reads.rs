@@ -6,18 +6,14 @@ use super::{malformed, unavailable, PostgresStore};
 use crate::domain::{Action, Event, State};
 use crate::store::{
     sortable_instant as instant, IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop,
-    StoreError, StoreResult, SweepRef, Unreadable,
+    StoreResult, SweepRef, Unreadable,
 };
 use jiff::Timestamp;
 use tokio_postgres::{types::ToSql, Row};
 
 /// A shared read's answer; `None`: abandoned (the runtime is shutting down).
 fn gathered(answer: Option<StoreResult<Vec<Vec<u8>>>>) -> StoreResult<Vec<Vec<u8>>> {
-    answer.unwrap_or_else(|| {
-        Err(StoreError::Unavailable(
-            "the read was abandoned (shutting down)".into(),
-        ))
-    })
+    answer.unwrap_or_else(|| Err(super::abandoned("read")))
 }
 
 impl PostgresStore {

@@ -20,5 +20,5 @@ fuzz_target!(|text: &str| {
         schedule: None,
         now: jiff::Timestamp::from_second(1_900_000_000).unwrap(),
     };
-    let _ = condition.holds(&mut Bound::new(&call));
+    let _ = condition.holds(&Bound::new(&call));
 });

@@ -13,11 +13,11 @@
 mod bind;
 
 pub use bind::Bound;
-use bind::Reads;
+use bind::{Reads, View};
 
 use super::window::Window;
 use cel::common::ast::Expr;
-use cel::{Env, IdedExpr, Value as Cel};
+use cel::{Context, Env, IdedExpr, Value as Cel};
 use serde_json::Value;
 use std::sync::{Arc, OnceLock};
 
@@ -52,7 +52,7 @@ pub struct Condition {
 #[derive(Debug)]
 struct Compiled {
     expr: IdedExpr,
-    /// What it reads of the call: a gate binds only that (binding is the cost per submit).
+    /// How it reads `args`: converting the call is the cost per submit.
     reads: Reads,
 }
 
@@ -116,14 +116,19 @@ impl Condition {
 
     /// Whether the condition holds for `call`; an error (a missing key, a type mismatch, a
     /// non-boolean answer) is returned for the caller to fail closed on.
-    pub fn holds(&self, call: &mut Bound<'_>) -> Result<bool, String> {
+    pub fn holds(&self, call: &Bound<'_>) -> Result<bool, String> {
         let compiled = self.compiled()?;
-        call.bind(&compiled.reads);
-        match Cel::resolve(&compiled.expr, &call.context) {
-            Ok(Cel::Bool(b)) => Ok(b),
-            Ok(other) => Err(format!("when answered {}, not a boolean", other.type_of())),
-            Err(e) => Err(clip(&e.to_string())),
-        }
+        evaluate(&compiled.expr, &call.view(&compiled.reads))
+    }
+}
+
+fn evaluate(expr: &IdedExpr, view: &View<'_, '_>) -> Result<bool, String> {
+    let mut context = Context::with_env(Arc::clone(env()));
+    context.set_variable_resolver(view);
+    match Cel::resolve(expr, &context) {
+        Ok(Cel::Bool(b)) => Ok(b),
+        Ok(other) => Err(format!("when answered {}, not a boolean", other.type_of())),
+        Err(e) => Err(clip(&e.to_string())),
     }
 }
 
@@ -219,7 +224,6 @@ fn clip(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::bind::{ArgsRead, ACTION_KIND, AGENT_ID, NOW, SCHEDULE, TOOL};
     use super::*;
     use serde_json::json;
 
@@ -234,9 +238,15 @@ mod tests {
         }
     }
 
+    /// `holds` with `args` converted whole, as before fields were converted as selected.
+    fn holds_converting_whole(c: &Condition, call: &CallFacts<'_>) -> Result<bool, String> {
+        let whole = Reads { whole_args: true };
+        evaluate(&c.compiled()?.expr, &Bound::new(call).view(&whole))
+    }
+
     fn eval(when: &str, args: Value) -> Result<bool, String> {
         let c = Condition::compile(when).expect("compiles");
-        c.holds(&mut Bound::new(&facts(&args)))
+        c.holds(&Bound::new(&facts(&args)))
     }
 
     #[test]
@@ -269,43 +279,30 @@ mod tests {
         assert_eq!(eval("args.amount > 1000u", big), Ok(true));
     }
 
-    /// A gate converts only what its conditions read (the cost per submit); what each sees is
-    /// what a full binding shows it, however the conditions before it bound the call.
+    /// A gate converts `args` whole only for a condition that reads it whole; what each
+    /// condition sees is what it would alone, whatever the conditions before it read.
     #[test]
-    fn sc_pol_01_a_gate_binds_only_what_its_conditions_read() {
-        let reads = |w: &str| {
+    fn sc_pol_01_a_gate_converts_only_what_its_conditions_read() {
+        let whole = |w: &str| {
             Condition::compile(w)
                 .unwrap()
                 .compiled()
                 .unwrap()
                 .reads
-                .clone()
+                .whole_args
         };
-        let fields = |f: &[&str]| ArgsRead::Fields(f.iter().map(|s| s.to_string()).collect());
         let cases = [
-            (
-                "args.amount > 1 && has(args.to)",
-                0,
-                fields(&["amount", "to"]),
-            ),
-            (
-                "args.to.all(r, r.endsWith('@x')) && args.a.b == 1",
-                0,
-                fields(&["a", "to"]),
-            ),
-            ("size(args) > 1", 0, ArgsRead::Whole),
-            ("args[args.k] == 1", 0, ArgsRead::Whole),
-            ("has(args.a) && args == {}", 0, ArgsRead::Whole),
-            ("tool == 'x' && now > 0", TOOL | NOW, ArgsRead::Nothing),
-            (
-                "agent_id != '' || action_kind == null || schedule == null",
-                AGENT_ID | ACTION_KIND | SCHEDULE,
-                ArgsRead::Nothing,
-            ),
-            ("false", 0, ArgsRead::Nothing),
+            ("args.amount > 1 && has(args.to)", false),
+            ("args.to.all(r, r.endsWith('@x')) && args.a.b == 1", false),
+            ("size(args) > 1", true),
+            ("args[args.k] == 1", true),
+            ("has(args.a) && args == {}", true),
+            ("[1].exists(args, args > 0)", true),
+            ("tool == 'x' && now > 0", false),
+            ("false", false),
         ];
-        for (when, names, args) in cases {
-            assert_eq!(reads(when), Reads { names, args }, "{when}");
+        for (when, reads_whole) in cases {
+            assert_eq!(whole(when), reads_whole, "{when}");
         }
         let args = json!({"a": 1, "b": "two", "to": ["x@y"], "n": {"m": 3}});
         let whens = [
@@ -316,12 +313,15 @@ mod tests {
             "args.c == 1",
             "tool == 'payments.transfer' && now > 0",
         ];
-        let mut shared = Bound::new(&facts(&args));
+        let shared = Bound::new(&facts(&args));
         for when in whens {
             let c = Condition::compile(when).unwrap();
-            let alone = c.holds(&mut Bound::new(&facts(&args)));
-            assert_eq!(c.holds(&mut shared), alone, "{when}");
+            let alone = c.holds(&Bound::new(&facts(&args)));
+            assert_eq!(c.holds(&shared), alone, "{when}");
+            // Fields converted as selected answer what the whole conversion does.
+            assert_eq!(holds_converting_whole(&c, &facts(&args)), alone, "{when}");
         }
+        drop(shared);
         assert_eq!(
             eval("args.c == 1", args.clone()),
             Err("No such key: c".into())
@@ -341,7 +341,7 @@ mod tests {
             "schedule.not_before - now > 3600 && schedule.not_after - schedule.not_before == 1800",
         )
         .unwrap();
-        assert_eq!(c.holds(&mut Bound::new(&call)), Ok(true));
+        assert_eq!(c.holds(&Bound::new(&call)), Ok(true));
     }
 
     /// The deepest accepted trees evaluate on an ordinary (2 MiB) thread stack.

@@ -118,8 +118,8 @@ pub fn explain(rules: &[Rule], call: &CallFacts<'_>) -> (Gate, Vec<Step>) {
 }
 
 fn decide(rules: &[Rule], call: &CallFacts<'_>, mut steps: Option<&mut Vec<Step>>) -> Gate {
-    // Converted once, on the first rule with a condition that the tool reaches.
-    let mut bound: Option<Bound> = None;
+    // Nothing is converted until a condition reads it; `args` read whole, once per gate.
+    let bound = Bound::new(call);
     let mut note = |index: usize, rule: &Rule, verdict, error| {
         if let Some(steps) = steps.as_mut() {
             steps.push(Step {
@@ -137,7 +137,7 @@ fn decide(rules: &[Rule], call: &CallFacts<'_>, mut steps: Option<&mut Vec<Step>
         }
         let holds = match &rule.when {
             None => Ok(true),
-            Some(c) => c.holds(bound.get_or_insert_with(|| Bound::new(call))),
+            Some(c) => c.holds(&bound),
         };
         match holds {
             Ok(false) => note(index, rule, "condition_false", None),

@@ -1,147 +1,170 @@
-//! Binding a call's facts as CEL variables for the conditions of one gate — only as far as
-//! they read them: converting `args` is most of what a condition costs per submit.
+//! A call's facts as CEL variables for the conditions of one gate, read where they lie: the
+//! interpreter asks a [`VariableResolver`] for a name when an expression first uses it, and a
+//! condition that selects fields of `args` (`args.amount`, `has(args.to)`) sees an `args` whose
+//! fields are converted one by one as selected. Only a condition that reads `args` whole
+//! (`size(args)`, `args[k]`) converts it all, once per gate. Converting the call was most of
+//! what a condition cost per submit (BENCHMARKS.md, "Policy conditions").
 
-use super::{env, CallFacts};
+use super::CallFacts;
 use cel::common::ast::Expr;
-use cel::objects::{Key, Map};
-use cel::{Context, IdedExpr, Value as Cel};
+use cel::common::traits::Indexer;
+use cel::common::types::{
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey as Key, CelNull, CelString, CelUInt,
+    Type, MAP_TYPE,
+};
+use cel::common::value::{CowVal, Val};
+use cel::context::VariableResolver;
+use cel::{ExecutionError, IdedExpr};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-/// A call's facts as CEL variables, converted once per gate and only as far as the conditions
-/// it asks read them: a variable on its first use, of `args` only the top-level fields named
-/// (`args.amount`, `has(args.to)`) unless a condition reads `args` whole (`size(args)`,
-/// `args[k]`). What an expression sees of a variable it reads is the same either way.
+/// The facts of one gate's call, shared by its conditions: what one converts of `args` whole
+/// is kept for the next.
 pub struct Bound<'a> {
     call: CallFacts<'a>,
-    pub(super) context: Context<'static, 'static>,
-    done: Reads,
+    whole_args: OnceLock<Box<dyn Val + 'a>>,
 }
 
 impl<'a> Bound<'a> {
     pub fn new(call: &CallFacts<'a>) -> Bound<'a> {
         Bound {
             call: *call,
-            context: Context::with_env(Arc::clone(env())),
-            done: Reads::default(),
+            whole_args: OnceLock::new(),
         }
     }
 
-    /// Add what `reads` names and is not bound yet.
-    pub(super) fn bind(&mut self, reads: &Reads) {
-        let call = self.call;
-        for (bit, name) in NAMES {
-            if reads.names & bit == 0 || self.done.names & bit != 0 {
-                continue;
-            }
-            let value = match bit {
-                TOOL => Cel::from(call.tool.to_owned()),
-                AGENT_ID => Cel::from(call.agent_id.to_owned()),
-                ACTION_KIND => call
-                    .action_kind
-                    .map_or(Cel::Null, |k| Cel::from(k.to_owned())),
-                SCHEDULE => call.schedule.map_or(Cel::Null, |w| {
-                    let map: HashMap<Key, Cel> = HashMap::from([
-                        (Key::from("not_before"), Cel::Int(w.not_before.as_second())),
-                        (Key::from("not_after"), Cel::Int(w.not_after.as_second())),
-                    ]);
-                    Cel::Map(Map::from(map))
-                }),
-                _ => Cel::Int(call.now.as_second()),
-            };
-            self.context.add_variable_from_value(name, value);
-            self.done.names |= bit;
-        }
-        let args = match (&self.done.args, &reads.args) {
-            (_, ArgsRead::Nothing) | (ArgsRead::Whole, _) => return,
-            (ArgsRead::Fields(have), ArgsRead::Fields(want))
-                if want.iter().all(|f| have.contains(f)) =>
-            {
-                return
-            }
-            (ArgsRead::Fields(have), ArgsRead::Fields(want)) => {
-                let mut union = have.clone();
-                union.extend(want.iter().cloned());
-                ArgsRead::Fields(union)
-            }
-            (_, want) => want.clone(),
-        };
-        let value = match (&args, call.args) {
-            (ArgsRead::Fields(fields), Value::Object(all)) => {
-                let map: HashMap<Key, Cel> = fields
-                    .iter()
-                    .filter_map(|f| all.get(f).map(|v| (Key::from(f.clone()), cel_of(v))))
-                    .collect();
-                Cel::Map(Map::from(map))
-            }
-            // Not an object (intake refuses one; the fuzzer does not): as it is, whole.
-            (_, whole) => cel_of(whole),
-        };
-        self.context.add_variable_from_value("args", value);
-        self.done.args = args;
+    /// The variables as one expression that reads `args` as `reads` says sees them.
+    pub(super) fn view<'b>(&'b self, reads: &'b Reads) -> View<'b, 'a> {
+        View { bound: self, reads }
+    }
+
+    fn whole_args(&self) -> &(dyn Val + 'a) {
+        self.whole_args
+            .get_or_init(|| val_of(self.call.args))
+            .as_ref()
     }
 }
 
-pub(super) const TOOL: u8 = 1;
-pub(super) const AGENT_ID: u8 = 2;
-pub(super) const ACTION_KIND: u8 = 4;
-pub(super) const SCHEDULE: u8 = 8;
-pub(super) const NOW: u8 = 16;
-/// The variables besides `args`, each with its bit in [`Reads::names`].
-const NAMES: [(u8, &str); 5] = [
-    (TOOL, "tool"),
-    (AGENT_ID, "agent_id"),
-    (ACTION_KIND, "action_kind"),
-    (SCHEDULE, "schedule"),
-    (NOW, "now"),
-];
+/// One expression's variables: the resolver the interpreter asks, name by name.
+pub(super) struct View<'b, 'a> {
+    bound: &'b Bound<'a>,
+    reads: &'b Reads,
+}
 
-/// What an expression reads of the call, found once when it compiles.
+impl VariableResolver for View<'_, '_> {
+    fn resolve<'r>(&'r self, variable: &str) -> Option<CowVal<'r, 'r>> {
+        let call = &self.bound.call;
+        let string = |s: &'r str| CowVal::owned(CelString::from(s));
+        Some(match variable.trim_start_matches('.') {
+            "tool" => string(call.tool),
+            "agent_id" => string(call.agent_id),
+            "action_kind" => call
+                .action_kind
+                .map_or_else(|| CowVal::owned(CelNull), string),
+            "schedule" => match call.schedule {
+                None => CowVal::owned(CelNull),
+                Some(w) => {
+                    let at = |name, t: jiff::Timestamp| {
+                        let at: Box<dyn Val> = Box::new(CelInt::from(t.as_second()));
+                        (Key::String(CelString::from(name)), at)
+                    };
+                    CowVal::owned(CelMap::from(HashMap::from([
+                        at("not_before", w.not_before),
+                        at("not_after", w.not_after),
+                    ])))
+                }
+            },
+            "now" => CowVal::owned(CelInt::from(call.now.as_second())),
+            "args" => match (self.reads.whole_args, call.args) {
+                (false, Value::Object(fields)) => CowVal::owned(Fields(fields)),
+                // Read whole, or not an object (intake refuses one; the fuzzer does not).
+                _ => CowVal::Borrowed(self.bound.whole_args()),
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// `args` for an expression that only selects its fields: a map whose values are converted as
+/// they are selected. Nothing else can reach it ([`Reads`] sends any other use of `args` the
+/// whole conversion), and what a select or `has` answers is what the whole map would.
+#[derive(Debug, Clone, Copy)]
+struct Fields<'a>(&'a serde_json::Map<String, Value>);
+
+impl Val for Fields<'_> {
+    fn get_type(&self) -> &Type {
+        &MAP_TYPE
+    }
+
+    fn cel_type() -> &'static Type {
+        &MAP_TYPE
+    }
+
+    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
+    where
+        Self: 'v,
+    {
+        Some(self)
+    }
+
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v>
+    where
+        Self: 'v,
+    {
+        Box::new(*self)
+    }
+}
+
+impl Indexer for Fields<'_> {
+    fn get<'b, 'v>(&'b self, idx: &dyn Val) -> Result<CowVal<'b, 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        let key = idx
+            .downcast_ref::<CelString>()
+            .ok_or_else(|| ExecutionError::UnexpectedType {
+                got: idx.get_type().name().to_owned(),
+                want: "string".into(),
+            })?
+            .inner();
+        let value = self
+            .0
+            .get(key)
+            .ok_or_else(|| ExecutionError::NoSuchKey(Arc::new(key.to_owned())))?;
+        Ok(CowVal::Owned(val_of(value)))
+    }
+
+    fn steal<'v>(self: Box<Self>, idx: &dyn Val) -> Result<Box<dyn Val + 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        self.get(idx).map(CowVal::into_owned)
+    }
+}
+
+/// How an expression reads `args`, found once when it compiles: only through selects of its
+/// fields, or whole.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Reads {
-    pub(super) names: u8,
-    pub(super) args: ArgsRead,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) enum ArgsRead {
-    #[default]
-    Nothing,
-    /// Only these top-level fields, each through a select (`args.f`, `has(args.f)`).
-    Fields(std::collections::BTreeSet<String>),
-    Whole,
+    pub(super) whole_args: bool,
 }
 
 impl Reads {
-    /// Every identifier the tree names (a comprehension's own variable too, which can only
-    /// make it bind more than it needs, never less).
+    /// Whether `args` appears anywhere but as the operand of a field select (`args.f`,
+    /// `has(args.f)`). A comprehension's own variable named `args` counts too, which can only
+    /// convert more than needed, never less.
     pub(super) fn walk(&mut self, e: &IdedExpr) {
         match &e.expr {
             Expr::Select(s) => match &s.operand.expr {
-                Expr::Ident(name) if name.trim_start_matches('.') == "args" => {
-                    match &mut self.args {
-                        ArgsRead::Whole => {}
-                        ArgsRead::Fields(fields) => {
-                            fields.insert(s.field.clone());
-                        }
-                        ArgsRead::Nothing => {
-                            self.args = ArgsRead::Fields([s.field.clone()].into());
-                        }
-                    }
-                }
+                Expr::Ident(name) if name.trim_start_matches('.') == "args" => {}
                 _ => self.walk(&s.operand),
             },
-            Expr::Ident(name) => match name.trim_start_matches('.') {
-                "args" => self.args = ArgsRead::Whole,
-                name => {
-                    for (bit, known) in NAMES {
-                        if name == known {
-                            self.names |= bit;
-                        }
-                    }
+            Expr::Ident(name) => {
+                if name.trim_start_matches('.') == "args" {
+                    self.whole_args = true;
                 }
-            },
+            }
             Expr::Call(call) => {
                 call.target.iter().for_each(|t| self.walk(t));
                 call.args.iter().for_each(|a| self.walk(a));
@@ -170,25 +193,26 @@ impl Reads {
     }
 }
 
-/// JSON as CEL: integers that fit are `int` (so `args.amount > 1000` compares as written),
-/// larger ones `uint`, the rest `double`.
-fn cel_of(v: &Value) -> Cel {
+/// JSON as CEL, borrowing its strings: integers that fit are `int` (so `args.amount > 1000`
+/// compares as written), larger ones `uint`, the rest `double`.
+fn val_of(v: &Value) -> Box<dyn Val + '_> {
     match v {
-        Value::Null => Cel::Null,
-        Value::Bool(b) => Cel::Bool(*b),
+        Value::Null => Box::new(CelNull),
+        Value::Bool(b) => Box::new(CelBool::from(*b)),
         Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => Cel::Int(i),
-            (None, Some(u)) => Cel::UInt(u),
-            _ => Cel::Float(n.as_f64().unwrap_or(f64::NAN)),
+            (Some(i), _) => Box::new(CelInt::from(i)),
+            (None, Some(u)) => Box::new(CelUInt::from(u)),
+            _ => Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN))),
         },
-        Value::String(s) => Cel::from(s.clone()),
-        Value::Array(items) => Cel::List(Arc::new(items.iter().map(cel_of).collect())),
-        Value::Object(fields) => {
-            let map: HashMap<Key, Cel> = fields
-                .iter()
-                .map(|(k, v)| (Key::from(k.clone()), cel_of(v)))
-                .collect();
-            Cel::Map(Map::from(map))
+        Value::String(s) => Box::new(CelString::from(s.as_str())),
+        Value::Array(items) => {
+            Box::new(CelList::from(items.iter().map(val_of).collect::<Vec<_>>()))
         }
+        Value::Object(fields) => Box::new(CelMap::from(
+            fields
+                .iter()
+                .map(|(k, v)| (Key::String(CelString::from(k.as_str())), val_of(v)))
+                .collect::<HashMap<_, _>>(),
+        )),
     }
 }

@@ -19,6 +19,10 @@ pub struct Gate {
     /// Lifecycles per second of each round, glob-only and conditional.
     pub glob: Vec<f64>,
     pub conditional: Vec<f64>,
+    /// CPU time per lifecycle of each round (µs), glob-only and conditional: the whole bench
+    /// process — server, tool and clients, the same work on both sides but the gate.
+    pub glob_cpu: Vec<f64>,
+    pub conditional_cpu: Vec<f64>,
     pub conditional_latency: Summary,
     pub lifecycles: usize,
     pub concurrency: usize,
@@ -39,6 +43,28 @@ impl Gate {
     pub fn ratio(&self) -> f64 {
         Summary::of(self.round_ratios()).p50
     }
+
+    /// The median of the rounds' CPU per lifecycle, conditional ÷ glob-only: what the gate
+    /// costs without the disk's run-to-run spread, which throughput carries.
+    pub fn cpu_ratio(&self) -> f64 {
+        let ratios = self.glob_cpu.iter().zip(&self.conditional_cpu);
+        Summary::of(ratios.map(|(g, c)| c / g).collect()).p50
+    }
+}
+
+/// CPU seconds this process has used, all threads (`/proc/self/stat` utime + stime, in the
+/// kernel's fixed 100 ticks a second).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat (Linux)");
+    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let after = &stat[stat.rfind(')').expect("a stat line") + 2..];
+    let ticks: f64 = after
+        .split(' ')
+        .skip(11)
+        .take(2)
+        .map(|t| t.parse::<f64>().expect("a tick count"))
+        .sum();
+    ticks / 100.0
 }
 
 fn rules(conditional: bool) -> String {
@@ -67,6 +93,7 @@ pub async fn measure(lifecycles: usize, concurrency: usize, rounds: usize) -> Ga
         "args": {"query": "quarterly revenue", "currency": "EUR", "amount": 20, "limit": 10}});
     let http = reqwest::Client::new();
     let mut per_s = [Vec::new(), Vec::new()];
+    let mut cpu = [Vec::new(), Vec::new()];
     let mut conditional_ms = Vec::new();
     // Round 0 warms the process, the disk's cache and the allocator and is not counted (in
     // one run the process's first run was ≈ 10 % faster than any later one).
@@ -89,13 +116,16 @@ pub async fn measure(lifecycles: usize, concurrency: usize, rounds: usize) -> Ga
             let warm = lifecycles / 10 + 1;
             let _ = embedded::load_with(&http, &url, warm, concurrency, via, body.clone()).await;
             let started = Instant::now();
+            let cpu_before = cpu_seconds();
             let ms =
                 embedded::load_with(&http, &url, lifecycles, concurrency, via, body.clone()).await;
+            let cpu_used = cpu_seconds() - cpu_before;
             if round == 0 {
                 server.shutdown().await.unwrap();
                 continue;
             }
             per_s[side].push(lifecycles as f64 / started.elapsed().as_secs_f64());
+            cpu[side].push(cpu_used * 1e6 / lifecycles as f64);
             if side == 1 {
                 conditional_ms.extend(ms);
             }
@@ -103,9 +133,12 @@ pub async fn measure(lifecycles: usize, concurrency: usize, rounds: usize) -> Ga
         }
     }
     let [glob, conditional] = per_s;
+    let [glob_cpu, conditional_cpu] = cpu;
     Gate {
         glob,
         conditional,
+        glob_cpu,
+        conditional_cpu,
         conditional_latency: Summary::of(conditional_ms),
         lifecycles,
         concurrency,

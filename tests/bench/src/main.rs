@@ -85,7 +85,7 @@ impl Mode {
                 due: [100, 1_000],
                 init_runs: 11,
                 disk_lifecycles: 2_000,
-                gate_rounds: 5,
+                gate_rounds: 9,
             },
             Mode::Quick => Sizes {
                 cost_runs: 2,

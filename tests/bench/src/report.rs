@@ -200,7 +200,7 @@ impl Report {
                 g.glob.len()
             ),
             format!(
-                "**{:.0} %** (median of the rounds; {:.0} vs {:.0} lifecycles/s, medians; rounds {}; conditional request {})",
+                "**{:.1} %** (median of the rounds; {:.0} vs {:.0} lifecycles/s, medians; rounds {}; conditional request {})",
                 g.ratio() * 100.0,
                 Summary::of(g.conditional.clone()).p50,
                 Summary::of(g.glob.clone()).p50,
@@ -209,6 +209,17 @@ impl Report {
             ),
             "≥ 95 %",
             Some(g.ratio() >= 0.95),
+        );
+        self.row(
+            "  CPU per lifecycle, the same runs (the bench process: server, tool server, clients)",
+            format!(
+                "conditional {:.0} µs vs glob-only {:.0} µs (medians): **{:+.1} %** (median of the rounds)",
+                Summary::of(g.conditional_cpu.clone()).p50,
+                Summary::of(g.glob_cpu.clone()).p50,
+                (g.cpu_ratio() - 1.0) * 100.0
+            ),
+            "",
+            None,
         );
     }
 

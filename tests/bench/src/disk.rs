@@ -37,9 +37,10 @@ enum Flow {
 
 pub async fn measure(n: usize, concurrency: usize) -> Disk {
     let (config, _tools) = world::config().await;
+    let db = world::TempDb::new("disk");
     let server = Server::start(
         Arc::new(Config::from_toml(&config).expect("bench config")),
-        &world::temp_db("disk"),
+        &db.path,
         "127.0.0.1:0".parse().unwrap(),
     )
     .await

@@ -40,7 +40,9 @@ impl Throughput {
 }
 
 pub async fn measure(lifecycles: usize, transitions: usize, concurrency: usize) -> Throughput {
-    let raw_per_s = raw_ceiling(&world::temp_db("raw"), transitions);
+    let raw_db = world::TempDb::new("raw");
+    let raw_per_s = raw_ceiling(&raw_db.path, transitions);
+    drop(raw_db);
     let [(lifecycles_per_s, latency), (mcp_per_s, mcp_latency)] =
         engine(lifecycles, concurrency).await;
     Throughput {
@@ -124,13 +126,10 @@ async fn engine(n: usize, concurrency: usize) -> [(f64, Summary); 2] {
     let http = reqwest::Client::new();
     let mut measured = Vec::new();
     for via in [Via::Rest, Via::Mcp] {
-        let server = Server::start(
-            config.clone(),
-            &world::temp_db("engine"),
-            "127.0.0.1:0".parse().unwrap(),
-        )
-        .await
-        .expect("start the embedded server");
+        let db = world::TempDb::new("engine");
+        let server = Server::start(config.clone(), &db.path, "127.0.0.1:0".parse().unwrap())
+            .await
+            .expect("start the embedded server");
         let url = [format!("http://{}{}", server.addr, via.path())];
         let _ = load(&http, &url, n / 10 + 1, concurrency, via).await;
         let started = Instant::now();

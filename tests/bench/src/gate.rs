@@ -100,9 +100,10 @@ pub async fn measure(lifecycles: usize, concurrency: usize, rounds: usize) -> Ga
     for round in 0..=rounds {
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for side in order {
+            let db = world::TempDb::new("gate");
             let server = Server::start(
                 configs[side].0.clone(),
-                &world::temp_db("gate"),
+                &db.path,
                 "127.0.0.1:0".parse().unwrap(),
             )
             .await

@@ -34,9 +34,10 @@ pub struct Lateness {
 
 pub async fn measure(n: usize, tool: Tool) -> Lateness {
     let (config, tools) = world::config().await;
+    let db = world::TempDb::new("lateness");
     let server = Server::start(
         Arc::new(Config::from_toml(&config).expect("bench config")),
-        &world::temp_db("lateness"),
+        &db.path,
         "127.0.0.1:0".parse().unwrap(),
     )
     .await

@@ -49,6 +49,24 @@ executor = "builtin.echo"
 }
 
 /// A fresh database path under the system's temporary directory.
-pub fn temp_db(name: &str) -> std::path::PathBuf {
-    countersign_tests::temp_db(&format!("bench-{name}"))
+/// A database of one run in a directory of its own, removed when dropped: a bench run writes
+/// hundreds of megabytes a database, and a whole run dozens of them.
+pub struct TempDb {
+    pub path: std::path::PathBuf,
+}
+
+impl TempDb {
+    pub fn new(name: &str) -> TempDb {
+        TempDb {
+            path: countersign_tests::temp_db(&format!("bench-{name}")),
+        }
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
 }

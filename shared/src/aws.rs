@@ -10,7 +10,9 @@
 //! - `COUNTERSIGN_CONFIG` — the configuration document (TOML text)
 //! - `COUNTERSIGN_RETENTION` — optional: keep sealed actions this long (e.g. `2160h`), then TTL
 //!
-//! The AWS SDK reads its own settings (region, credentials, `AWS_ENDPOINT_URL`) as usual.
+//! And for the SDK (nothing else: no profile file, no instance metadata; [`sdk`]): `AWS_REGION`,
+//! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` (optional) and
+//! `AWS_ENDPOINT_URL` (optional).
 
 use crate::{
     config::{Conditions, Config, Secret},
@@ -26,6 +28,9 @@ use aws_config::{BehaviorVersion, SdkConfig};
 use jiff::SignedDuration;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+
+pub mod sdk;
+pub use sdk::sdk_config_from_env;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BootError {
@@ -106,16 +111,12 @@ impl Settings {
     }
 }
 
-/// The SDK configuration from the usual sources, over rustls with ring.
+/// The SDK configuration from the default chain (profiles, SSO, instance metadata…), over rustls
+/// with ring: for the local server's commands run from an operator's shell. The functions use
+/// [`sdk_config_from_env`], so that the chain is not linked into them.
 pub async fn sdk_config() -> SdkConfig {
-    use aws_smithy_http_client::{tls, Builder};
-    let http = Builder::new()
-        .tls_provider(tls::Provider::Rustls(
-            tls::rustls_provider::CryptoMode::Ring,
-        ))
-        .build_https();
     aws_config::defaults(BehaviorVersion::latest())
-        .http_client(http)
+        .http_client(sdk::https_client())
         .load()
         .await
 }
@@ -150,7 +151,7 @@ pub fn engine_with(
 /// compiles the policy's conditions at boot; approve and resume defer them.
 pub async fn engine_from_env(conditions: Conditions) -> Result<Arc<Engine>, BootError> {
     let settings = Settings::from_env(conditions)?;
-    let sdk = sdk_config().await;
+    let sdk = sdk_config_from_env()?;
     let secrets = load_secrets(&settings.config, &sdk).await?;
     Ok(engine_with(
         &settings,
@@ -163,7 +164,7 @@ pub async fn engine_from_env(conditions: Conditions) -> Result<Arc<Engine>, Boot
 /// What `cancel` does at cold start: it runs no tool, so it reads no webhook secret.
 pub async fn engine_without_tools_from_env() -> Result<Arc<Engine>, BootError> {
     let settings = Settings::from_env(Conditions::Defer)?;
-    let sdk = sdk_config().await;
+    let sdk = sdk_config_from_env()?;
     Ok(engine_with(
         &settings,
         &sdk,

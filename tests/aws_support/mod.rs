@@ -73,7 +73,8 @@ pub async fn require_localstack() {
 pub async fn sdk() -> SdkConfig {
     aws_env();
     require_localstack().await;
-    aws::sdk_config().await
+    // The functions' own configuration (the environment alone), which `aws_env` completes.
+    aws::sdk_config_from_env().expect("aws_env sets the region and credentials")
 }
 
 /// A name unique to this test run: `cs-<label>-<ulid>` (lowercase, ≤ 64 characters).

@@ -232,7 +232,20 @@ pub fn init_logs() {
 /// (e.g. `/prod`) is not part of our routes, so every function runs with
 /// `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` set ([`HTTP_ENV`]) and the library leaves it out.
 pub fn http_handler(engine: Arc<Engine>) -> axum::Router {
-    crate::api::router(engine).layer(axum::middleware::map_response(flushed))
+    flushing(crate::api::router(engine))
+}
+
+/// One function's handler: only its routes (`api::intake_routes`, …), as API Gateway routes
+/// them to it, so that its binary links only their handlers.
+pub fn http_handler_of(
+    engine: Arc<Engine>,
+    routes: impl FnOnce(crate::api::Routes) -> crate::api::Routes,
+) -> axum::Router {
+    flushing(crate::api::served(engine, routes))
+}
+
+fn flushing(router: axum::Router) -> axum::Router {
+    router.layer(axum::middleware::map_response(flushed))
 }
 
 /// Each answer flushes what its invocation recorded (one Lambda invocation is one request).
@@ -245,9 +258,13 @@ async fn flushed(response: axum::response::Response) -> axum::response::Response
 /// REST API's stage out of the request path (`tests/infra_template.rs` holds the template to it).
 pub const HTTP_ENV: (&str, &str) = ("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
 
-/// What an HTTP function does after its cold start: serve events until the runtime stops.
-pub async fn serve_http(engine: Arc<Engine>) -> Result<(), lambda_http::Error> {
-    lambda_http::run(http_handler(engine)).await
+/// What an HTTP function does after its cold start: serve its routes' events until the
+/// runtime stops.
+pub async fn serve_http(
+    engine: Arc<Engine>,
+    routes: impl FnOnce(crate::api::Routes) -> crate::api::Routes,
+) -> Result<(), lambda_http::Error> {
+    lambda_http::run(http_handler_of(engine, routes)).await
 }
 
 /// The sweep event's body: `{"sweep":{}}` (from a recurring schedule, every minute).

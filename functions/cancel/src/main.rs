@@ -1,6 +1,6 @@
 //! The `cancel` function: POST /v1/actions/{id}/cancel and the stops (POST /v1/stops, DELETE /v1/stops/{scope}), from API Gateway
-//! (REST v1 or HTTP API v2 events). It serves the same router as the local server; API Gateway
-//! routes only this function's paths here. All wiring is in `countersign::aws`.
+//! (REST v1 or HTTP API v2 events). It serves only its own routes of the local server's router
+//! (`api::cancel_routes`), the paths API Gateway routes here. All wiring is in `countersign::aws`.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
@@ -8,5 +8,5 @@ async fn main() -> Result<(), lambda_http::Error> {
     // Once per cold start: clients and configuration are reused by warm invocations.
     // It runs no tool, so it never reads a webhook secret.
     let engine = countersign::aws::engine_without_tools_from_env().await?;
-    countersign::aws::serve_http(engine).await
+    countersign::aws::serve_http(engine, countersign::api::cancel_routes).await
 }

@@ -1,6 +1,6 @@
 //! The `intake` function: POST /v1/actions and the reads (GET /v1/actions…), from API Gateway
-//! (REST v1 or HTTP API v2 events). It serves the same router as the local server; API Gateway
-//! routes only this function's paths here. All wiring is in `countersign::aws`.
+//! (REST v1 or HTTP API v2 events). It serves only its own routes of the local server's router
+//! (`api::intake_routes`), the paths API Gateway routes here. All wiring is in `countersign::aws`.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
@@ -8,5 +8,5 @@ async fn main() -> Result<(), lambda_http::Error> {
     // Once per cold start: clients and configuration are reused by warm invocations.
     let engine =
         countersign::aws::engine_from_env(countersign::config::Conditions::Compile).await?;
-    countersign::aws::serve_http(engine).await
+    countersign::aws::serve_http(engine, countersign::api::intake_routes).await
 }

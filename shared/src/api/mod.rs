@@ -1,4 +1,5 @@
-//! The HTTP API (SPEC §3). One router, served by the local server and by the Lambda functions.
+//! The HTTP API (SPEC §3). One router of every route for the local server; each HTTP Lambda
+//! function serves its own routes of it.
 //!
 //! Modules, none importing another in a circle: `router` → handlers (`routes`, `ui`, `mcp`,
 //! `openapi`); `openapi` → handlers' annotations; handlers → `body`, `extract`, `view`, `error`.
@@ -19,7 +20,7 @@ pub mod ui;
 pub mod view;
 
 pub use auth::Caller;
-pub use router::router;
+pub use router::{approve_routes, cancel_routes, intake_routes, router, served, Routes};
 
 /// Largest accepted request body.
 pub const MAX_BODY: usize = 256 * 1024;

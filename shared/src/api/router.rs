@@ -1,4 +1,5 @@
-//! The one router: every route of [`super::ROUTES`] to its handler.
+//! The routers: every route of [`super::ROUTES`] to its handler, all of them (the local server)
+//! or one function's.
 
 use super::{mcp, openapi, routes, ui};
 use crate::{error::shown, Engine, Error};
@@ -11,29 +12,21 @@ use axum::{
 use serde_json::json;
 use std::sync::Arc;
 
+/// The routes of one function, added to a router (the third column of [`super::ROUTES`]).
+pub type Routes = Router<Arc<Engine>>;
+
+/// Every route: the local server's router (and the in-process tests' Lambda handler).
 pub fn router(engine: Arc<Engine>) -> Router {
+    served(engine, |r| cancel_routes(approve_routes(intake_routes(r))))
+}
+
+/// A router serving only `routes` (one function's): each Lambda binary names its own, so that
+/// it links only the handlers it routes (intake's gate, conditions and MCP are not in approve
+/// or cancel). Every router answers `/healthz` and the same fallbacks.
+pub fn served(engine: Arc<Engine>, routes: impl FnOnce(Routes) -> Routes) -> Router {
     // Built once per router: per process locally, per container on Lambda (SC-SEC-04).
     let rate_limits = Arc::new(super::rate::RateLimits::new(&engine.config().limits));
-    Router::new()
-        .route("/v1/actions", post(routes::submit).get(routes::list))
-        .route("/v1/actions/{id}", get(routes::get_action))
-        .route("/v1/actions/{id}/events", get(routes::events))
-        .route("/v1/actions/{id}/deed", get(routes::deed))
-        .route("/v1/actions/{id}/approve", post(routes::approve))
-        .route("/v1/actions/{id}/deny", post(routes::deny))
-        .route("/v1/actions/{id}/cancel", post(routes::cancel))
-        .route("/v1/stops", post(routes::stop))
-        .route("/v1/stops/{scope}", delete(routes::lift_stop))
-        .route("/ui", get(ui::to_index))
-        .route("/ui/", get(ui::index))
-        .route("/ui/{asset}", get(ui::asset))
-        .route("/v1/notifications/dead", get(routes::dead_notifications))
-        .route("/v1/notifications/{id}/redeliver", post(routes::redeliver))
-        .route("/v1/quarantine", get(routes::quarantined))
-        .route("/v1/me", get(super::me::me))
-        .route("/v1/policy/explain", post(super::explain::explain))
-        .route("/openapi.json", get(openapi::openapi_json))
-        .route("/mcp", post(mcp::endpoint))
+    routes(Router::new())
         .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .fallback(no_route)
         .method_not_allowed_fallback(|| async {
@@ -41,6 +34,37 @@ pub fn router(engine: Arc<Engine>) -> Router {
         })
         .layer(axum::Extension(rate_limits))
         .with_state(engine)
+}
+
+/// The intake function's routes: submit, the reads, the approver page, the documents, MCP.
+pub fn intake_routes(r: Routes) -> Routes {
+    r.route("/v1/actions", post(routes::submit).get(routes::list))
+        .route("/v1/actions/{id}", get(routes::get_action))
+        .route("/v1/actions/{id}/events", get(routes::events))
+        .route("/v1/actions/{id}/deed", get(routes::deed))
+        .route("/ui", get(ui::to_index))
+        .route("/ui/", get(ui::index))
+        .route("/ui/{asset}", get(ui::asset))
+        .route("/v1/quarantine", get(routes::quarantined))
+        .route("/v1/me", get(super::me::me))
+        .route("/v1/policy/explain", post(super::explain::explain))
+        .route("/openapi.json", get(openapi::openapi_json))
+        .route("/mcp", post(mcp::endpoint))
+}
+
+/// The approve function's routes: the countersignature.
+pub fn approve_routes(r: Routes) -> Routes {
+    r.route("/v1/actions/{id}/approve", post(routes::approve))
+        .route("/v1/actions/{id}/deny", post(routes::deny))
+}
+
+/// The cancel function's routes: cancel, the stops, the dead notifications.
+pub fn cancel_routes(r: Routes) -> Routes {
+    r.route("/v1/actions/{id}/cancel", post(routes::cancel))
+        .route("/v1/stops", post(routes::stop))
+        .route("/v1/stops/{scope}", delete(routes::lift_stop))
+        .route("/v1/notifications/dead", get(routes::dead_notifications))
+        .route("/v1/notifications/{id}/redeliver", post(routes::redeliver))
 }
 
 /// No route: `route_not_found`, naming the method and path. Browsers ask every origin for
@@ -58,4 +82,76 @@ async fn no_route(method: Method, uri: Uri) -> Response {
         path: shown(uri.path()),
     }
     .into_response()
+}
+
+#[cfg(all(test, feature = "embedded"))]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    fn engine() -> Arc<Engine> {
+        let config = crate::config::Config::from_toml(include_str!("../../../config/local.toml"))
+            .expect("the example config loads");
+        let clock: Arc<dyn crate::Clock> = Arc::new(crate::SystemClock);
+        let (waker, _wakes) = crate::wake::in_process::InProcessWaker::new(clock.clone());
+        Arc::new(Engine::new(
+            Arc::new(config),
+            Arc::new(crate::store::sqlite::SqliteStore::in_memory().expect("in-memory SQLite")),
+            Arc::new(waker),
+            Arc::new(crate::tools::Executors::new()),
+            clock,
+        ))
+    }
+
+    /// The error code a router answers `method path` with (no key), if any.
+    async fn code(router: &Router, method: &str, path: &str) -> Option<String> {
+        let path = path
+            .replace("{id}", "act_01")
+            .replace("{scope}", "agent:a")
+            .replace("{asset}", "index.html");
+        let request = axum::http::Request::builder()
+            .method(method)
+            .uri(path)
+            .body(Body::empty())
+            .expect("a request");
+        let answer = router.clone().oneshot(request).await.expect("an answer");
+        let body = answer
+            .into_body()
+            .collect()
+            .await
+            .expect("a body")
+            .to_bytes();
+        let v: serde_json::Value = serde_json::from_slice(&body).ok()?;
+        v["error"]["code"].as_str().map(str::to_owned)
+    }
+
+    /// Each HTTP function's router serves exactly its rows of `ROUTES` (what API Gateway routes
+    /// to it, `tests/infra_template.rs`): any other route is `route_not_found` there, and the
+    /// router of every route serves them all.
+    #[tokio::test]
+    async fn sc_api_each_function_router_serves_exactly_its_routes() {
+        let engine = engine();
+        type Of = fn(Routes) -> Routes;
+        let per_function: [(&str, Of); 3] = [
+            ("intake", intake_routes),
+            ("approve", approve_routes),
+            ("cancel", cancel_routes),
+        ];
+        let all = router(engine.clone());
+        for (function, routes) in per_function {
+            let own = served(engine.clone(), routes);
+            for (method, path, owner) in super::super::ROUTES {
+                let not_found =
+                    code(&own, method, path).await.as_deref() == Some("route_not_found");
+                assert_eq!(not_found, *owner != function, "{function}: {method} {path}");
+                assert_ne!(
+                    code(&all, method, path).await.as_deref(),
+                    Some("route_not_found"),
+                    "every route: {method} {path}"
+                );
+            }
+        }
+    }
 }

@@ -512,7 +512,22 @@ async fn sc_mcp_05_mcp_flows_through_the_compiled_functions_scheduler_wake_inclu
     assert_eq!(v["error"]["code"], -32602, "{v}");
 }
 
-/// An API Gateway (v2) request to the intake binary: the HTTP status and the JSON body.
+/// The function API Gateway routes `method path` to (`api::ROUTES`, the template's routes):
+/// each HTTP binary serves only its own routes.
+fn routed_function(method: &str, path: &str) -> String {
+    let matches = |pattern: &str| {
+        let (p, q): (Vec<_>, Vec<_>) = (pattern.split('/').collect(), path.split('/').collect());
+        p.len() == q.len() && p.iter().zip(&q).all(|(a, b)| a.starts_with('{') || a == b)
+    };
+    let (_, _, function) = countersign::api::ROUTES
+        .iter()
+        .find(|(m, pattern, _)| *m == method && matches(pattern))
+        .unwrap_or_else(|| panic!("no function routes {method} {path}"));
+    format!("countersign-{function}")
+}
+
+/// An API Gateway (v2) request to the binary that serves its route: the HTTP status and the
+/// JSON body.
 async fn invoke_http(
     port: u16,
     key: &str,
@@ -521,7 +536,7 @@ async fn invoke_http(
     body: Option<Value>,
 ) -> (u16, Value) {
     let event = aws_support::apigw_v2(method, &path, key, body, &[]);
-    let (status, got) = invoke(port, "countersign-intake", &event).await;
+    let (status, got) = invoke(port, &routed_function(method, &path), &event).await;
     assert_eq!(status, 200, "the invocation: {got}");
     let body = got["body"].as_str().unwrap_or_default();
     let code = got["statusCode"].as_u64().unwrap_or_default() as u16;

@@ -418,6 +418,17 @@ async fn sc_mcp_05_mcp_flows_through_the_compiled_functions_scheduler_wake_inclu
         ]
     );
 
+    // Start the approve binary now: `cargo lambda watch` starts a binary on its first request,
+    // and on a loaded machine (CI) that took longer than the window's 10 s lead below, so the
+    // approval landed after `not_before` and the wake ran before the test saw `approved`.
+    let unknown = format!("/v1/actions/act_{}/approve", "0".repeat(26));
+    let digest = json!({ "context_digest": format!("sha256:{}", "0".repeat(64)) });
+    let (status, v) = intake(keys::APPROVER, "POST", unknown, Some(digest)).await;
+    assert!(
+        (400..500).contains(&status) && v["error"]["code"] != "route_not_found",
+        "the approve binary answers its route: {status} {v}"
+    );
+
     // allow → run now, inside the intake invocation, once.
     let call = mcp(
         3,

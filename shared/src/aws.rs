@@ -148,9 +148,13 @@ pub fn engine_with(
 
 /// What the functions that run tools (intake, approve, resume) do at cold start: the engine,
 /// with every webhook secret checked and the SSM ones fetched once (SC-SEC-02). Intake gates and
-/// compiles the policy's conditions at boot; approve and resume defer them.
-pub async fn engine_from_env(conditions: Conditions) -> Result<Arc<Engine>, BootError> {
-    let settings = Settings::from_env(conditions)?;
+/// compiles the policy's conditions at boot (`Settings::from_env(Conditions::Compile)`);
+/// approve and resume defer them. Each function reads its settings itself, before this future,
+/// so that its choice is a constant where the call is made: the optimizer then drops the
+/// compiler of conditions (the CEL parser, ≈ 0.35 MB zipped) from the functions that defer
+/// (measured: BENCHMARKS.md, zips of 2 Dec 2026). Passed into this `async fn` instead, the
+/// choice was a field of its future, and every function linked the parser.
+pub async fn engine_from_env(settings: Settings) -> Result<Arc<Engine>, BootError> {
     let sdk = sdk_config_from_env()?;
     let secrets = load_secrets(&settings.config, &sdk).await?;
     Ok(engine_with(

@@ -6,6 +6,9 @@
 async fn main() -> Result<(), lambda_http::Error> {
     countersign::aws::init_logs();
     // Once per cold start: clients and configuration are reused by warm invocations.
-    let engine = countersign::aws::engine_from_env(countersign::config::Conditions::Defer).await?;
+    let engine = countersign::aws::engine_from_env(countersign::aws::Settings::from_env(
+        countersign::config::Conditions::Defer,
+    )?)
+    .await?;
     countersign::aws::serve_http(engine, countersign::api::approve_routes).await
 }

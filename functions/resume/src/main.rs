@@ -10,7 +10,10 @@ use lambda_runtime::{service_fn, LambdaEvent};
 async fn main() -> Result<(), lambda_runtime::Error> {
     aws::init_logs();
     // Once per cold start: clients and configuration are reused by warm invocations.
-    let engine = aws::engine_from_env(countersign::config::Conditions::Defer).await?;
+    let engine = aws::engine_from_env(countersign::aws::Settings::from_env(
+        countersign::config::Conditions::Defer,
+    )?)
+    .await?;
     // The sweep sends the notifications: their secrets must be here (errors name the entry).
     countersign::notify::check_secrets(engine.config())?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<ResumeEvent>| {

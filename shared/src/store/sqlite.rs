@@ -36,6 +36,7 @@ mod threads;
 
 pub use schema::SYNCHRONOUS;
 use schema::{configure, open, PAGE_SIZE, SCHEMA};
+pub use threads::{CHECKPOINT_THREAD, WRITER_THREAD};
 use threads::{Queued, Read};
 
 /// Reader threads of a file database, each with its own connection. Reads are short point or
@@ -326,9 +327,10 @@ impl Store for SqliteStore {
             .await
     }
 
-    /// Every state, alone or with an agent (the approver page's and the CLI's filters).
+    /// Every state but the two an allowed call passes through, alone or with an agent (the
+    /// approver page's and the CLI's filters; `list::listed` says why).
     fn indexes(&self, state: Option<State>, _agent_id: Option<&str>) -> bool {
-        state.is_some()
+        state.is_some_and(list::listed)
     }
 
     async fn idempotency(

@@ -4,9 +4,11 @@
 //! lifecycles from `concurrency` clients (as the throughput bench drives it), divided by `n`,
 //! after a warm-up and a checkpoint so the run's own checkpoints are counted. Two flows:
 //! allow → run, and submit → approve → run. Durability as shipped (`synchronous=FULL`, WAL).
+//! Where the bytes go: the same count per thread (`/proc/self/task/*/io`) parts the store's
+//! writer (the log's frames: whole pages) from its checkpointer (pages copied back).
 
 use crate::world;
-use countersign::{config::Config, embedded::Server};
+use countersign::{config::Config, embedded::Server, store::sqlite};
 use serde_json::json;
 use std::sync::{
     atomic::{AtomicUsize, Ordering},
@@ -16,17 +18,43 @@ use std::sync::{
 pub struct Disk {
     pub lifecycles: usize,
     pub concurrency: usize,
-    pub allow_bytes: f64,
-    pub approve_bytes: f64,
+    pub allow: Bytes,
+    pub approve: Bytes,
 }
 
-/// This process's bytes written to storage so far.
-fn written() -> u64 {
-    let io = std::fs::read_to_string("/proc/self/io").expect("/proc/self/io (Linux)");
+/// Bytes written per lifecycle: by the whole process, and of that by the store's writer (log
+/// frames) and its checkpointer.
+#[derive(Default)]
+pub struct Bytes {
+    pub total: f64,
+    pub log: f64,
+    pub checkpoints: f64,
+}
+
+/// `write_bytes` of an `io` file of /proc.
+fn write_bytes(io: &str) -> Option<u64> {
     io.lines()
         .find_map(|l| l.strip_prefix("write_bytes: "))
         .and_then(|v| v.trim().parse().ok())
-        .expect("write_bytes in /proc/self/io")
+}
+
+/// This process's bytes written to storage so far: in all, by the store's writer thread, by
+/// its checkpoint thread (threads that ended are counted in all only).
+fn written() -> [u64; 3] {
+    let all = std::fs::read_to_string("/proc/self/io").expect("/proc/self/io (Linux)");
+    let mut counts = [write_bytes(&all).expect("write_bytes in /proc/self/io"), 0, 0];
+    let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task (Linux)");
+    for task in tasks.flatten() {
+        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        let slot = match name.trim() {
+            n if n == sqlite::WRITER_THREAD => 1,
+            n if n == sqlite::CHECKPOINT_THREAD => 2,
+            _ => continue,
+        };
+        let io = std::fs::read_to_string(task.path().join("io")).unwrap_or_default();
+        counts[slot] += write_bytes(&io).unwrap_or(0);
+    }
+    counts
 }
 
 #[derive(Clone, Copy)]
@@ -57,14 +85,21 @@ pub async fn measure(n: usize, concurrency: usize) -> Disk {
         let before = written();
         run(flow, n).await;
         tokio::time::sleep(std::time::Duration::from_millis(600)).await;
-        per.push((written() - before) as f64 / n as f64);
+        let after = written();
+        let per_lifecycle = |i: usize| (after[i] - before[i]) as f64 / n as f64;
+        per.push(Bytes {
+            total: per_lifecycle(0),
+            log: per_lifecycle(1),
+            checkpoints: per_lifecycle(2),
+        });
     }
     server.shutdown().await.unwrap();
+    let [allow, approve] = <[Bytes; 2]>::try_from(per).ok().expect("two flows");
     Disk {
         lifecycles: n,
         concurrency,
-        allow_bytes: per[0],
-        approve_bytes: per[1],
+        allow,
+        approve,
     }
 }
 

@@ -17,9 +17,15 @@ CREATE TABLE IF NOT EXISTS actions (
     PRIMARY KEY (tenant, id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS actions_sweep ON actions (sweep_at) WHERE sweep_at IS NOT NULL;
--- Lists filtered by state, or by state and agent, read only their matches (newest first).
-CREATE INDEX IF NOT EXISTS actions_state ON actions (tenant, state, id);
-CREATE INDEX IF NOT EXISTS actions_agent_state ON actions (tenant, agent_id, state, id);
+-- Lists filtered by state, or by state and agent, read only their matches (newest first), for
+-- every state but the two an allowed call passes through (see list::LISTED). The indexes of
+-- every state, from before, are replaced.
+DROP INDEX IF EXISTS actions_state;
+DROP INDEX IF EXISTS actions_agent_state;
+CREATE INDEX IF NOT EXISTS actions_listed ON actions (tenant, state, id)
+    WHERE state NOT IN ('executing', 'succeeded');
+CREATE INDEX IF NOT EXISTS actions_agent_listed ON actions (tenant, agent_id, state, id)
+    WHERE state NOT IN ('executing', 'succeeded');
 CREATE TABLE IF NOT EXISTS events (
     tenant    TEXT NOT NULL,
     action_id TEXT NOT NULL,

@@ -36,8 +36,8 @@ mod threads;
 
 pub use schema::SYNCHRONOUS;
 use schema::{configure, open, PAGE_SIZE, SCHEMA};
-pub use threads::{CHECKPOINT_THREAD, WRITER_THREAD};
 use threads::{Queued, Read};
+pub use threads::{CHECKPOINT_THREAD, WRITER_THREAD};
 
 /// Reader threads of a file database, each with its own connection. Reads are short point or
 /// bounded range reads; a few threads keep one slow read from holding up the wakes' reads.

@@ -42,7 +42,11 @@ fn write_bytes(io: &str) -> Option<u64> {
 /// its checkpoint thread (threads that ended are counted in all only).
 fn written() -> [u64; 3] {
     let all = std::fs::read_to_string("/proc/self/io").expect("/proc/self/io (Linux)");
-    let mut counts = [write_bytes(&all).expect("write_bytes in /proc/self/io"), 0, 0];
+    let mut counts = [
+        write_bytes(&all).expect("write_bytes in /proc/self/io"),
+        0,
+        0,
+    ];
     let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task (Linux)");
     for task in tasks.flatten() {
         let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();

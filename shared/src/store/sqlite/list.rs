@@ -4,8 +4,8 @@
 
 use super::unavailable;
 use crate::domain::Action;
-use crate::store::{ListPage, ListQuery, StoreResult, Unreadable};
 use crate::domain::State;
+use crate::store::{ListPage, ListQuery, StoreResult, Unreadable};
 use rusqlite::{types::Value, Connection};
 
 /// The states the list indexes leave out: each allowed call passes through both, so an entry of
@@ -106,7 +106,9 @@ mod tests {
             .unwrap()
             .query_map(
                 rusqlite::params_from_iter(
-                    ["t", "act_9", "10", state.as_str()].into_iter().chain(agent),
+                    ["t", "act_9", "10", state.as_str()]
+                        .into_iter()
+                        .chain(agent),
                 ),
                 |r| r.get(3),
             )
@@ -120,15 +122,25 @@ mod tests {
     /// statement repeats, and it leaves out exactly the unlisted states.
     #[test]
     fn sc_sec_05_every_listed_state_reads_its_index() {
-        let quoted: Vec<String> = UNLISTED.iter().map(|s| format!("'{}'", s.as_str())).collect();
+        let quoted: Vec<String> = UNLISTED
+            .iter()
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect();
         assert_eq!(LISTED_TERM, format!("state NOT IN ({})", quoted.join(", ")));
-        assert_eq!(SCHEMA.matches(LISTED_TERM).count(), 2, "both indexes' WHERE");
+        assert_eq!(
+            SCHEMA.matches(LISTED_TERM).count(),
+            2,
+            "both indexes' WHERE"
+        );
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(SCHEMA).unwrap();
         let listed_states: Vec<State> = State::ALL.into_iter().filter(|s| listed(*s)).collect();
         assert_eq!(listed_states.len(), State::ALL.len() - UNLISTED.len());
         for state in listed_states {
-            for (index, agent) in [("actions_listed", None), ("actions_agent_listed", Some("a"))] {
+            for (index, agent) in [
+                ("actions_listed", None),
+                ("actions_agent_listed", Some("a")),
+            ] {
                 let plan = plan(&conn, state, agent);
                 assert!(
                     plan.iter().any(|p| p.contains(index) && p.contains("id<?"))
@@ -168,7 +180,10 @@ mod tests {
             .map(Result::unwrap)
             .collect();
         indexes.sort();
-        assert_eq!(indexes, ["actions_agent_listed", "actions_listed", "actions_sweep"]);
+        assert_eq!(
+            indexes,
+            ["actions_agent_listed", "actions_listed", "actions_sweep"]
+        );
         let entries: i64 = conn
             .query_row("SELECT COUNT(*) FROM actions INDEXED BY actions_listed WHERE tenant = 't' AND state NOT IN ('executing', 'succeeded') AND state = 'pending_approval'", [], |r| r.get(0))
             .unwrap();

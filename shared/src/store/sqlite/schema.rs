@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS actions (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS actions_sweep ON actions (sweep_at) WHERE sweep_at IS NOT NULL;
 -- Lists filtered by state, or by state and agent, read only their matches (newest first), for
--- every state but the two an allowed call passes through (see list::LISTED). The indexes of
+-- every state but the two an allowed call passes through (see list::UNLISTED). The indexes of
 -- every state, from before, are replaced.
 DROP INDEX IF EXISTS actions_state;
 DROP INDEX IF EXISTS actions_agent_state;

@@ -24,7 +24,6 @@ pub struct Disk {
 
 /// Bytes written per lifecycle: by the whole process, and of that by the store's writer (log
 /// frames) and its checkpointer.
-#[derive(Default)]
 pub struct Bytes {
     pub total: f64,
     pub log: f64,

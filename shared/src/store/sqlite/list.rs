@@ -185,7 +185,11 @@ mod tests {
             ["actions_agent_listed", "actions_listed", "actions_sweep"]
         );
         let entries: i64 = conn
-            .query_row("SELECT COUNT(*) FROM actions INDEXED BY actions_listed WHERE tenant = 't' AND state NOT IN ('executing', 'succeeded') AND state = 'pending_approval'", [], |r| r.get(0))
+            .query_row(
+                &format!("SELECT COUNT(*) FROM actions INDEXED BY actions_listed WHERE tenant = 't' AND {LISTED_TERM} AND state = 'pending_approval'"),
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
         assert_eq!(entries, 1, "the pending row is in the new index");
         drop(conn);

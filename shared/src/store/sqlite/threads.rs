@@ -15,14 +15,14 @@ const MAX_BATCH: usize = 256;
 /// so under load a batch that waits for its siblings writes fewer pages per write: with 64
 /// clients ≈ 20 % fewer bytes on disk per lifecycle (BENCHMARKS.md, 2 Dec), at ≤ 1 ms more per
 /// write. As PostgreSQL's `commit_delay`, it applies only when others are writing.
-pub(super) const GATHER: std::time::Duration = std::time::Duration::from_millis(1);
+const GATHER: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// A batch of at least this many writes shows the store busy: the next batch gathers.
-pub(super) const BUSY: usize = 4;
+const BUSY: usize = 4;
 
 /// How long the next batch waits for more writes, after a batch of `previous` writes: a lone
 /// write (an idle store) commits at once.
-pub(super) fn gathering(previous: usize) -> std::time::Duration {
+fn gathering(previous: usize) -> std::time::Duration {
     match previous >= BUSY {
         true => GATHER,
         false => std::time::Duration::ZERO,
@@ -38,6 +38,7 @@ const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(2
 /// by which the bench tells their bytes on disk apart: the log's frames, the checkpoints.
 pub const WRITER_THREAD: &str = "cs-sqlite-write";
 pub const CHECKPOINT_THREAD: &str = "cs-sqlite-ckpt";
+const READER_THREAD: &str = "cs-sqlite-read";
 
 /// One read: runs on a reader thread, answers its caller itself.
 pub(super) type Read = Box<dyn FnOnce(&mut Connection) + Send>;
@@ -75,7 +76,7 @@ pub(super) fn spawn(
     for conn in readers {
         let jobs = jobs.clone();
         std::thread::Builder::new()
-            .name("cs-sqlite-read".into())
+            .name(READER_THREAD.into())
             .spawn(move || serve_reads(&conn, &jobs))
             .expect("spawn an SQLite reader thread");
     }
@@ -205,7 +206,7 @@ fn run(conn: &Connection, sql: &str) -> StoreResult<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{gathering, BUSY, CHECKPOINT_THREAD, GATHER, WRITER_THREAD};
+    use super::{gathering, BUSY, CHECKPOINT_THREAD, GATHER, READER_THREAD, WRITER_THREAD};
     use std::time::Duration;
 
     /// A lone write on an idle store commits at once; a batch that found the store busy makes
@@ -222,9 +223,10 @@ mod tests {
     /// Linux keeps 15 bytes of a thread's name; the bench tells the threads apart by them.
     #[test]
     fn sc_edge_03_store_thread_names_fit_linux() {
-        for name in [WRITER_THREAD, CHECKPOINT_THREAD, "cs-sqlite-read"] {
+        for name in [WRITER_THREAD, CHECKPOINT_THREAD, READER_THREAD] {
             assert!(name.len() <= 15, "{name}");
         }
         assert_ne!(WRITER_THREAD, CHECKPOINT_THREAD);
+        assert_ne!(READER_THREAD, WRITER_THREAD);
     }
 }

@@ -151,7 +151,7 @@ pub fn engine_with(
 /// compiles the policy's conditions at boot (`Settings::from_env(Conditions::Compile)`);
 /// approve and resume defer them. Each function reads its settings itself, before this future,
 /// so that its choice is a constant where the call is made: the optimizer then drops the
-/// compiler of conditions (the CEL parser, ≈ 0.35 MB zipped) from the functions that defer
+/// compiler of conditions (the CEL parser: ≈ 0.35 MB zipped when it was the ANTLR one) from the functions that defer
 /// (measured: BENCHMARKS.md, zips of 2 Dec 2026). Passed into this `async fn` instead, the
 /// choice was a field of its future, and every function linked the parser.
 pub async fn engine_from_env(settings: Settings) -> Result<Arc<Engine>, BootError> {

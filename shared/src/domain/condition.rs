@@ -130,7 +130,11 @@ impl Condition {
 fn evaluate(expr: &IdedExpr, view: &View<'_, '_>) -> Result<bool, String> {
     let mut context = Context::with_env(Arc::clone(env()));
     context.set_variable_resolver(view);
-    match Cel::resolve(expr, &context) {
+    answer(expr, &context)
+}
+
+fn answer(expr: &IdedExpr, context: &Context<'_, '_>) -> Result<bool, String> {
+    match Cel::resolve(expr, context) {
         Ok(Cel::Bool(b)) => Ok(b),
         Ok(other) => Err(format!("when answered {}, not a boolean", other.type_of())),
         Err(e) => Err(clip(&e.to_string())),
@@ -297,10 +301,19 @@ mod tests {
         }
     }
 
-    /// `holds` with `args` converted whole, as before fields were converted as selected.
-    fn holds_converting_whole(c: &Condition, call: &CallFacts<'_>) -> Result<bool, String> {
-        let whole = Reads { whole_args: true };
-        evaluate(&c.compiled()?.expr, &Bound::new(call).view(&whole))
+    /// `holds` with every variable bound the plain way, converted whole into the context
+    /// before the expression runs, as before the call's facts were read where they lie: the
+    /// oracle the resolver's shortcuts are held to.
+    fn holds_bound_plainly(c: &Condition, call: &CallFacts<'_>) -> Result<bool, String> {
+        let whole = Bound::new(call);
+        let reads = Reads { whole_args: true };
+        let view = whole.view(&reads);
+        let mut context = Context::with_env(Arc::clone(env()));
+        for name in ["tool", "args", "agent_id", "action_kind", "schedule", "now"] {
+            let value = cel::context::VariableResolver::resolve(&view, name).expect(name);
+            context.add_variable_as_val(name, value.into_owned());
+        }
+        answer(&c.compiled()?.expr, &context)
     }
 
     fn eval(when: &str, args: Value) -> Result<bool, String> {
@@ -374,16 +387,43 @@ mod tests {
             "size(args) == 4 && args.a == 1",
             "args.c == 1",
             "tool == 'payments.transfer' && now > 0",
+            // Chains of selects, answered as one qualified name, or not where a field is missing.
+            "args.n.x == 1",
+            "args.a.b == 1",
+            "args.n.m.q == 1",
+            "has(args.n.m) && !has(args.n.z)",
+            "[1].exists(args, args.x == 1)",
+            "[{'x': 2}].all(args, args.x == 2)",
+            "schedule.not_before > now",
+            "has(schedule.not_after)",
         ];
+        let later = Window {
+            not_before: jiff::Timestamp::from_second(1_800_007_200).unwrap(),
+            not_after: jiff::Timestamp::from_second(1_800_009_000).unwrap(),
+        };
+        let scheduled = |args| CallFacts {
+            schedule: Some(later),
+            ..facts(args)
+        };
         let shared = Bound::new(&facts(&args));
-        for when in whens {
+        for when in whens
+            .iter()
+            .chain(&["schedule.not_before - now == 7200", "schedule.x == 1"])
+        {
             let c = Condition::compile(when).unwrap();
             let alone = c.holds(&Bound::new(&facts(&args)));
             assert_eq!(c.holds(&shared), alone, "{when}");
-            // Fields converted as selected answer what the whole conversion does.
-            assert_eq!(holds_converting_whole(&c, &facts(&args)), alone, "{when}");
+            // Fields converted as selected answer what the whole variables do.
+            assert_eq!(holds_bound_plainly(&c, &facts(&args)), alone, "{when}");
+            let alone = c.holds(&Bound::new(&scheduled(&args)));
+            assert_eq!(holds_bound_plainly(&c, &scheduled(&args)), alone, "{when}");
         }
         drop(shared);
+        assert_eq!(eval("args.n.m == 3", args.clone()), Ok(true));
+        assert_eq!(
+            eval("args.n.x == 1", args.clone()),
+            Err("No such key: x".into())
+        );
         assert_eq!(
             eval("args.c == 1", args.clone()),
             Err("No such key: c".into())

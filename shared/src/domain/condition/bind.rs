@@ -54,9 +54,13 @@ pub(super) struct View<'b, 'a> {
 
 impl VariableResolver for View<'_, '_> {
     fn resolve<'r>(&'r self, variable: &str) -> Option<CowVal<'r, 'r>> {
+        let variable = variable.trim_start_matches('.');
+        if let Some((root, path)) = variable.split_once('.') {
+            return self.selected(root, path);
+        }
         let call = &self.bound.call;
         let string = |s: &'r str| CowVal::owned(CelString::from(s));
-        Some(match variable.trim_start_matches('.') {
+        Some(match variable {
             "tool" => string(call.tool),
             "agent_id" => string(call.agent_id),
             "action_kind" => call
@@ -83,6 +87,38 @@ impl VariableResolver for View<'_, '_> {
             },
             _ => return None,
         })
+    }
+}
+
+impl<'r> View<'r, '_> {
+    /// A chain of selects (`args.amount`, `args.a.b`, `schedule.not_before`) reaches the
+    /// resolver first as one qualified name, the longest: CEL lets a variable of that name win.
+    /// Answered here when every field is there, the interpreter skips looking the name up as a
+    /// type, then the shorter names, then selecting field by field. Where a field is missing
+    /// (or a value is not a map) nothing is answered, and the interpreter's own selects report
+    /// what they would have. Only a name that ends at a variable's field is answered, so what
+    /// an expression sees is what the whole variables would give (`sc_pol_01_a_gate_converts_…`).
+    fn selected(&self, root: &str, path: &str) -> Option<CowVal<'r, 'r>> {
+        let call = &self.bound.call;
+        match root {
+            "args" => {
+                let mut value = call.args;
+                for field in path.split('.') {
+                    value = value.as_object()?.get(field)?;
+                }
+                Some(CowVal::Owned(val_of(value)))
+            }
+            "schedule" => {
+                let window = call.schedule?;
+                let at = match path {
+                    "not_before" => window.not_before,
+                    "not_after" => window.not_after,
+                    _ => return None,
+                };
+                Some(CowVal::owned(CelInt::from(at.as_second())))
+            }
+            _ => None,
+        }
     }
 }
 

@@ -11,9 +11,11 @@
 //! An expression that does not answer a boolean is an evaluation error: the rule fails closed.
 
 mod bind;
+mod plan;
 
 pub use bind::Bound;
 use bind::{Reads, View};
+use plan::Plan;
 
 use super::window::Window;
 use cel::common::ast::Expr;
@@ -54,6 +56,8 @@ struct Compiled {
     expr: IdedExpr,
     /// How it reads `args`: converting the call is the cost per submit.
     reads: Reads,
+    /// The common case answered without the interpreter, where the expression allows it.
+    plan: Option<Plan>,
 }
 
 impl PartialEq for Condition {
@@ -109,7 +113,8 @@ impl Condition {
                 shape.walk(&expr, 1, false)?;
                 let mut reads = Reads::default();
                 reads.walk(&expr);
-                Ok(Compiled { expr, reads })
+                let plan = Plan::of(&expr);
+                Ok(Compiled { expr, reads, plan })
             })
             .as_ref()
             .map_err(Clone::clone)
@@ -123,6 +128,9 @@ impl Condition {
     /// non-boolean answer) is returned for the caller to fail closed on.
     pub fn holds(&self, call: &Bound<'_>) -> Result<bool, String> {
         let compiled = self.compiled()?;
+        if let Some(answer) = compiled.plan.as_ref().and_then(|p| p.holds(call.facts())) {
+            return Ok(answer);
+        }
         evaluate(&compiled.expr, &call.view(&compiled.reads))
     }
 }
@@ -290,7 +298,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn facts(args: &Value) -> CallFacts<'_> {
+    pub(super) fn facts(args: &Value) -> CallFacts<'_> {
         CallFacts {
             tool: "payments.transfer",
             args,
@@ -304,7 +312,7 @@ mod tests {
     /// `holds` with every variable bound the plain way, converted whole into the context
     /// before the expression runs, as before the call's facts were read where they lie: the
     /// oracle the resolver's shortcuts are held to.
-    fn holds_bound_plainly(c: &Condition, call: &CallFacts<'_>) -> Result<bool, String> {
+    pub(super) fn holds_bound_plainly(c: &Condition, call: &CallFacts<'_>) -> Result<bool, String> {
         let whole = Bound::new(call);
         let reads = Reads { whole_args: true };
         let view = whole.view(&reads);

@@ -34,6 +34,10 @@ impl<'a> Bound<'a> {
         }
     }
 
+    pub(super) fn facts(&self) -> &CallFacts<'a> {
+        &self.call
+    }
+
     /// The variables as one expression that reads `args` as `reads` says sees them.
     pub(super) fn view<'b>(&'b self, reads: &'b Reads) -> View<'b, 'a> {
         View { bound: self, reads }

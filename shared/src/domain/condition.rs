@@ -133,6 +133,14 @@ impl Condition {
         }
         evaluate(&compiled.expr, &call.view(&compiled.reads))
     }
+
+    /// [`Condition::holds`] by the interpreter alone, never the plan: what the fuzz target
+    /// and the tests hold the plan to.
+    #[doc(hidden)]
+    pub fn holds_interpreted(&self, call: &Bound<'_>) -> Result<bool, String> {
+        let compiled = self.compiled()?;
+        evaluate(&compiled.expr, &call.view(&compiled.reads))
+    }
 }
 
 fn evaluate(expr: &IdedExpr, view: &View<'_, '_>) -> Result<bool, String> {

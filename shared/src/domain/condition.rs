@@ -128,10 +128,10 @@ impl Condition {
     /// non-boolean answer) is returned for the caller to fail closed on.
     pub fn holds(&self, call: &Bound<'_>) -> Result<bool, String> {
         let compiled = self.compiled()?;
-        if let Some(answer) = compiled.plan.as_ref().and_then(|p| p.holds(call.facts())) {
-            return Ok(answer);
+        match compiled.plan.as_ref().and_then(|p| p.holds(call.facts())) {
+            Some(answer) => Ok(answer),
+            None => self.holds_interpreted(call),
         }
-        evaluate(&compiled.expr, &call.view(&compiled.reads))
     }
 
     /// [`Condition::holds`] by the interpreter alone, never the plan: what the fuzz target

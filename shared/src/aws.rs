@@ -29,6 +29,7 @@ use jiff::SignedDuration;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+pub mod http;
 pub mod sdk;
 pub use sdk::sdk_config_from_env;
 
@@ -111,12 +112,12 @@ impl Settings {
     }
 }
 
-/// The SDK configuration from the default chain (profiles, SSO, instance metadata…), over rustls
-/// with ring: for the local server's commands run from an operator's shell. The functions use
+/// The SDK configuration from the default chain (profiles, SSO, instance metadata…), over
+/// reqwest ([`http`]): for the local server's commands run from an operator's shell. The functions use
 /// [`sdk_config_from_env`], so that the chain is not linked into them.
 pub async fn sdk_config() -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest())
-        .http_client(sdk::https_client())
+        .http_client(http::https_client())
         .load()
         .await
 }

@@ -66,7 +66,7 @@ impl SdkEnv {
                 EnvironmentVariableCredentialsProvider::new(),
             ))
             .identity_cache(IdentityCache::lazy().build())
-            .http_client(https_client())
+            .http_client(super::http::https_client())
             .sleep_impl(TokioSleep::new())
             .time_source(SystemTimeSource::new())
             .retry_config(RetryConfig::standard())
@@ -78,16 +78,6 @@ impl SdkEnv {
         config.set_endpoint_url(self.endpoint_url.clone());
         config.build()
     }
-}
-
-/// The SDK's HTTP client: hyper over rustls with ring (already built for reqwest).
-pub(crate) fn https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
-    use aws_smithy_http_client::{tls, Builder};
-    Builder::new()
-        .tls_provider(tls::Provider::Rustls(
-            tls::rustls_provider::CryptoMode::Ring,
-        ))
-        .build_https()
 }
 
 /// An endpoint is an absolute `http` or `https` URL; anything else would fail every request.

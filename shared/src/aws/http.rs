@@ -110,26 +110,21 @@ fn to_reqwest(request: HttpRequest) -> Result<reqwest::Request, ConnectorError> 
 
 /// reqwest's response, read whole, as the SDK's.
 async fn from_reqwest(response: reqwest::Response) -> Result<HttpResponse, ConnectorError> {
-    let mut builder = axum::http::Response::builder().status(response.status());
-    if let Some(headers) = builder.headers_mut() {
-        headers.extend(
-            response
-                .headers()
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone())),
-        );
-    }
+    let (status, headers) = (response.status(), response.headers().clone());
     // reqwest reports a body cut short as a decoding error; to the SDK it is a transport
     // failure like any other I/O one (the answer was lost on the way, so the request may be
     // retried), unless it was the read timeout.
-    let body = response.bytes().await.map_err(|e| match e.is_timeout() {
-        true => ConnectorError::timeout(e.into()),
-        false => ConnectorError::io(e.into()),
+    let body = response.bytes().await.map_err(|e| {
+        if e.is_timeout() {
+            ConnectorError::timeout(e.into())
+        } else {
+            ConnectorError::io(e.into())
+        }
     })?;
-    let response = builder
-        .body(SdkBody::from(body))
-        .map_err(|e| ConnectorError::other(e.into(), None))?;
-    HttpResponse::try_from(response).map_err(|e| ConnectorError::other(e.into(), None))
+    let mut answer = axum::http::Response::new(SdkBody::from(body));
+    *answer.status_mut() = status;
+    *answer.headers_mut() = headers;
+    HttpResponse::try_from(answer).map_err(|e| ConnectorError::other(e.into(), None))
 }
 
 /// A transport failure as the SDK's retry policy reads it: timeouts and I/O failures (refused,

@@ -388,13 +388,13 @@ async fn pending(
     let text = countersign_tests::config_toml(&tools, "1m", "5s")
         + &notify_toml("http://127.0.0.1:9/hook", "30s", 1000);
     let config = Arc::new(Config::from_toml(&text).unwrap());
-    let engine = Engine::new(
+    let engine = Arc::new(Engine::new(
         config.clone(),
         store,
         Arc::new(RecordingWaker::default()),
         Arc::new(Executors::new()),
         clock,
-    );
+    ));
     let agent = config.principal(keys::AGENT).unwrap();
     let request = submission(json!({"tool": "mail.send", "args": {"n": n}}));
     engine.submit(agent, request, None).await.unwrap().action

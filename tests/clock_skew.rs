@@ -52,13 +52,13 @@ async fn in_process_early_wakes_rearm_in_the_future(backend: Backend) {
         SignedDuration::from_secs(3),
     ));
     let (waker, mut wakes) = InProcessWaker::new(ahead);
-    let engine = Engine::new(
+    let engine = Arc::new(Engine::new(
         config.clone(),
         store,
         Arc::new(waker),
         Arc::new(Executors::new()),
         Arc::new(SystemClock),
-    );
+    ));
     let agent = config.principal(keys::AGENT).cloned().unwrap();
     let req = submission(json!({"tool": "report.build", "args": {},
         "schedule": {"not_before": in_secs(4), "not_after": in_secs(60)}}));
@@ -115,7 +115,7 @@ async fn sc_edge_09_scheduler_early_wake_replaces_the_fired_schedule_with_a_late
         w.settings.target.clone(),
     )
     .with_clock(lagging.clone());
-    let engine = Engine::new(
+    let engine = Arc::new(Engine::new(
         w.settings.config.clone(),
         Arc::new(DynamoStore::new(
             aws_sdk_dynamodb::Client::new(&w.sdk),
@@ -124,7 +124,7 @@ async fn sc_edge_09_scheduler_early_wake_replaces_the_fired_schedule_with_a_late
         Arc::new(waker),
         Arc::new(Executors::new()),
         lagging.clone(),
-    );
+    ));
     let agent = w.settings.config.principal(keys::AGENT).cloned().unwrap();
     let at = |secs: i64| {
         lagging

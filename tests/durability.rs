@@ -2,13 +2,9 @@
 //! called, survives a crash of the process or of the host.
 
 use countersign::{config::Config, embedded::Server, store::sqlite::SqliteStore, store::Store};
-use countersign_tests::{config_toml, in_secs, keys, temp_db, Api, ToolServer};
+use countersign_tests::{child_server, config_toml, in_secs, keys, temp_db, Api, ToolServer};
 use serde_json::json;
-use std::{
-    io::{BufRead, BufReader},
-    process::{Command, Stdio},
-    sync::Arc,
-};
+use std::sync::Arc;
 
 /// Set in the child process: the database it serves.
 const CHILD_DB: &str = "COUNTERSIGN_TEST_CHILD_DB";
@@ -34,25 +30,7 @@ async fn sc_edge_03_sqlite_syncs_every_commit_to_disk() {
 #[tokio::test]
 async fn sc_edge_03_answered_transitions_survive_kill_9() {
     let db = temp_db("kill9");
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_serves_until_killed",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(CHILD_DB, &db)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("the child prints its address").unwrap();
-        if let Some(addr) = line.strip_prefix("CHILD_ADDR ") {
-            break addr.parse().unwrap();
-        }
-    };
+    let (mut child, addr) = child_server("child_serves_until_killed", &[(CHILD_DB, db.as_ref())]);
     let api = Api::new(addr);
 
     // Answered: a scheduled ticket committed (201), an approval (200), a cancel (200), and an

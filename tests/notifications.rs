@@ -613,13 +613,13 @@ async fn signed_at_the_engines_clock_over_the_dedupe_key(backend: Backend) {
     let store = open(&database(backend, "notify-clock").await).await;
     let day_ahead = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24);
     let clock = Arc::new(countersign::clock::ManualClock::new(day_ahead));
-    let engine = Engine::new(
+    let engine = Arc::new(Engine::new(
         config.clone(),
         store.clone(),
         Arc::new(RecordingWaker::default()),
         Arc::new(Executors::new()),
         clock.clone(),
-    );
+    ));
     let agent = config.principal(keys::AGENT).unwrap().clone();
     let request = submission(pending(json!({"n": "clock"})));
     let action = engine.submit(&agent, request, None).await.unwrap().action;

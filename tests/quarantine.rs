@@ -253,13 +253,13 @@ async fn sweep_quarantines_and_goes_on(store: Arc<dyn Store>, damage: Damage) {
     let tools = ToolServer::start().await;
     let config = Arc::new(Config::from_toml(&config_toml(&tools, "5m", "2s")).unwrap());
     let clock = Arc::new(ManualClock::new(Timestamp::now()));
-    let engine = Engine::new(
+    let engine = Arc::new(Engine::new(
         config.clone(),
         store.clone(),
         Arc::new(RecordingWaker::default()),
         Arc::new(Executors::new()),
         clock.clone(),
-    );
+    ));
     let agent = config.principal(keys::AGENT).cloned().unwrap();
     let at = |secs: i64| {
         clock

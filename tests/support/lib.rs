@@ -523,6 +523,36 @@ pub async fn counted_api(
     (Api::new(addr), store)
 }
 
+/// Re-run this test binary as a child process serving the `#[ignore]`d test `child_test` (with
+/// `env` set), and read the address it prints as `CHILD_ADDR <addr>` (a server to SIGKILL or
+/// SIGTERM: SC-EDGE-03, SC-EDGE-05).
+pub fn child_server(
+    child_test: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> (std::process::Child, SocketAddr) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child.args(["--exact", child_test, "--ignored", "--nocapture"]);
+    for (k, v) in env {
+        child.env(k, v);
+    }
+    let mut child = child
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("the child prints its address").unwrap();
+        if let Some(addr) = line.strip_prefix("CHILD_ADDR ") {
+            break addr.parse().unwrap();
+        }
+    };
+    // Keep reading: a child whose stdout is closed panics when it prints its test summary.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, addr)
+}
+
 /// A fresh temporary directory for a test's database.
 pub fn temp_db(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("countersign-test-{}-{}", name, ulid::Ulid::new()));

@@ -10,6 +10,7 @@ use crate::{
     },
     Error,
 };
+use std::sync::Arc;
 
 /// Re-tries of one approve that lost its write to another approver's partial approval.
 const APPROVE_ATTEMPTS: usize = 8;
@@ -22,7 +23,21 @@ enum Step {
 }
 
 impl Engine {
+    /// One approver's countersignature. Runs as a task the process owns ([`Engine::owned`]):
+    /// the last approval of a call due now claims and runs it inside that task, whether or not
+    /// the approver's client waits for the answer.
     pub async fn approve(
+        self: &Arc<Self>,
+        who: &Principal,
+        action_id: &str,
+        context_digest: &str,
+    ) -> Result<Action, Error> {
+        let (who, id, digest) = (who.clone(), action_id.to_owned(), context_digest.to_owned());
+        self.owned(move |engine| async move { engine.countersign(&who, &id, &digest).await })
+            .await
+    }
+
+    async fn countersign(
         &self,
         who: &Principal,
         action_id: &str,

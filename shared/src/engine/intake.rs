@@ -21,6 +21,7 @@ use crate::{
 };
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// How long an Idempotency-Key is remembered.
 pub const IDEMPOTENCY_TTL: SignedDuration = SignedDuration::from_hours(24);
@@ -33,7 +34,20 @@ pub struct Submitted {
 }
 
 impl Engine {
+    /// Intake of one call. Runs as a task the process owns ([`Engine::owned`]): a call allowed
+    /// now is claimed and run inside it, whether or not its client waits for the answer.
     pub async fn submit(
+        self: &Arc<Self>,
+        who: &Principal,
+        call: Submission,
+        idempotency_key: Option<&str>,
+    ) -> Result<Submitted, Error> {
+        let (who, key) = (who.clone(), idempotency_key.map(str::to_owned));
+        self.owned(move |engine| async move { engine.intake(&who, call, key.as_deref()).await })
+            .await
+    }
+
+    async fn intake(
         &self,
         who: &Principal,
         call: Submission,

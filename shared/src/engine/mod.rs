@@ -76,6 +76,24 @@ impl Engine {
         self.runs.drain().await;
     }
 
+    /// Run one request's operation — one that may commit a claimed run and run it — as a task
+    /// this process owns, and answer with what it came to (SC-EDGE-12). The request awaits the
+    /// task's handle: a client that hangs up makes axum drop the request's future, not the
+    /// task, so a run once claimed finishes, commits its result and is answered to nobody; its
+    /// run guard lives in the task, so a graceful shutdown waits for it (SC-EDGE-05).
+    async fn owned<T, F>(self: &Arc<Self>, op: impl FnOnce(Arc<Self>) -> F) -> Result<T, Error>
+    where
+        F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
+        T: Send + 'static,
+    {
+        match tokio::spawn(op(self.clone())).await {
+            Ok(answer) => answer,
+            // A panic stays a panic of the request, as if it had run in it.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(Error::Internal(format!("the request's task ended: {e}"))),
+        }
+    }
+
     /// This engine's name in the leases it holds (`<worker id>/<claim id>`).
     pub fn worker_id(&self) -> &str {
         &self.worker_id

@@ -44,7 +44,7 @@ pub(crate) enum Revision {
 
 /// One JSON-RPC request, authenticated, in its revision.
 pub(crate) struct Rpc<'a> {
-    engine: &'a Engine,
+    engine: &'a Arc<Engine>,
     who: &'a Principal,
     rev: Revision,
     params: &'a Map<String, Value>,

@@ -359,3 +359,74 @@ async fn sc_can_03_postgres_claims_committed_together_skip_a_ticket_whose_cancel
         claimed_ids.len()
     );
 }
+
+/// SC-REC-01 with several instances on one Postgres: the sweep holds no transaction and no lock
+/// across the tools it runs, and a pass that runs long on one instance does not keep the others
+/// from sweeping. Two engines over one schema whose sessions are ended by the server after
+/// 500 ms idle in a transaction (`idle_in_transaction_session_timeout`, common on managed
+/// Postgres); two scheduled tickets whose wakes never fire (the sweep is what runs them), a
+/// tool that answers in 2 s, a turn of 1 s.
+///
+/// Caught on main: the pass ran inside a transaction holding an advisory lock — the server
+/// killed that session mid-pass (the pass answered an error), and the second instance's sweep
+/// was skipped for as long as the first one's pass ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_rec_01_postgres_sweep_holds_nothing_across_tool_runs() {
+    use countersign::{embedded::sweep_turn, store::Store, tools::Executors, Engine};
+    use countersign_tests::{submission, Behaviour, RecordingWaker};
+    let url =
+        postgres::fresh_url("sweepturn").await + "%20-cidle_in_transaction_session_timeout%3D500";
+    let tools = ToolServer::start().await;
+    tools.behave(Behaviour {
+        delay_ms: 2_000,
+        ..Behaviour::default()
+    });
+    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let instance = || async {
+        let store = PostgresStore::connect(&url, &Options::default())
+            .await
+            .unwrap();
+        let engine = Arc::new(Engine::new(
+            config.clone(),
+            Arc::new(store.clone()),
+            Arc::new(RecordingWaker::default()),
+            Arc::new(Executors::new()),
+            Arc::new(SystemClock),
+        ));
+        (engine, store)
+    };
+    let ((a, a_store), (b, b_store)) = (instance().await, instance().await);
+    let agent = config.principal(keys::AGENT).unwrap();
+    let mut ids = Vec::new();
+    for q in 0..2 {
+        let call = submission(json!({"tool": "report.build", "args": {"q": q},
+            "schedule": {"not_before": in_secs(1), "not_after": in_secs(120)}}));
+        ids.push(a.submit(agent, call, None).await.unwrap().action.id);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+    let turn = std::time::Duration::from_secs(1);
+    let first = tokio::spawn({
+        let (a, store) = (a.clone(), a_store.clone());
+        async move { sweep_turn(&a, &store, turn).await }
+    });
+    // Mid-pass (the first tool answers at 2 s): the first instance's turn has lapsed.
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    let second = sweep_turn(&b, &b_store, turn).await.unwrap();
+    assert!(
+        second.is_some(),
+        "a long pass on one instance does not keep the others from sweeping"
+    );
+    let first = first.await.unwrap();
+    assert!(
+        matches!(first, Ok(Some(_))),
+        "the pass survives idle_in_transaction_session_timeout: {first:?}"
+    );
+    for id in &ids {
+        let done = a_store.load("acme", id).await.unwrap().unwrap();
+        assert_eq!(done.state().as_str(), "succeeded", "{id}");
+        assert_eq!(tools.count_for(id), 1, "{id}: run once");
+    }
+    // Within a turn the others skip their tick: the instances take turns.
+    assert!(sweep_turn(&a, &a_store, turn).await.unwrap().is_some());
+    assert!(sweep_turn(&b, &b_store, turn).await.unwrap().is_none());
+}

@@ -215,8 +215,7 @@ async fn deliver(engine: Arc<Engine>, mut rx: mpsc::UnboundedReceiver<Wake>) {
 /// Most wakes [`deliver`] takes from the channel at once.
 const DELIVER_AT_ONCE: usize = 1024;
 
-/// Every instance sweeps each tick; on a shared store one at a time (the others skip the
-/// tick), so they do not repeat each other's work, and a killed one's turn passes on.
+/// Every instance sweeps each tick; on a shared store they take turns ([`sweep_turn`]).
 async fn sweep_loop(
     engine: Arc<Engine>,
     every: std::time::Duration,
@@ -228,16 +227,27 @@ async fn sweep_loop(
         tick.tick().await;
         let swept = match &shared {
             None => engine.sweep().await.map(drop),
-            Some(store) => match store.exclusively(engine.sweep()).await {
-                Ok(Some(swept)) => swept.map(drop),
-                Ok(None) => Ok(()),
-                Err(e) => Err(e.into()),
-            },
+            Some(store) => sweep_turn(&engine, store, every).await.map(drop),
         };
         if let Err(e) = swept {
             tracing::error!(error = %e, "sweep failed; the next tick retries");
         }
     }
+}
+
+/// One sweep pass of an instance sharing `store`, if it is this instance's turn: one pass per
+/// `every` among all of them, so they do not repeat each other's work; a pass that outlasts
+/// `every` (slow tools) holds nothing, and the next instance's tick takes the next turn.
+/// `None`: another instance's turn.
+pub async fn sweep_turn(
+    engine: &Engine,
+    store: &PostgresStore,
+    every: std::time::Duration,
+) -> Result<Option<crate::engine::SweepReport>, crate::Error> {
+    if !store.take_turn(engine.worker_id(), every).await? {
+        return Ok(None);
+    }
+    engine.sweep().await.map(Some)
 }
 
 /// How far ahead the due-index poll of a shared store arms tickets, and how often it runs.

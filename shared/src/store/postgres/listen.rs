@@ -1,6 +1,7 @@
 //! Many instances on one database: a committed ticket is announced with `NOTIFY` in its own
 //! transaction (delivered only if it commits), every instance `LISTEN`s and arms its timer, and
-//! the sweep takes turns under an advisory lock so instances do not repeat each other's work.
+//! the sweep takes turns (a row naming whose turn it is, and until when) so instances do not
+//! repeat each other's work.
 
 use super::{causes, unavailable, PostgresStore};
 use crate::store::{StoreError, StoreResult};
@@ -86,28 +87,27 @@ impl PostgresStore {
         })
     }
 
-    /// Run `turn` unless another instance is running its own (a transaction-scoped advisory
-    /// lock per schema: released when `turn` ends, or when a killed holder's session does).
-    pub async fn exclusively<F: std::future::Future>(
-        &self,
-        turn: F,
-    ) -> StoreResult<Option<F::Output>> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(unavailable)?;
-        let mine: bool = tx
-            .query_one(
-                "SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.countersign_sweep'))",
-                &[],
+    /// Take the turn to sweep for `hold`, unless another instance's turn is still running:
+    /// one row (`sweep_turn`) in one autocommitted statement, timed by the database's clock.
+    /// Nothing is held while the pass runs its tools — no transaction (which a managed
+    /// Postgres's `idle_in_transaction_session_timeout` would kill mid-pass) and no lock; a
+    /// pass longer than `hold` does not keep the others from theirs (they may meet the same
+    /// items: each claim is a conditional write, so only one runs each).
+    pub async fn take_turn(&self, owner: &str, hold: std::time::Duration) -> StoreResult<bool> {
+        let client = self.client().await?;
+        let hold_ms = i64::try_from(hold.as_millis()).unwrap_or(i64::MAX);
+        let taken = client
+            .query_opt(
+                "INSERT INTO sweep_turn AS t (id, owner, until)
+                 VALUES (1, $1, now() + $2 * interval '1 millisecond')
+                 ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, until = excluded.until
+                 WHERE t.until <= now()
+                 RETURNING owner",
+                &[&owner, &(hold_ms as f64)],
             )
             .await
-            .map_err(unavailable)?
-            .get(0);
-        if !mine {
-            return Ok(None);
-        }
-        let done = turn.await;
-        tx.rollback().await.map_err(unavailable)?;
-        Ok(Some(done))
+            .map_err(unavailable)?;
+        Ok(taken.is_some())
     }
 }
 

@@ -73,6 +73,15 @@ CREATE INDEX outbox_dead ON outbox (tenant, dead_at) WHERE dead_at IS NOT NULL;
 CREATE INDEX actions_state ON actions (tenant, state, id);
 CREATE INDEX actions_agent_state ON actions (tenant, agent_id, state, id);
 "#,
+    // 3: whose turn it is to sweep, and until when (`PostgresStore::take_turn`): a row, not a
+    //    lock held in a transaction across the pass's tool runs.
+    r#"
+CREATE TABLE sweep_turn (
+    id    SMALLINT PRIMARY KEY CHECK (id = 1),
+    owner TEXT COLLATE "C" NOT NULL,
+    until TIMESTAMPTZ NOT NULL
+);
+"#,
 ];
 
 /// Any number will do as long as it is fixed: it names "countersign migrates" among the

@@ -1,11 +1,13 @@
-//! The bounded chaos run (`scripts/chaos.sh [SECONDS]`): agents submit, approvers approve or
-//! deny, cancels and a stop race the workers, tools misbehave (slow, 5xx, refused, a 10 MB
+//! The bounded chaos run (`scripts/chaos.sh [SECONDS]`): agents submit (through the API and
+//! MCP), approvers approve or deny, some clients hang up before the answer, cancels and a stop
+//! race the workers, tools misbehave (slow, 5xx, refused, a 10 MB
 //! body, invalid JSON), the store fails writes now and then (the `faults` seam), and the local
 //! server is killed with SIGKILL (or stopped with SIGTERM) and restarted mid-run. Afterwards the
 //! store's invariants are checked and the tool server's record of every attempt is held to the
 //! rules: none before `not_before`, none after the deadline, none after an answered stop, none
 //! twice except for `retry` tools. The outcomes are held to what happened: none sealed
-//! `outcome_unknown` unless an attempt reached the tool or a SIGKILL fell while it was claimed,
+//! `outcome_unknown` unless a SIGKILL fell while it was claimed or an attempt reached the tool
+//! and was never answered (an answer the tool gave is never lost, whoever hung up),
 //! and no cancel answered 409 for an action its cancel sealed. Prints a summary; exits 1 on any
 //! violation.
 //!
@@ -48,6 +50,8 @@ const KINDS: [&str; 6] = ["ok", "slow", "5xx", "refused", "big", "badjson"];
 /// process's own load (it also builds 10 MB answers), so arrival is held only to a loose bound
 /// that catches gross lateness without failing on a busy 2-core machine.
 const TRANSIT: SignedDuration = SignedDuration::from_secs(5);
+/// How long a hasty client waits before it hangs up (less than the `slow` tool takes).
+const HASTY: Duration = Duration::from_millis(300);
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -242,6 +246,8 @@ struct Attempt {
     at: Timestamp,
     /// The signature's `t`: when the worker signed (started) the attempt, in whole seconds.
     signed: Option<Timestamp>,
+    /// When the tool server had its answer ready (`None`: the request was dropped first).
+    answered: Option<Timestamp>,
 }
 
 /// `t` of `Countersign-Signature: t=<unix>,v1=<hex>`.
@@ -261,17 +267,24 @@ async fn tool_server(attempts: Attempts) -> String {
                 let attempts = attempts.clone();
                 async move {
                     let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    attempts.lock().unwrap().push(Attempt {
-                        action_id: parsed["action_id"].as_str().unwrap_or_default().to_owned(),
-                        attempt: headers
-                            .get("countersign-attempt")
-                            .and_then(|v| v.to_str().ok())
-                            .and_then(|v| v.parse().ok())
-                            .unwrap_or(0),
-                        at: Timestamp::now(),
-                        signed: signed_at(&headers),
-                    });
-                    answer(&kind).await
+                    let index = {
+                        let mut all = attempts.lock().unwrap();
+                        all.push(Attempt {
+                            action_id: parsed["action_id"].as_str().unwrap_or_default().to_owned(),
+                            attempt: headers
+                                .get("countersign-attempt")
+                                .and_then(|v| v.to_str().ok())
+                                .and_then(|v| v.parse().ok())
+                                .unwrap_or(0),
+                            at: Timestamp::now(),
+                            signed: signed_at(&headers),
+                            answered: None,
+                        });
+                        all.len() - 1
+                    };
+                    let answer = answer(&kind).await;
+                    attempts.lock().unwrap()[index].answered = Some(Timestamp::now());
+                    answer
                 }
             },
         ),
@@ -330,6 +343,8 @@ struct Tally {
     cancel_refused: Vec<String>,
     unavailable: usize,
     refused_by_server: usize,
+    /// Submits (API and MCP) and approves whose client hung up before the answer.
+    hung_up: usize,
     /// When the stop of STOPPED_AGENT was answered.
     stop_answered: Option<Timestamp>,
 }
@@ -350,6 +365,26 @@ impl Client {
         key: &str,
         body: Option<Value>,
     ) -> Option<(u16, Value)> {
+        self.call_within(method, path, key, body, &[], Duration::from_secs(30))
+            .await
+    }
+
+    /// A POST by a client that gives up after [`HASTY`] (a proxy's timeout, a closed tab): it
+    /// hangs up mid-request whenever the server takes longer, e.g. while a slow tool runs.
+    async fn hang_up(&self, path: &str, key: &str, body: Value, headers: &[(&str, &str)]) {
+        self.call_within(reqwest::Method::POST, path, key, Some(body), headers, HASTY)
+            .await;
+    }
+
+    async fn call_within(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        key: &str,
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+        within: Duration,
+    ) -> Option<(u16, Value)> {
         let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let url = {
             let bases = self.bases.read().unwrap();
@@ -359,7 +394,10 @@ impl Client {
             .http
             .request(method, url)
             .bearer_auth(key)
-            .timeout(Duration::from_secs(30));
+            .timeout(within);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
         if let Some(b) = body {
             req = req.json(&b);
         }
@@ -368,6 +406,26 @@ impl Client {
         let value = res.json().await.unwrap_or(Value::Null);
         Some((status, value))
     }
+}
+
+/// The call `body` (an API submit's) as an MCP `tools/call` (2026-07-28, stateless) by a client
+/// that hangs up before the answer.
+async fn mcp_call_hanging_up(client: &Client, key: &str, body: Value) {
+    let tool = body["tool"].as_str().unwrap_or_default().to_owned();
+    let mut arguments = body["args"].clone();
+    if !body["schedule"].is_null() {
+        arguments["countersign_window"] = body["schedule"].clone();
+    }
+    let rpc = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": tool, "arguments": arguments,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", tool.as_str()),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    client.hang_up("/mcp", key, rpc, &headers).await;
 }
 
 fn window(from_now: i64, length: i64) -> Value {
@@ -394,11 +452,25 @@ async fn agent(
         let who = if rng.chance(15) { STOPPED_AGENT } else { AGENT };
         let body = match rng.next() % 3 {
             0 => json!({"tool": format!("search.{kind}"), "args": {"n": rng.next() % 1000}}),
+            // Some without a window: its approval claims and runs it at once (SC-EDGE-07).
+            1 if rng.chance(30) => {
+                json!({"tool": format!("mail.{kind}"), "args": {"n": rng.next() % 1000}})
+            }
             1 => json!({"tool": format!("mail.{kind}"), "args": {"n": rng.next() % 1000},
                         "schedule": window(1 + (rng.next() % 3) as i64, 10)}),
             _ => json!({"tool": format!("report.{kind}"), "args": {"n": rng.next() % 1000},
                         "schedule": window(1 + (rng.next() % 3) as i64, 10)}),
         };
+        // Some clients hang up before the answer (SC-EDGE-12), through the API or MCP.
+        if rng.chance(15) {
+            if rng.chance(50) {
+                client.hang_up("/v1/actions", who, body, &[]).await;
+            } else {
+                mcp_call_hanging_up(&client, who, body).await;
+            }
+            tally.lock().unwrap().hung_up += 1;
+            continue;
+        }
         let answer = client
             .call(reqwest::Method::POST, "/v1/actions", who, Some(body))
             .await;
@@ -432,7 +504,10 @@ async fn agent(
                     json!({"reason": "chaos says no"}),
                 )
             };
-            if let Some((200, _)) = client
+            if rng.chance(20) {
+                client.hang_up(&path, APPROVER, body, &[]).await;
+                tally.lock().unwrap().hung_up += 1;
+            } else if let Some((200, _)) = client
                 .call(reqwest::Method::POST, &path, APPROVER, Some(body))
                 .await
             {
@@ -610,7 +685,7 @@ async fn run(
     };
     println!("chaos: {seconds} s, {on}");
     println!(
-        "chaos: actions {} ({}); submitted {}, approved {}, denied {}, cancels won {} lost {}, answers 503 {}",
+        "chaos: actions {} ({}); submitted {}, approved {}, denied {}, cancels won {} lost {}, answers 503 {}, clients that hung up {}",
         report.actions,
         states.join(", "),
         t.submitted,
@@ -618,7 +693,8 @@ async fn run(
         t.denied,
         t.cancel_won,
         t.cancel_lost,
-        t.unavailable
+        t.unavailable,
+        t.hung_up
     );
     println!(
         "chaos: tool attempts {}; restarts {} (SIGKILL {kills}, SIGTERM {graceful}); store faults injected {} failed + {} ambiguous; stop answered: {}",
@@ -717,7 +793,9 @@ fn actions_per_kind(all: &[Action]) -> BTreeMap<String, usize> {
 ///   received one, or a SIGKILL must have fallen between the first claim and the seal (a
 ///   worker that died may have sent it). Otherwise nobody ran a committed call and the sweep
 ///   sealed it unknown (issue 14, defect 1). `refused` tools are held to it too: their
-///   attempts never reach the tool server, but fail at once and commit their answer.
+///   attempts never reach the tool server, but fail at once and commit their answer. And
+///   with no SIGKILL in between, an attempt the tool answered must not end unknown: the
+///   worker lived to read it, whatever its client did (SC-EDGE-12).
 /// - A cancel answered 409 is a cancel that lost: the action must not then be sealed by a
 ///   cancel (`cancelled`, reason `cancelled`; a missed window also seals `cancelled`, with
 ///   its own reason), else the winning cancel was told it lost (defect 2).
@@ -730,14 +808,8 @@ async fn check_outcomes(
 ) -> (Vec<String>, String) {
     let mut broken = Vec::new();
     let (mut unknown, mut reached_tool, mut across_kill) = (0, 0, 0);
-    let reached: std::collections::HashSet<&str> =
-        attempts.iter().map(|a| a.action_id.as_str()).collect();
     for a in all.iter().filter(|a| a.reason() == Some("outcome_unknown")) {
         unknown += 1;
-        if reached.contains(a.id.as_str()) {
-            reached_tool += 1;
-            continue;
-        }
         let events = store.events(&a.tenant, &a.id).await.unwrap_or_default();
         let claimed = events
             .iter()
@@ -748,6 +820,19 @@ async fn check_outcomes(
             |k: &Timestamp| claimed.is_some_and(|c| c <= *k) && sealed.is_some_and(|s| *k <= s);
         if killed_at.iter().any(held) {
             across_kill += 1;
+            continue;
+        }
+        // No SIGKILL: the worker that sent an attempt lived to read its answer (or its
+        // timeout). An answer the tool gave is never left unknown — a client hanging up does not
+        // end the run (SC-EDGE-12).
+        let mine: Vec<&Attempt> = attempts.iter().filter(|t| t.action_id == a.id).collect();
+        if let Some(t) = mine.iter().find(|t| t.answered.is_some()) {
+            broken.push(format!(
+                "{}: sealed outcome_unknown, but the tool answered attempt {} at {:?} and no SIGKILL fell while it was claimed",
+                a.id, t.attempt, t.answered
+            ));
+        } else if !mine.is_empty() {
+            reached_tool += 1;
         } else {
             broken.push(format!(
                 "{}: sealed outcome_unknown, but no attempt reached the tool and no SIGKILL fell while it was claimed (claimed {claimed:?}, sealed {sealed:?})",
@@ -765,7 +850,7 @@ async fn check_outcomes(
         }
     }
     let summary = format!(
-        "sealed outcome_unknown {unknown} (an attempt reached the tool {reached_tool}, claimed across a SIGKILL {across_kill}); cancels answered 409 {}",
+        "sealed outcome_unknown {unknown} (claimed across a SIGKILL {across_kill}, an attempt reached the tool and never answered {reached_tool}); cancels answered 409 {}",
         cancel_refused.len()
     );
     (broken, summary)

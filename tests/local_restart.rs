@@ -72,3 +72,24 @@ async fn restart_rediscovers_committed_tickets_sc_rec_01() {
     );
     second.shutdown().await.unwrap();
 }
+
+/// A second server refuses a SQLite file another server holds, and names it; once the first
+/// has stopped, the file is free. Caught on main: both started on one file, each with its own
+/// timers and sweep — and each would recover the other's live claims as lapsed leases.
+#[tokio::test]
+async fn second_server_refuses_a_sqlite_file_another_holds() {
+    let tools = ToolServer::start().await;
+    let config = Arc::new(Config::from_toml(&config_toml(&tools, "1m", "2s")).unwrap());
+    let db = temp_db("held");
+    let any = "127.0.0.1:0".parse().unwrap();
+    let first = Server::start(config.clone(), &db, any).await.unwrap();
+    let refused = Server::start(config.clone(), &db, any).await;
+    let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        message.contains("in use by another countersign server") && message.contains("held"),
+        "the second server names the file it cannot have: {message:?}"
+    );
+    first.shutdown().await.unwrap();
+    let again = Server::start(config, &db, any).await.unwrap();
+    again.shutdown().await.unwrap();
+}

@@ -87,6 +87,8 @@ pub struct Server {
     stop: watch::Sender<bool>,
     serving: JoinHandle<std::io::Result<()>>,
     background: Vec<JoinHandle<()>>,
+    /// The SQLite file's lock, held while the server lives ([`hold_sqlite`]).
+    _held: Option<std::fs::File>,
 }
 
 impl Server {
@@ -117,6 +119,10 @@ impl Server {
         listen: SocketAddr,
         parts: Parts,
     ) -> Result<Server, Box<dyn std::error::Error + Send + Sync>> {
+        let held = match database {
+            Database::Sqlite(path) => Some(hold_sqlite(path)?),
+            Database::Postgres { .. } => None,
+        };
         let (opened, shared) = database.open_shared().await?;
         let store = (parts.wrap_store)(opened);
         let (waker, wakes) = InProcessWaker::new(parts.waker_clock);
@@ -166,6 +172,7 @@ impl Server {
             stop,
             serving,
             background,
+            _held: held,
         })
     }
 
@@ -190,6 +197,31 @@ impl Server {
         signal.await;
         tracing::info!("shutting down");
         self.shutdown().await
+    }
+}
+
+/// Lock the SQLite file for this server alone: SQLite lets two processes share a file, but two
+/// servers on one would each run their own timers and sweep over the other's claims, and each
+/// would recover the other's live leases as lapsed. An advisory lock on the file itself (not a
+/// lock file left behind), released by the OS when the process ends however it ends.
+fn hold_sqlite(path: &Path) -> Result<std::fs::File, String> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| format!("cannot open the database {}: {e}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "the database {} is in use by another countersign server; stop it first, or give \
+             this one a database of its own (--db), or share one Postgres (--database-url)",
+            path.display()
+        )),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(format!("cannot lock the database {}: {e}", path.display()))
+        }
     }
 }
 

@@ -1,14 +1,17 @@
 # Sourced by scripts/test.sh: the official MCP SDKs the tests use as clients, pinned, installed
 # once into ~/.cache/countersign/mcp from the package registries (PyPI, npm).
-# Exports COUNTERSIGN_MCP_PYTHON (a Python with `mcp`) and COUNTERSIGN_MCP_NODE_DIR (a folder
-# with @modelcontextprotocol/sdk in node_modules) for tests/mcp.rs.
+# Exports COUNTERSIGN_MCP_PYTHON (a Python with `mcp` and FastMCP) and COUNTERSIGN_MCP_NODE_DIR
+# (a folder with @modelcontextprotocol/sdk in node_modules) for tests/mcp.rs.
 mcp_dir=${COUNTERSIGN_MCP_DIR:-$HOME/.cache/countersign/mcp}
+# FastMCP (the standalone framework, on the SDK above) serves tests/mcp/fastmcp_server.py, a
+# downstream server whose tools log and report progress before their result.
 mcp_python_sdk=2.3.0
-if ! "$mcp_dir/venv/bin/python" -c "import mcp, sys; sys.exit(0 if __import__('importlib.metadata').metadata.version('mcp') == '$mcp_python_sdk' else 1)" 2>/dev/null; then
-  echo "installing the MCP Python SDK $mcp_python_sdk into $mcp_dir/venv"
+mcp_fastmcp=4.1.6
+if ! "$mcp_dir/venv/bin/python" -c "import sys; from importlib.metadata import version as v; sys.exit(0 if (v('mcp'), v('fastmcp')) == ('$mcp_python_sdk', '$mcp_fastmcp') else 1)" 2>/dev/null; then
+  echo "installing the MCP Python SDK $mcp_python_sdk and FastMCP $mcp_fastmcp into $mcp_dir/venv"
   mkdir -p "$mcp_dir"
   python3 -m venv "$mcp_dir/venv"
-  "$mcp_dir/venv/bin/pip" install -q "mcp==$mcp_python_sdk"
+  "$mcp_dir/venv/bin/pip" install -q "mcp==$mcp_python_sdk" "fastmcp==$mcp_fastmcp"
 fi
 export COUNTERSIGN_MCP_PYTHON="$mcp_dir/venv/bin/python"
 

@@ -17,7 +17,9 @@ use tokio::sync::mpsc;
 
 #[path = "mcp/downstream.rs"]
 mod downstream;
-use downstream::Downstream;
+use downstream::{Downstream, Serve};
+#[path = "mcp/outbound.rs"]
+mod outbound;
 
 struct World {
     tools: ToolServer,

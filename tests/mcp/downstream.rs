@@ -1,5 +1,7 @@
-//! The downstream MCP server of tests/mcp.rs: tests/mcp/py_tool_server.py, written with the
-//! official Python SDK, started by the test and recording every request it receives.
+//! The downstream MCP servers of tests/mcp.rs, started by the test and recording every request
+//! they receive: tests/mcp/py_tool_server.py (the official Python SDK),
+//! tests/mcp/fastmcp_server.py (FastMCP) and tests/mcp/misbehaving_server.py (what the SDKs never
+//! send).
 
 use super::python;
 use serde_json::Value;
@@ -9,8 +11,33 @@ use std::{
     time::Duration,
 };
 
-/// A downstream MCP server written with the official Python SDK (tests/mcp/py_tool_server.py),
-/// recording every request it receives.
+/// Which downstream server, answering how.
+#[derive(Clone, Copy, Debug)]
+pub enum Serve {
+    /// The official Python SDK, answering JSON or SSE.
+    Sdk { sse: bool },
+    /// The same after its tools changed (`v2`), answering JSON.
+    SdkChanged,
+    /// FastMCP, answering JSON or SSE.
+    FastMcp { sse: bool },
+    /// The small server that answers as the SDKs never do.
+    Misbehaving,
+}
+
+impl Serve {
+    /// The script and its arguments after `PORT TOKEN CALLS_FILE`.
+    fn script(self) -> (&'static str, Vec<&'static str>) {
+        let mode = |sse| if sse { "sse" } else { "json" };
+        match self {
+            Serve::Sdk { sse } => ("py_tool_server.py", vec!["v1", mode(sse)]),
+            Serve::SdkChanged => ("py_tool_server.py", vec!["v2", "json"]),
+            Serve::FastMcp { sse } => ("fastmcp_server.py", vec![mode(sse)]),
+            Serve::Misbehaving => ("misbehaving_server.py", vec![]),
+        }
+    }
+}
+
+/// A downstream MCP server recording every request it receives.
 pub struct Downstream {
     child: Child,
     port: u16,
@@ -25,7 +52,12 @@ impl Drop for Downstream {
 }
 
 impl Downstream {
+    /// The official Python SDK's server, answering JSON.
     pub async fn start() -> Downstream {
+        Downstream::serve(Serve::Sdk { sse: false }).await
+    }
+
+    pub async fn serve(serve: Serve) -> Downstream {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -33,7 +65,7 @@ impl Downstream {
             .port();
         let calls_file =
             std::env::temp_dir().join(format!("mcp-calls-{}.jsonl", ulid::Ulid::new()));
-        Downstream::start_on(port, calls_file, "v1").await
+        Downstream::start_on(port, calls_file, serve).await
     }
 
     /// The server changed: stopped, and started again with its `v2` tools on the same port
@@ -41,18 +73,16 @@ impl Downstream {
     pub async fn change(self) -> Downstream {
         let (port, calls_file) = (self.port, self.calls_file.clone());
         drop(self);
-        Downstream::start_on(port, calls_file, "v2").await
+        Downstream::start_on(port, calls_file, Serve::SdkChanged).await
     }
 
-    async fn start_on(port: u16, calls_file: PathBuf, variant: &str) -> Downstream {
+    async fn start_on(port: u16, calls_file: PathBuf, serve: Serve) -> Downstream {
+        let (script, args) = serve.script();
         let child = Command::new(python())
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/mcp/py_tool_server.py"
-            ))
+            .arg(format!("{}/mcp/{script}", env!("CARGO_MANIFEST_DIR")))
             .args([port.to_string(), countersign_tests::SECRET.to_owned()])
             .arg(&calls_file)
-            .arg(variant)
+            .args(args)
             .stderr(Stdio::inherit())
             .spawn()
             .expect("the MCP Python SDK is installed (source scripts/mcp-sdks.sh)");
@@ -71,15 +101,20 @@ impl Downstream {
         }
     }
 
-    /// The catalog entry of a tool served by this server.
     /// Its MCP endpoint.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
+    /// The catalog entry of a tool served by this server.
     pub fn tool(&self, name: &str, downstream: &str) -> String {
+        self.tool_with(name, downstream, "")
+    }
+
+    /// The catalog entry of a tool served by this server, with more TOML lines.
+    pub fn tool_with(&self, name: &str, downstream: &str, more: &str) -> String {
         format!(
-            "\n[tenants.acme.tools.\"{name}\"]\nexecutor = \"mcp\"\nurl = \"{}\"\ntool = \"{downstream}\"\nsecret_env = \"{}\"\ntimeout = \"5s\"\n",
+            "\n[tenants.acme.tools.\"{name}\"]\nexecutor = \"mcp\"\nurl = \"{}\"\ntool = \"{downstream}\"\nsecret_env = \"{}\"\ntimeout = \"5s\"\n{more}",
             self.url(),
             countersign_tests::SECRET_ENV
         )

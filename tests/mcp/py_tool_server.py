@@ -1,24 +1,32 @@
 """A downstream MCP server written with the official Python SDK, started by tests/mcp.rs.
 
-Usage: py_tool_server.py PORT TOKEN CALLS_FILE [v2]
-Serves Streamable HTTP at /mcp (stateless, JSON answers). Each request appends one JSON line to
-CALLS_FILE — its time, Authorization, Idempotency-Key and body — so the test counts the calls.
-Tools: `deliver` (answers {"delivered": to}) and `refuse` (always an isError result). With
-`v2`, `deliver` has changed since: it takes a `signature` too (a new schema and description).
+Usage: py_tool_server.py PORT TOKEN CALLS_FILE VARIANT MODE
+Serves Streamable HTTP at /mcp, stateless; MODE `json` answers JSON, `sse` an SSE stream (the
+SDK's framing: CRLF line ends, `event: message`). recording.py records each request and checks
+the token. Tools: `deliver` (answers {"delivered": to}), `refuse` (always an isError result),
+`track` (logs and reports progress, then answers) and `survey` (reports progress — more than
+64 KiB of it — then fails). With VARIANT `v2`, `deliver` has changed since: it takes a
+`signature` too (a new schema and description).
 """
 
-import json
+import logging
 import sys
-import time
+import warnings
 
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
-port, token, calls_file = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-v2 = sys.argv[4:] == ["v2"]
+from recording import recorded
+
+# Logging is deprecated in 2026-07-28 but still served; the failing tools' tracebacks are
+# expected. Keep the test's output to what goes wrong otherwise.
+warnings.filterwarnings("ignore", message=".*deprecated as of 2026-07-28")
+logging.getLogger("mcp").setLevel(logging.CRITICAL)
+
+port, token, calls_file, variant, mode = int(sys.argv[1]), *sys.argv[2:6]
 server = MCPServer("downstream")
 
-if v2:
+if variant == "v2":
     @server.tool()
     def deliver(to: str, signature: bool = False) -> dict[str, str]:
         """Deliver a parcel, signed for when asked."""
@@ -36,40 +44,23 @@ def refuse(to: str) -> dict[str, str]:
     raise ValueError(f"cannot deliver to {to}")
 
 
-app = server.streamable_http_app(json_response=True, stateless_http=True)
+@server.tool()
+async def track(parcel: str, ctx: Context) -> dict[str, str]:
+    """Find a parcel, saying so on the way."""
+    await ctx.info(f"looking up {parcel}")
+    await ctx.report_progress(1, 2, "found the depot")
+    await ctx.debug("asked the depot")
+    await ctx.report_progress(2, 2, "found the parcel")
+    return {"parcel": parcel, "at": "Berlin"}
 
 
-async def counted(scope, receive, send):
-    """Record every POST, and refuse a wrong bearer token, before the SDK sees it."""
-    if scope["type"] != "http" or scope["method"] != "POST":
-        return await app(scope, receive, send)
-    headers = {k.decode(): v.decode() for k, v in scope["headers"]}
-    chunks, more = [], True
-    while more:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        more = message.get("more_body", False)
-    body = b"".join(chunks)
-    with open(calls_file, "a") as f:
-        f.write(json.dumps({
-            "at": time.time(),
-            "authorization": headers.get("authorization"),
-            "idempotency_key": headers.get("idempotency-key"),
-            "body": json.loads(body or b"null"),
-        }) + "\n")
-    if headers.get("authorization") != f"Bearer {token}":
-        await send({"type": "http.response.start", "status": 401, "headers": []})
-        return await send({"type": "http.response.body", "body": b""})
-    sent = False
-
-    async def replay():
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return await app(scope, replay, send)
+@server.tool()
+async def survey(parcel: str, ctx: Context) -> dict[str, str]:
+    """Ask every depot, then give up: progress over 64 KiB before an isError result."""
+    for depot in range(40):
+        await ctx.report_progress(depot, 40, f"depot {depot}: " + "no sign of it. " * 120)
+    raise ValueError(f"{parcel} is lost")
 
 
-uvicorn.run(counted, host="127.0.0.1", port=port, log_level="warning")
+app = server.streamable_http_app(json_response=mode == "json", stateless_http=True)
+uvicorn.run(recorded(app, token, calls_file), host="127.0.0.1", port=port, log_level="warning")

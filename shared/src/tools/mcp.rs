@@ -1,13 +1,17 @@
 //! The MCP executor: a tool served by a downstream MCP server over Streamable HTTP, called with
 //! one stateless 2026-07-28 `tools/call` — the committed arguments, the same on every attempt
 //! (SC-EDGE-06), `_meta` naming the action and the attempt, `Idempotency-Key: <action id>` —
-//! under the tool's timeout and the webhook's target rules (SC-SEC-08) and result cap.
+//! under the tool's timeout and the webhook's target rules (SC-SEC-08) and result cap. How the
+//! answer is read — JSON or SSE, up to our response, bounded — is `read`.
+
+mod read;
 
 use super::{
-    webhook::{read_capped, ready, transport_failure, truncated, Body, Ready, RESULT_CAP},
+    webhook::{ready, transport_failure, truncated, Ready, RESULT_CAP},
     Call, ToolAnswer,
 };
 use crate::target;
+use read::{Unread, REQUEST_ID};
 use serde_json::{json, Value};
 
 const VERSION: &str = "2026-07-28";
@@ -44,7 +48,7 @@ impl Mcp {
             json!({"action_id": call.action_id, "attempt": call.attempt});
         let body = json!({
             "jsonrpc": "2.0",
-            "id": 1,
+            "id": REQUEST_ID,
             "method": "tools/call",
             "params": {"name": tool, "arguments": call.args, "_meta": meta},
         });
@@ -65,22 +69,19 @@ impl Mcp {
             Ok(r) => r,
             Err(e) => return transport_failure(&e),
         };
+        // The status decides before a byte of the body is read: a 5xx is retried whatever it
+        // carries, any other non-2xx fails.
         let status = response.status();
-        let event_stream = is_event_stream(&response);
-        let bytes = match read_capped(response).await {
-            Ok(Body::Complete(bytes)) => bytes,
-            Ok(Body::TooLarge(n)) => return too_large(status, n),
-            Err(e) => return transport_failure(&e),
-        };
         if status.is_server_error() {
             return ToolAnswer::Retryable(json!({"kind": "http", "status": status.as_u16()}));
         }
         if !status.is_success() {
             return ToolAnswer::Failed(json!({"kind": "http", "status": status.as_u16()}));
         }
-        match response_message(&bytes, event_stream) {
-            Some(message) => answer(message),
-            None => ToolAnswer::Failed(json!({"kind": "mcp_invalid_response"})),
+        match read::response(response).await {
+            Ok(message) => answer(message),
+            Err(Unread::Transport(e)) => transport_failure(&e),
+            Err(unread) => invalid(unread.detail()),
         }
     }
 }
@@ -100,7 +101,8 @@ pub async fn list_tools(url: &str, token: Option<&str>) -> Result<Vec<Value>, St
         if let Some(c) = &cursor {
             params["cursor"] = json!(c);
         }
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params});
+        let body =
+            json!({"jsonrpc": "2.0", "id": REQUEST_ID, "method": "tools/list", "params": params});
         let mut request = http
             .post(url)
             .header("content-type", "application/json")
@@ -113,13 +115,12 @@ pub async fn list_tools(url: &str, token: Option<&str>) -> Result<Vec<Value>, St
         }
         let response = request.send().await.map_err(|e| format!("{url}: {e}"))?;
         let status = response.status();
-        let event_stream = is_event_stream(&response);
-        let bytes = response.bytes().await.map_err(|e| format!("{url}: {e}"))?;
         if !status.is_success() {
             return Err(format!("{url} answered HTTP {status}"));
         }
-        let message = response_message(&bytes, event_stream)
-            .ok_or_else(|| format!("{url} did not answer a JSON-RPC response"))?;
+        let message = read::response(response)
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
         if let Some(error) = message.get("error") {
             return Err(format!("{url} answered a JSON-RPC error: {error}"));
         }
@@ -144,14 +145,6 @@ fn meta() -> Value {
     })
 }
 
-fn is_event_stream(response: &reqwest::Response) -> bool {
-    response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"))
-}
-
 impl Default for Mcp {
     fn default() -> Self {
         Self::new()
@@ -174,57 +167,49 @@ fn header_value(name: &str) -> String {
     }
 }
 
-fn too_large(status: reqwest::StatusCode, n: usize) -> ToolAnswer {
-    if status.is_success() {
-        ToolAnswer::Succeeded(truncated(n))
-    } else {
-        ToolAnswer::Failed(json!({"kind": "http", "status": status.as_u16()}))
-    }
-}
-
-/// The JSON-RPC response: the body itself, or the SSE event that carries it.
-fn response_message(bytes: &[u8], event_stream: bool) -> Option<Value> {
-    if !event_stream {
-        return serde_json::from_slice(bytes).ok();
-    }
-    let text = String::from_utf8_lossy(bytes);
-    text.split("\n\n")
-        .filter_map(|event| {
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect();
-            serde_json::from_str::<Value>(&data.join("\n")).ok()
-        })
-        .find(|m| m.get("id") == Some(&json!(1)))
-}
-
-/// `isError` → failed; a JSON-RPC error → failed; a result → its `structuredContent`, else its
-/// content.
+/// Our response, as an answer: a JSON-RPC error → failed (`mcp_error`); a result with `isError`
+/// → failed (`tool_error`); any other result → succeeded with its `structuredContent`, else its
+/// content. A response with neither is not one (`mcp_invalid_response`). What is kept of each is
+/// capped as a webhook's result.
 fn answer(message: Value) -> ToolAnswer {
     if let Some(error) = message.get("error") {
         return ToolAnswer::Failed(json!({
             "kind": "mcp_error",
             "code": error["code"],
-            "message": error["message"],
+            "message": capped(error["message"].clone()),
         }));
     }
-    let result = &message["result"];
+    let Some(result) = message.get("result").filter(|r| r.is_object()) else {
+        return invalid(json!({"detail": "no_result"}));
+    };
     let payload = match result.get("structuredContent") {
         Some(structured) => structured.clone(),
         None => json!({"content": result["content"]}),
     };
-    let stored = serde_json::to_vec(&payload).map_or(usize::MAX, |v| v.len());
-    let payload = if stored > RESULT_CAP {
+    if result["isError"] == json!(true) {
+        ToolAnswer::Failed(json!({"kind": "tool_error", "result": capped(payload)}))
+    } else {
+        ToolAnswer::Succeeded(capped(payload))
+    }
+}
+
+/// An answer that is not a readable response to our request: failed, never retried — the server
+/// received the call and answered, so it may have acted, and a server that answers so will again.
+fn invalid(detail: Value) -> ToolAnswer {
+    let mut error = json!({"kind": "mcp_invalid_response"});
+    if let (Some(error), Value::Object(detail)) = (error.as_object_mut(), detail) {
+        error.extend(detail);
+    }
+    ToolAnswer::Failed(error)
+}
+
+/// A value as stored: itself, or the truncation marker when it is over the result cap.
+fn capped(value: Value) -> Value {
+    let stored = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
+    if stored > RESULT_CAP {
         truncated(stored)
     } else {
-        payload
-    };
-    if result["isError"] == json!(true) {
-        ToolAnswer::Failed(json!({"kind": "tool_error", "result": payload}))
-    } else {
-        ToolAnswer::Succeeded(payload)
+        value
     }
 }
 
@@ -233,12 +218,72 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_sse_answer_is_read_like_a_json_one() {
-        let sse = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[],\"structuredContent\":{\"ok\":true}}}\n\n";
-        let message = response_message(sse, true).unwrap();
-        assert_eq!(answer(message), ToolAnswer::Succeeded(json!({"ok": true})));
-        let failed = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "isError": true}});
-        assert!(matches!(answer(failed), ToolAnswer::Failed(_)));
+    fn a_response_is_a_success_only_as_a_result_without_is_error() {
+        let response = |body: Value| {
+            let mut message = json!({"jsonrpc": "2.0", "id": 1});
+            message
+                .as_object_mut()
+                .unwrap()
+                .extend(body.as_object().unwrap().clone());
+            answer(message)
+        };
+        let pad = "x".repeat(RESULT_CAP);
+        let failed = |error: Value| ToolAnswer::Failed(error);
+        let cases = [
+            (
+                json!({"result": {"content": [], "structuredContent": {"ok": true}}}),
+                ToolAnswer::Succeeded(json!({"ok": true})),
+            ),
+            (
+                json!({"result": {"content": [{"type": "text", "text": "hi"}]}}),
+                ToolAnswer::Succeeded(json!({"content": [{"type": "text", "text": "hi"}]})),
+            ),
+            (
+                json!({"result": {"structuredContent": {"pad": pad}}}),
+                ToolAnswer::Succeeded(truncated(RESULT_CAP + 10)),
+            ),
+            (
+                json!({"result": {"content": [], "isError": true}}),
+                failed(json!({"kind": "tool_error", "result": {"content": []}})),
+            ),
+            (
+                json!({"result": {"content": [{"type": "text", "text": pad}], "isError": true}}),
+                failed(json!({"kind": "tool_error", "result": truncated(RESULT_CAP + 39)})),
+            ),
+            (
+                json!({"error": {"code": -32603, "message": "down", "data": pad}}),
+                failed(json!({"kind": "mcp_error", "code": -32603, "message": "down"})),
+            ),
+            (
+                json!({"error": {"code": -32603, "message": pad}}),
+                failed(
+                    json!({"kind": "mcp_error", "code": -32603, "message": truncated(RESULT_CAP + 2)}),
+                ),
+            ),
+            (
+                json!({"error": {"code": 1}, "result": {"content": []}}),
+                failed(json!({"kind": "mcp_error", "code": 1, "message": null})),
+            ),
+            (
+                json!({}),
+                failed(json!({"kind": "mcp_invalid_response", "detail": "no_result"})),
+            ),
+            (
+                json!({"result": null}),
+                failed(json!({"kind": "mcp_invalid_response", "detail": "no_result"})),
+            ),
+            (
+                json!({"result": "done"}),
+                failed(json!({"kind": "mcp_invalid_response", "detail": "no_result"})),
+            ),
+        ];
+        for (n, (body, want)) in cases.into_iter().enumerate() {
+            assert_eq!(response(body), want, "case {n}");
+        }
+    }
+
+    #[test]
+    fn a_tool_name_is_a_header_value() {
         assert_eq!(header_value("send"), "send");
         assert_eq!(header_value("grüß"), "=?base64?Z3LDvMOf?=");
     }

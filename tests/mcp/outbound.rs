@@ -24,6 +24,26 @@ async fn run(w: &World, down: &Downstream, tool: &str, args: Value) -> (Value, u
     (sealed, down.calls_for(&id).len())
 }
 
+/// A server's answer to one `tools/call` as it sends it, asked directly.
+async fn raw_answer(down: &Downstream, tool: &str) -> String {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}, "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}});
+    let params = json!({"name": tool, "arguments": {"parcel": "P0"}, "_meta": meta});
+    reqwest::Client::new()
+        .post(down.url())
+        .bearer_auth(countersign_tests::SECRET)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// The misbehaving server's tool `downstream` as `search.<downstream>`, in a world of its own.
 async fn misbehaving(tools: &[(&str, &str)]) -> (Downstream, World) {
     let down = Downstream::serve(Serve::Misbehaving).await;
@@ -40,7 +60,8 @@ async fn misbehaving(tools: &[(&str, &str)]) -> (Downstream, World) {
 /// `mcp_invalid_response` — it split events on "\n\n" only — and `survey` (80 KB of progress,
 /// then an isError result) `succeeded` with a truncated result: the 64 KiB cap applied to the
 /// whole body and a capped 2xx answered success before the result was read. In JSON mode the SDKs
-/// drop the notifications; the same tools answer the same.
+/// drop the notifications; the same tools answer the same. (The SSE servers are first asked
+/// directly, to hold them to what this test is about: CRLF, notifications before the result.)
 #[tokio::test]
 async fn sc_mcp_06_sdk_servers_that_log_and_report_progress_are_read_in_json_and_sse() {
     let servers = [
@@ -59,6 +80,13 @@ async fn sc_mcp_06_sdk_servers_that_log_and_report_progress_are_read_in_json_and
             ["track", "survey"].map(|tool| down.tool(&format!("search.{name}.{tool}"), tool))
         })
         .collect();
+    for (name, down) in &downs[..] {
+        if name.ends_with("sse") {
+            let raw = raw_answer(down, "track").await;
+            let framing = raw.matches("\r\n\r\nevent: message\r\n").count();
+            assert!(framing >= 4, "{name}: CRLF, notifications first: {raw}");
+        }
+    }
     let w = world_with(&more).await;
     let mut wrong = Vec::new();
     for (name, down) in &downs {

@@ -186,54 +186,145 @@ mod tests {
         widths
     }
 
+    /// One `message` event, its lines ended by `nl`.
+    fn event(data: &str, nl: &str) -> String {
+        format!("event: message{nl}data: {data}{nl}{nl}")
+    }
+
+    fn lf(data: &str) -> String {
+        event(data, "\n")
+    }
+
+    /// A JSON-RPC message padded to over `size` bytes.
+    fn padded(head: &str, size: usize) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0",{head},"params":{{"pad":"{}"}}}}"#,
+            "x".repeat(size)
+        )
+    }
+
     #[tokio::test]
     async fn sse_answers_are_read_as_whatwg_frames_them_up_to_our_response() {
-        let event = |data: &str, nl: &str| format!("event: message{nl}data: {data}{nl}{nl}");
-        let big = format!(
-            r#"{{"jsonrpc":"2.0","id":1,"result":{{"pad":"{}"}}}}"#,
-            "x".repeat(MESSAGE_CAP)
-        );
-        let flood = event(
-            &format!(
-                r#"{{"jsonrpc":"2.0","method":"n","params":{{"pad":"{}"}}}}"#,
-                "x".repeat(1 << 16)
+        // Our response's look-alike, with another result: never to be taken for it.
+        let other = RESPONSE.replace("true", "false");
+        let split = [
+            "data:{\"jsonrpc\":\"2.0\",\n",
+            "data: \"id\":1,\n",
+            "data:  \"result\":{\"structuredContent\":{\"ok\":true}}}\n\n",
+        ];
+        let flood = lf(&padded(r#""method":"n""#, 1 << 16));
+        let request = r#"{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage"}"#;
+        let cases: Vec<(&str, String, Result<Value, &str>)> = vec![
+            ("LF", lf(RESPONSE), ok()),
+            (
+                "CRLF after notifications, as the Python SDKs frame",
+                [NOTIFICATION, NOTIFICATION, RESPONSE]
+                    .map(|d| event(d, "\r\n"))
+                    .concat(),
+                ok(),
             ),
-            "\n",
-        );
-        let split = "data:{\"jsonrpc\":\"2.0\",\ndata: \"id\":1,\ndata:  \"result\":{\"structuredContent\":{\"ok\":true}}}\n\n";
-        let cases: Vec<(&str, Vec<u8>, Result<Value, &str>)> = vec![
-            ("LF", event(RESPONSE, "\n").into(), ok()),
-            ("CRLF after notifications, as the Python SDKs frame", [event(NOTIFICATION, "\r\n"), event(NOTIFICATION, "\r\n"), event(RESPONSE, "\r\n")].concat().into(), ok()),
-            ("CR alone", [event(NOTIFICATION, "\r"), event(RESPONSE, "\r")].concat().into(), ok()),
-            ("line ends mixed", format!("event: message\r\ndata: {NOTIFICATION}\n\rdata: {RESPONSE}\r\n\n").into(), ok()),
-            ("no event field: a message", format!("data: {RESPONSE}\n\n").into(), ok()),
-            ("an empty event field: a message", format!("event:\ndata: {RESPONSE}\n\n").into(), ok()),
-            ("data over lines, with and without the space", split.into(), ok()),
-            ("a BOM, comments, id and retry, a priming event", format!("\u{feff}: hello\nid: 0\nretry: 1000\ndata:\n\n: ping\r\nid: 1\ndata: {RESPONSE}\n\n").into(), ok()),
-            ("another event type is not ours", [format!("event: ping\ndata: {}\n\n", RESPONSE.replace("true", "false")), event(RESPONSE, "\n")].concat().into(), ok()),
-            ("a server request with our id's number is not ours", [event(r#"{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage"}"#, "\n"), event(RESPONSE, "\n")].concat().into(), ok()),
-            ("a response to another id is not ours", [event(&RESPONSE.replace("\"id\":1", "\"id\":2").replace("true", "false"), "\n"), event(RESPONSE, "\n")].concat().into(), ok()),
-            ("what follows our response is not read", [event(RESPONSE, "\n"), "data: {not json\n\n".into()].concat().into(), ok()),
-            ("an event not ended by a blank line is not dispatched", format!("data: {RESPONSE}\n").into(), Err("no_response")),
-            ("only notifications", event(NOTIFICATION, "\n").into(), Err("no_response")),
-            ("empty", Vec::new(), Err("no_response")),
-            ("not JSON", [event("{not json", "\n"), event(RESPONSE, "\n")].concat().into(), Err("malformed")),
-            ("a JSON array", event(&format!("[{RESPONSE}]"), "\n").into(), Err("malformed")),
-            ("data not UTF-8", [b"data: {\"a\":\"\xff\"}\n\n".to_vec(), event(RESPONSE, "\n").into()].concat(), Err("malformed")),
-            ("one message over MESSAGE_CAP", event(&big, "\n").into(), Err("too_large")),
-            ("notifications over ANSWER_CAP", [flood.repeat(ANSWER_CAP / flood.len() + 1), event(RESPONSE, "\n")].concat().into(), Err("too_large")),
+            (
+                "CR alone",
+                [NOTIFICATION, RESPONSE].map(|d| event(d, "\r")).concat(),
+                ok(),
+            ),
+            (
+                "line ends mixed",
+                format!("event: message\r\ndata: {NOTIFICATION}\n\rdata: {RESPONSE}\r\n\n"),
+                ok(),
+            ),
+            (
+                "no event field: a message",
+                format!("data: {RESPONSE}\n\n"),
+                ok(),
+            ),
+            (
+                "an empty event field: a message",
+                format!("event:\ndata: {RESPONSE}\n\n"),
+                ok(),
+            ),
+            (
+                "data over lines, with and without the space",
+                split.concat(),
+                ok(),
+            ),
+            (
+                "a BOM, comments, id and retry, a priming event",
+                format!(
+                    "\u{feff}: hi\nid: 0\nretry: 1000\ndata:\n\n: ping\r\nid: 1\n{}",
+                    lf(RESPONSE)
+                ),
+                ok(),
+            ),
+            (
+                "another event type is not ours",
+                format!("event: ping\ndata: {}\n\n{}", other, lf(RESPONSE)),
+                ok(),
+            ),
+            (
+                "a server request with our id's number is not ours",
+                lf(request) + &lf(RESPONSE),
+                ok(),
+            ),
+            (
+                "a response to another id is not ours",
+                lf(&other.replace("\"id\":1", "\"id\":2")) + &lf(RESPONSE),
+                ok(),
+            ),
+            (
+                "what follows our response is not read",
+                lf(RESPONSE) + "data: {not json\n\n",
+                ok(),
+            ),
+            (
+                "an event not ended by a blank line is not dispatched",
+                format!("data: {RESPONSE}\n"),
+                Err("no_response"),
+            ),
+            ("only notifications", lf(NOTIFICATION), Err("no_response")),
+            ("empty", String::new(), Err("no_response")),
+            (
+                "not JSON",
+                lf("{not json") + &lf(RESPONSE),
+                Err("malformed"),
+            ),
+            (
+                "a JSON array",
+                lf(&format!("[{RESPONSE}]")),
+                Err("malformed"),
+            ),
+            (
+                "one message over MESSAGE_CAP",
+                lf(&padded(r#""id":1,"result":{}"#, MESSAGE_CAP)),
+                Err("too_large"),
+            ),
+            (
+                "notifications over ANSWER_CAP",
+                flood.repeat(ANSWER_CAP / flood.len() + 1) + &lf(RESPONSE),
+                Err("too_large"),
+            ),
         ];
         for (name, input, want) in cases {
-            for width in widths(&input) {
-                let read = label(from_events(chunked(&input, width)).await);
+            for width in widths(input.as_bytes()) {
+                let read = label(from_events(chunked(input.as_bytes(), width)).await);
                 assert_eq!(read, want, "{name}, in chunks of {width}");
             }
+        }
+        // Bytes that are not UTF-8 in a data line.
+        let input = [
+            b"data: {\"a\":\"\xff\"}\n\n".as_slice(),
+            lf(RESPONSE).as_bytes(),
+        ]
+        .concat();
+        for width in widths(&input) {
+            let read = label(from_events(chunked(&input, width)).await);
+            assert_eq!(read, Err("malformed"), "not UTF-8, in chunks of {width}");
         }
     }
 
     #[tokio::test]
     async fn a_stream_left_open_after_our_response_is_not_waited_for() {
-        let input = format!("event: message\r\ndata: {NOTIFICATION}\r\n\r\nevent: message\r\ndata: {RESPONSE}\r\n\r\n");
+        let input = [NOTIFICATION, RESPONSE].map(|d| event(d, "\r\n")).concat();
         for width in widths(input.as_bytes()) {
             let open = chunked(input.as_bytes(), width).chain(futures_util::stream::pending());
             let read = tokio::time::timeout(Duration::from_secs(5), from_events(open))
@@ -245,10 +336,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_json_answer_is_one_message_our_response() {
-        let over = format!(
-            r#"{{"jsonrpc":"2.0","id":1,"result":{{"pad":"{}"}}}}"#,
-            "x".repeat(MESSAGE_CAP)
-        );
+        let over = padded(r#""id":1,"result":{}"#, MESSAGE_CAP);
         let cases: Vec<(&str, String, Result<Value, &str>)> = vec![
             ("our response", RESPONSE.into(), ok()),
             ("empty", String::new(), Err("no_response")),

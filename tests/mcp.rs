@@ -496,6 +496,44 @@ async fn sc_mcp_04_a_window_from_the_model_is_taken_out_validated_and_kept() {
     );
 }
 
+/// Caught on main (issue 28, item 12a): models send `null` for an optional property they leave
+/// out, and `countersign_window: null` was a validation error the model could not fix. It is
+/// no window: the call goes through the gate as if the property were absent (SC-MCP-04).
+#[tokio::test]
+async fn sc_mcp_04_a_null_window_is_no_window() {
+    let w = world().await;
+    // allow: runs now, and the tool never sees the property.
+    let args = json!({"q": "rust", "countersign_window": null});
+    let (s, v) = post_modern(
+        &w,
+        "tools/call",
+        Some("search.web"),
+        json!({"name": "search.web", "arguments": args}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    let calls = w.tools.received();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].body["args"], json!({"q": "rust"}));
+    // require_approval: waits for a countersignature with no window, as without the property.
+    let args = json!({"to": "a@example.com", "countersign_window": null});
+    let (_, v) = post_modern(
+        &w,
+        "tools/call",
+        Some("mail.send"),
+        json!({"name": "mail.send", "arguments": args}),
+    )
+    .await;
+    let r = &v["result"];
+    assert_eq!(r["isError"], false, "{v}");
+    assert_eq!(r["structuredContent"]["state"], "pending_approval", "{v}");
+    let id = r["structuredContent"]["action_id"].as_str().unwrap();
+    let action = w.api.action(id).await;
+    assert!(action["schedule"].is_null(), "{action}");
+    assert_eq!(action["args"], json!({"to": "a@example.com"}));
+}
+
 #[tokio::test]
 async fn sc_mcp_05_a_task_completes_when_the_countersigned_call_runs_in_its_window() {
     let w = world().await;

@@ -199,12 +199,17 @@ pub(super) async fn call(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
 }
 
 /// The window from `arguments.countersign_window` or `_meta`, validated later by the intake.
+/// `null` is no window: models send it for an optional property they leave out.
 fn take_window(
     args: &mut Map<String, Value>,
     rpc: &Rpc<'_>,
 ) -> Result<Option<RequestedWindow>, String> {
-    let from_args = args.remove(WINDOW_ARG);
-    let from_meta = rpc.meta().and_then(|m| m.get(WINDOW_META)).cloned();
+    let from_args = args.remove(WINDOW_ARG).filter(|w| !w.is_null());
+    let from_meta = rpc
+        .meta()
+        .and_then(|m| m.get(WINDOW_META))
+        .filter(|w| !w.is_null())
+        .cloned();
     let window = match (from_args, from_meta) {
         (Some(_), Some(_)) => {
             return Err(format!(

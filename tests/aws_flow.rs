@@ -649,3 +649,21 @@ async fn sc_rec_01_sweep_performs_a_ticket_whose_wake_failed_to_arm() {
         "a sealed action leaves the sweep index: {again}"
     );
 }
+
+/// Caught on main (issue 28, item 11): the HTTP functions share the local server's router, so a
+/// wrong method answered `400 validation_failed` there too. Through API Gateway's events (v2 and
+/// REST v1) a wrong method is `405 method_not_allowed` with `Allow`, `GET /mcp` included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue28_a_wrong_method_is_405_with_allow_through_api_gateway() {
+    let w = AwsWorld::new("method").await;
+    for (method, path, allow) in [("GET", "/mcp", "POST"), ("PUT", "/v1/stops", "POST")] {
+        for reply in [
+            w.v2(method, path, keys::AGENT, None).await,
+            w.v1(method, path, keys::AGENT, None).await,
+        ] {
+            assert_eq!(reply.status, 405, "{method} {path}: {:?}", reply.body);
+            assert_eq!(reply.body["error"]["code"], "method_not_allowed");
+            assert_eq!(reply.headers["allow"], allow, "{:?}", reply.headers);
+        }
+    }
+}

@@ -193,3 +193,65 @@ async fn issue16_forbidden_messages_say_an_agent_key() {
         assert_eq!(code_and_message(&v), ("forbidden", message), "{path}");
     }
 }
+
+/// The methods `path` (a row of `api::ROUTES`) is served with, as an `Allow` header lists them
+/// (GET brings HEAD).
+fn allowed(path: &str) -> std::collections::BTreeSet<String> {
+    let mut methods = std::collections::BTreeSet::new();
+    for (method, p, _) in countersign::api::ROUTES {
+        if *p == path {
+            methods.insert(method.to_string());
+            if *method == "GET" {
+                methods.insert("HEAD".into());
+            }
+        }
+    }
+    methods
+}
+
+/// Caught on main (issue 28, item 11): a wrong method on any route answered `400
+/// validation_failed param=method`, and `GET /mcp` — which a Streamable HTTP client sends to open
+/// its SSE stream, expecting 405 when there is none — answered 400 (Claude Code logged "Failed to
+/// open SSE stream: Bad Request" on every connection). Now `405 method_not_allowed` with `Allow`
+/// naming the route's methods, before the key is looked at, as a wrong address is.
+#[tokio::test]
+async fn issue28_a_wrong_method_is_405_with_allow() {
+    let (api, _server, _tools) = server().await;
+    // GET /mcp as an MCP client opens its stream: no key needed to learn there is none.
+    let (status, v, headers) = api
+        .send(
+            Method::GET,
+            "/mcp",
+            None,
+            None,
+            &[("accept", "text/event-stream")],
+        )
+        .await;
+    assert_eq!(status, 405, "{v}");
+    assert_eq!(headers["allow"], "POST");
+    assert_eq!(v["error"]["code"], "method_not_allowed", "{v}");
+    // Every route, with a method none of them serves, and with a key or without.
+    for (_, path, _) in countersign::api::ROUTES {
+        let concrete = path
+            .replace("{id}", "act_01J00000000000000000000000")
+            .replace("{scope}", "agent-1")
+            .replace("{asset}", "index.html");
+        for key in [Some(keys::ADMIN), None] {
+            let (status, v, headers) = api.send(Method::PUT, &concrete, key, None, &[]).await;
+            assert_eq!(status, 405, "PUT {path}: {v}");
+            let (code, message) = code_and_message(&v);
+            assert_eq!(code, "method_not_allowed", "PUT {path}: {v}");
+            assert!(
+                message.contains("PUT") && message.contains(&concrete),
+                "PUT {path}: {message:?} names the method and the path"
+            );
+            let allow: std::collections::BTreeSet<String> = headers["allow"]
+                .to_str()
+                .unwrap()
+                .split(',')
+                .map(|m| m.trim().to_owned())
+                .collect();
+            assert_eq!(allow, allowed(path), "PUT {path}");
+        }
+    }
+}

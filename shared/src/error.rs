@@ -17,6 +17,9 @@ pub enum Error {
     /// No route has this method and path: a wrong address, not a missing resource.
     #[error("no route {method} {path}")]
     RouteNotFound { method: String, path: String },
+    /// The path is served, but not with this method (the answer's `Allow` lists those it is).
+    #[error("{path} does not accept {method}")]
+    MethodNotAllowed { method: String, path: String },
     /// Intake refusals: the action is recorded sealed `denied`; the id lets the caller read it.
     #[error("{message}")]
     Refused {

@@ -18,8 +18,8 @@ pub struct ErrorBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// A stable code: validation_failed, unauthenticated, forbidden, not_found,
-    /// route_not_found, denied, schedule_needs_approval, capability_bound, agent_stopped,
-    /// context_changed, action_executing, action_sealed, action_not_sealed,
+    /// route_not_found, method_not_allowed, denied, schedule_needs_approval, capability_bound,
+    /// agent_stopped, context_changed, action_executing, action_sealed, action_not_sealed,
     /// idempotency_conflict, payload_too_large, rate_limited, unavailable, internal.
     pub code: &'static str,
     pub message: String,
@@ -45,6 +45,9 @@ impl Error {
             Error::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Error::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Error::RouteNotFound { .. } => (StatusCode::NOT_FOUND, "route_not_found"),
+            Error::MethodNotAllowed { .. } => {
+                (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
+            }
             Error::Refused { code, .. } => (StatusCode::FORBIDDEN, code.code()),
             Error::ContextChanged { .. } => (StatusCode::CONFLICT, "context_changed"),
             Error::ActionExecuting => (StatusCode::CONFLICT, "action_executing"),

@@ -29,9 +29,7 @@ pub fn served(engine: Arc<Engine>, routes: impl FnOnce(Routes) -> Routes) -> Rou
     routes(Router::new())
         .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .fallback(no_route)
-        .method_not_allowed_fallback(|| async {
-            Error::validation("method", "this route does not accept that method")
-        })
+        .method_not_allowed_fallback(wrong_method)
         .layer(axum::Extension(rate_limits))
         .with_state(engine)
 }
@@ -82,6 +80,16 @@ async fn no_route(method: Method, uri: Uri) -> Response {
         path: shown(uri.path()),
     }
     .into_response()
+}
+
+/// A path that is served, with another method: `method_not_allowed` (405), which axum gives the
+/// `Allow` header of the path's methods. `GET /mcp` is one: a Streamable HTTP client opening its
+/// SSE stream learns there is none from the 405 the transport asks for (docs/mcp.md).
+async fn wrong_method(method: Method, uri: Uri) -> Error {
+    Error::MethodNotAllowed {
+        method: method.to_string(),
+        path: shown(uri.path()),
+    }
 }
 
 #[cfg(all(test, feature = "embedded"))]

@@ -515,6 +515,11 @@ async fn sc_sec_08_webhook_target_refused_at_connection_and_redirects_not_follow
         .replace(
             "allow_http_hosts = [\"127.0.0.1\"]",
             "allow_http_hosts = [\"127.0.0.1\", \"localhost\"]",
+        )
+        + &format!(
+            "[tenants.acme.tools.\"search.mcp\"]\nexecutor = \"mcp\"\nurl = \"{}\"\nsecret_env = \"{}\"\n",
+            tools.url("mcp"),
+            countersign_tests::SECRET_ENV
         );
     let config = Arc::new(Config::from_toml(&toml).expect("a name passes the config"));
     let server = Server::start(config, &temp_db("targets"), "127.0.0.1:0".parse().unwrap())
@@ -550,11 +555,152 @@ async fn sc_sec_08_webhook_target_refused_at_connection_and_redirects_not_follow
     let sealed = api.wait_sealed(id, 10).await;
     assert_eq!(sealed["state"], "failed", "{sealed}");
     assert_eq!(sealed["outcome"]["error"]["status"], 307);
+    // The MCP executor's answer too (issue 28, item 7: every outbound client, one builder).
+    let (_, v) = api
+        .submit(keys::AGENT, json!({"tool": "search.mcp", "args": {}}))
+        .await;
+    let sealed = api.wait_sealed(v["id"].as_str().unwrap(), 10).await;
+    assert_eq!(sealed["state"], "failed", "{sealed}");
+    assert_eq!(sealed["outcome"]["error"]["status"], 307, "{sealed}");
     assert_eq!(
         tools.received().len(),
-        1,
+        2,
         "the redirect target was not called"
     );
+}
+
+/// The proxy every child of [`sc_sec_08_proxies_in_the_environment_are_ignored`] is pointed at.
+const PROXY_ENV: [&str; 6] = [
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+];
+
+/// Caught on main (issue 28, item 7): reqwest's clients honour `HTTP(S)_PROXY`/`ALL_PROXY`, so
+/// with a proxy in the environment the target rules judged the proxy's address — a literal
+/// loopback one, never resolved — and the tool's name, resolving inward, was never checked:
+/// every call and notification went to the proxy, which reached the host's own network for us.
+/// Now the outbound clients use no proxy: the same process, with all six variables pointing at a
+/// local proxy, refuses a webhook (http and https), an MCP tool and a notification endpoint whose
+/// name resolves to loopback, and the proxy sees no connection. The child is this binary
+/// running [`proxied_child_refuses_inward_targets`] with the variables set (they are read when a
+/// client is built, and setting them here would reach every other test of this binary).
+#[tokio::test]
+async fn sc_sec_08_proxies_in_the_environment_are_ignored() {
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    let reached = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = reached.clone();
+    tokio::spawn(async move {
+        while let Ok((conn, _)) = proxy.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(conn);
+        }
+    });
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child.args([
+        "--exact",
+        "proxied_child_refuses_inward_targets",
+        "--ignored",
+        "--nocapture",
+    ]);
+    for name in PROXY_ENV {
+        child.env(name, &proxy_url);
+    }
+    // The child's own API client (reqwest too) reaches its server directly; the tools' and
+    // endpoints' URLs name `localhost`, which this does not cover.
+    child
+        .env("NO_PROXY", "127.0.0.1")
+        .env("no_proxy", "127.0.0.1");
+    let out = tokio::task::spawn_blocking(move || child.output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "the child failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        reached.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "no request reached the proxy"
+    );
+}
+
+/// The child of [`sc_sec_08_proxies_in_the_environment_are_ignored`] (run only by it).
+#[tokio::test]
+#[ignore = "run by sc_sec_08_proxies_in_the_environment_are_ignored with a proxy in its environment"]
+async fn proxied_child_refuses_inward_targets() {
+    assert!(
+        PROXY_ENV.iter().all(|name| std::env::var(name).is_ok()),
+        "run by its parent, with a proxy in the environment"
+    );
+    let tools = ToolServer::start().await;
+    let port = tools.addr.port();
+    let toml = config_toml(&tools, "10s", "5s")
+        .replace(
+            &format!("\"{}\"", tools.url("search")),
+            &format!("\"http://localhost:{port}/search\""),
+        )
+        .replace(
+            "allow_http_hosts = [\"127.0.0.1\"]",
+            "allow_http_hosts = [\"127.0.0.1\", \"localhost\"]",
+        )
+        + &format!(
+            "
+[tenants.acme.tools.\"search.tls\"]
+executor = \"webhook\"
+url = \"https://localhost:{port}/search\"
+secret_env = \"{secret}\"
+
+[tenants.acme.tools.\"search.mcp\"]
+executor = \"mcp\"
+url = \"https://localhost:{port}/mcp\"
+secret_env = \"{secret}\"
+",
+            secret = countersign_tests::SECRET_ENV
+        )
+        + &countersign_tests::receiver::notify_toml(
+            &format!("https://localhost:{port}/hook"),
+            "100ms",
+            1,
+        );
+    let config = Arc::new(Config::from_toml(&toml).expect("names pass the config"));
+    let server = Server::start(config, &temp_db("proxied"), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let api = Api::new(server.addr);
+    for tool in ["search.web", "search.tls", "search.mcp"] {
+        let (status, v) = api
+            .submit(keys::AGENT, json!({"tool": tool, "args": {"q": "x"}}))
+            .await;
+        assert_eq!(status, 200, "{tool}: {v}");
+        let v = api.wait_sealed(v["id"].as_str().unwrap(), 10).await;
+        assert_eq!(
+            v["outcome"]["error"],
+            json!({"kind": "target_refused"}),
+            "{tool}: {v}"
+        );
+    }
+    // Each sealing notified the endpoint: one try each (`attempts = 1`), then a dead letter.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let dead = loop {
+        let (_, dead) = api.get("/v1/notifications/dead", keys::ADMIN).await;
+        if dead["data"].as_array().unwrap().len() == 3 {
+            break dead;
+        }
+        assert!(std::time::Instant::now() < until, "parked: {dead}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    for letter in dead["data"].as_array().unwrap() {
+        assert_eq!(letter["last_error"], "target_refused", "{dead}");
+    }
+    assert!(tools.received().is_empty(), "nothing reached the tools");
+    server.shutdown().await.unwrap();
 }
 
 /// Caught on main before the fix: no per-key limit existed, so one key (or one tenant) could

@@ -3,7 +3,8 @@
 //! and public addresses only, unless the tenant lists the host (`allow_http_hosts`,
 //! `allow_private_hosts`). Checked when the config loads (the URL's scheme and an address
 //! written in it) and again on every connection (each address a name resolves to), so a name
-//! that later resolves inward is refused too. Redirects are never followed (the client's policy).
+//! that later resolves inward is refused too. Redirects are never followed (the client's policy),
+//! and no proxy is used: the address judged is the target's own ([`direct`]).
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -81,9 +82,20 @@ impl Resolve for PublicOnly {
     }
 }
 
+/// How every outbound client starts — tools, MCP, notifications, the AWS SDK's: straight to the
+/// target. reqwest would otherwise send through a proxy named in the environment
+/// (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`): the rules above would judge the proxy's address,
+/// not the target's, and the proxy would connect wherever the target's name resolves. There is
+/// no proxy setting (docs/security.md). A 3xx is an answer: no redirect is followed.
+pub fn direct() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
+}
+
 /// The HTTP clients for calls to configured targets (webhooks, notification endpoints): one that
-/// connects only to public addresses, one for hosts the tenant allows private. Redirects are
-/// never followed (a 3xx is the target's answer).
+/// connects only to public addresses, one for hosts the tenant allows private; both [`direct`].
 pub struct Clients {
     public: reqwest::Client,
     private: reqwest::Client,
@@ -93,9 +105,7 @@ impl Clients {
     /// `timeout` bounds every request (None: each request sets its own).
     pub fn new(timeout: Option<std::time::Duration>) -> Self {
         let client = || {
-            let builder = reqwest::Client::builder()
-                .user_agent(concat!("countersign/", env!("CARGO_PKG_VERSION")))
-                .redirect(reqwest::redirect::Policy::none());
+            let builder = direct();
             match timeout {
                 Some(t) => builder.timeout(t),
                 None => builder,

@@ -69,7 +69,9 @@ struct Connector {
 
 impl Connector {
     fn new((connect, read): Timeouts) -> Connector {
-        let mut builder = reqwest::Client::builder();
+        // No proxy from the environment and no redirect (an AWS endpoint answers, never sends
+        // the SDK elsewhere), as every outbound client.
+        let mut builder = crate::target::direct();
         if let Some(t) = connect {
             builder = builder.connect_timeout(t);
         }
@@ -246,6 +248,91 @@ mod tests {
             .await
             .unwrap_err();
         assert!(refused.is_user(), "{refused:?}");
+    }
+
+    /// Caught on main (issue 28, item 7): reqwest follows up to 10 redirects, and an AWS
+    /// endpoint never sends the SDK elsewhere: a 3xx is the answer, given to the SDK as it came.
+    #[tokio::test]
+    async fn sc_ops_02_sdk_redirects_are_answers_not_followed() {
+        let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        elsewhere.set_nonblocking(true).unwrap();
+        let answer: &'static str = Box::leak(
+            format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://{}/\r\n\
+                 content-length: 0\r\nconnection: close\r\n\r\n",
+                elsewhere.local_addr().unwrap()
+            )
+            .into_boxed_str(),
+        );
+        let (url, _served) = one_answer(Some(answer)).await;
+        let timeouts = (Some(Duration::from_secs(2)), Some(Duration::from_secs(2)));
+        let response = Connector::new(timeouts)
+            .call(request(&url, b"{\"k\":1}"))
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 307);
+        let followed = elsewhere.accept();
+        assert!(
+            matches!(&followed, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "nothing connected to the redirect's target: {followed:?}"
+        );
+    }
+
+    /// Caught on main (issue 28, item 7): the SDK's requests went through a proxy named in the
+    /// environment. The child is this test binary running [`proxied_child_connects_directly`]
+    /// with `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY` pointing at a listener that counts: it
+    /// sees no connection, and the child's request reaches its endpoint directly.
+    #[tokio::test]
+    async fn sc_ops_02_sdk_requests_ignore_proxies_in_the_environment() {
+        let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+        let reached = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = reached.clone();
+        tokio::spawn(async move {
+            while proxy.accept().await.is_ok() {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        });
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child.args([
+            "--exact",
+            "aws::http::tests::proxied_child_connects_directly",
+        ]);
+        child.args(["--ignored", "--nocapture"]);
+        for name in [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "http_proxy",
+            "all_proxy",
+        ] {
+            child.env(name, &proxy_url);
+        }
+        let out = tokio::task::spawn_blocking(move || child.output().unwrap())
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "{stdout}"
+        );
+        assert_eq!(reached.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
+    /// The child of [`sc_ops_02_sdk_requests_ignore_proxies_in_the_environment`].
+    #[tokio::test]
+    #[ignore = "run by sc_ops_02_sdk_requests_ignore_proxies_in_the_environment"]
+    async fn proxied_child_connects_directly() {
+        assert!(std::env::var("HTTP_PROXY").is_ok(), "run by its parent");
+        let answer = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}";
+        let (url, served) = one_answer(Some(answer)).await;
+        let timeouts = (Some(Duration::from_secs(2)), Some(Duration::from_secs(2)));
+        let response = Connector::new(timeouts)
+            .call(request(&url, b"{\"k\":1}"))
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        served.await.unwrap();
     }
 
     /// The SDK asks for a connector per attempt (`http_connector`, which passes its settings'

@@ -90,7 +90,7 @@ impl Mcp {
 /// 2026-07-28 request each: what `countersign-local tools import` writes into the catalog.
 #[cfg(feature = "embedded")]
 pub async fn list_tools(url: &str, token: Option<&str>) -> Result<Vec<Value>, String> {
-    let http = reqwest::Client::builder()
+    let http = target::direct()
         .timeout(std::time::Duration::from_secs(30))
         .build()
         .map_err(|e| e.to_string())?;

@@ -63,8 +63,9 @@ enum Command {
     /// valid state, its audit chain verifies and ends in its state, nothing `executing` on a
     /// lapsed lease); prints counts and every violation, exits 1 when there is any. Reads the
     /// SQLite file `--db`, the Postgres database `--database-url`, or with `--table` a DynamoDB
-    /// table (build with `--features aws`; region and credentials from the environment). Serves
-    /// nothing; run it on a stopped server. The store flags go before or after `verify`.
+    /// table (build with `--features aws`; region and credentials from the environment). Serves,
+    /// creates and migrates nothing (no store there: exit 2); run it on a stopped server. The
+    /// store flags go before or after `verify`.
     Verify {
         #[command(flatten)]
         store: verify::StoreFlags,

@@ -1,7 +1,13 @@
 //! `countersign-local verify`: the store-wide invariant check, printed.
 
-use countersign::{config::Config, invariants, store::Store, Clock, SystemClock};
-use std::{path::PathBuf, process::ExitCode};
+use countersign::{
+    config::Config,
+    embedded::Database,
+    invariants,
+    store::{postgres::PostgresStore, sqlite::SqliteStore, Store},
+    Clock, SystemClock,
+};
+use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
 /// The store flags again after `verify` (`verify --db X`), so its help lists them; each one
 /// given here wins over the same flag before the subcommand (or its variable and default).
@@ -61,32 +67,27 @@ async fn check(
     Ok(invariants::check(&*store, &tenants, at).await?)
 }
 
+/// The store as it is: `verify` creates and migrates nothing, so a path, URL or table with no
+/// countersign store is an error (exit 2), never an empty store that passes.
 async fn open(
     args: &super::Args,
     table: Option<String>,
-) -> Result<std::sync::Arc<dyn Store>, Box<dyn std::error::Error + Send + Sync>> {
-    match table {
-        None if args.database_url.is_some() => Ok(args.database().open().await?),
-        None => {
-            if !args.db.exists() {
-                return Err(format!("no database at {}", args.db.display()).into());
-            }
-            Ok(std::sync::Arc::new(
-                countersign::store::sqlite::SqliteStore::open(&args.db)?,
-            ))
-        }
+) -> Result<Arc<dyn Store>, Box<dyn std::error::Error + Send + Sync>> {
+    match (table, args.database()) {
+        (None, Database::Postgres { url, options }) => Ok(Arc::new(
+            PostgresStore::connect_existing(&url, &options).await?,
+        )),
+        (None, Database::Sqlite(path)) => Ok(Arc::new(SqliteStore::open_existing(&path)?)),
         #[cfg(feature = "aws")]
-        Some(table) => {
+        (Some(table), _) => {
             let sdk = countersign::aws::sdk_config().await;
-            Ok(std::sync::Arc::new(
-                countersign::store::dynamodb::DynamoStore::new(
-                    aws_sdk_dynamodb::Client::new(&sdk),
-                    table,
-                ),
+            let client = aws_sdk_dynamodb::Client::new(&sdk);
+            Ok(Arc::new(
+                countersign::store::dynamodb::DynamoStore::existing(client, table).await?,
             ))
         }
         #[cfg(not(feature = "aws"))]
-        Some(_) => Err("--table needs a build with `--features aws`".into()),
+        (Some(_), _) => Err("--table needs a build with `--features aws`".into()),
     }
 }
 

@@ -178,3 +178,99 @@ fn sc_sec_07_issue16_verify_deed_takes_public_key_and_a_bad_pem_is_exit_2() {
         text(&old)
     );
 }
+
+/// `verify` on `store` (`--db FILE` or `--database-url URL`) with the sample config.
+fn verify(store: &[&std::ffi::OsStr]) -> Output {
+    let config = repo("config/local.toml");
+    let mut args: Vec<&std::ffi::OsStr> = vec!["verify".as_ref(), "--config".as_ref()];
+    args.push(config.as_os_str());
+    args.extend_from_slice(store);
+    local(&args)
+}
+
+/// The tables in the schema `url`'s connections use.
+async fn tables(url: &str) -> i64 {
+    let sql = countersign_tests::postgres::sql(url).await;
+    sql.query_one(
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// Caught on main (issue 28, item 10): `verify --database-url` pointed at a database with no
+/// countersign store created the tables, found nothing wrong in them and exited 0 — a false
+/// green for a mistyped URL or schema. `verify` creates and migrates nothing: it says there is
+/// no store (exit 2) and the schema stays empty; a real store still verifies (exit 0).
+#[tokio::test]
+async fn sc_ops_02_verify_of_an_empty_postgres_schema_finds_no_store_and_creates_nothing() {
+    let url = countersign_tests::postgres::fresh_url("verify-empty").await;
+    let out = verify(&["--database-url".as_ref(), url.as_ref()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("no countersign store here"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(tables(&url).await, 0, "verify created nothing");
+
+    countersign::store::postgres::PostgresStore::connect(&url, &Default::default())
+        .await
+        .unwrap();
+    let out = verify(&["--database-url".as_ref(), url.as_ref()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+
+    // A schema of another version is named, and left at it: verify migrates nothing.
+    let sql = countersign_tests::postgres::sql(&url).await;
+    let version = "SELECT max(version) FROM countersign_schema";
+    let known: i64 = sql.query_one(version, &[]).await.unwrap().get(0);
+    sql.execute(
+        "DELETE FROM countersign_schema WHERE version = $1",
+        &[&known],
+    )
+    .await
+    .unwrap();
+    let out = verify(&["--database-url".as_ref(), url.as_ref()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("older than this binary's"),
+        "{}",
+        text(&out)
+    );
+    let after: Option<i64> = sql.query_one(version, &[]).await.unwrap().get(0);
+    assert_eq!(after, (known > 1).then_some(known - 1), "not migrated");
+}
+
+/// Caught on main (issue 28, item 10): SQLite refused a missing file, but an existing file that
+/// holds no countersign store (empty, or another program's database) was given the tables and
+/// passed. Now it is refused as the missing file is (exit 2), and left as it was.
+#[test]
+fn sc_ops_02_verify_of_a_file_without_a_store_finds_none_and_creates_nothing() {
+    let dir = temp("verify-none");
+    let empty = dir.join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let other = dir.join("other.db");
+    let _ = std::fs::remove_file(&other);
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE notes (body TEXT)")
+        .unwrap();
+    for db in [&empty, &other] {
+        let before = std::fs::read(db).unwrap();
+        let out = verify(&["--db".as_ref(), db.as_os_str()]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(
+            text(&out).contains("no countersign store here"),
+            "{}",
+            text(&out)
+        );
+        assert_eq!(
+            std::fs::read(db).unwrap(),
+            before,
+            "{} unchanged",
+            db.display()
+        );
+    }
+}

@@ -24,6 +24,9 @@ pub enum StoreError {
     /// The backend failed; the caller may retry.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// Opening an existing store (`verify`): there is none where it was looked for.
+    #[error("no countersign store here: {0}")]
+    Absent(String),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

@@ -68,6 +68,7 @@ fn lock(conn: &Mutex<Connection>) -> StoreResult<std::sync::MutexGuard<'_, Conne
 }
 
 impl SqliteStore {
+    /// The store in `path`, created if missing and its tables brought up to date.
     pub fn open(path: &Path) -> StoreResult<Self> {
         let writer = open(path)?;
         // Before WAL mode and the first table fix it: pages that hold an action's row whole.
@@ -77,6 +78,18 @@ impl SqliteStore {
         let writer = configure(writer)?;
         writer.execute_batch(SCHEMA).map_err(unavailable)?;
         writer.execute_batch(outbox::SCHEMA).map_err(unavailable)?;
+        Self::on_file(path, writer)
+    }
+
+    /// The store in `path` as it is, for `verify`: nothing is created or migrated. A missing
+    /// file, or one without countersign's tables, is [`StoreError::Absent`].
+    pub fn open_existing(path: &Path) -> StoreResult<Self> {
+        schema::existing(path)?;
+        Self::on_file(path, configure(open(path)?)?)
+    }
+
+    /// The readers and the checkpointer beside `writer`, on the file's tables.
+    fn on_file(path: &Path, writer: Connection) -> StoreResult<Self> {
         // The checkpoint thread checkpoints instead (see threads::CHECKPOINT_EVERY).
         writer
             .pragma_update(None, "wal_autocheckpoint", 0)

@@ -59,6 +59,23 @@ impl DynamoStore {
         }
     }
 
+    /// The table as it is, for `verify`: a table that does not exist is
+    /// [`StoreError::Absent`](super::StoreError::Absent), not a scan that fails.
+    pub async fn existing(client: Client, table: impl Into<String>) -> StoreResult<Self> {
+        let table = table.into();
+        let described = client.describe_table().table_name(&table).send().await;
+        match described {
+            Ok(_) => Ok(Self::new(client, table)),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_resource_not_found_exception()) =>
+            {
+                Err(super::StoreError::Absent(format!("no table {table}")))
+            }
+            Err(e) => Err(unavailable("DescribeTable", e)),
+        }
+    }
+
     /// Expire sealed actions via the table's TTL attribute `ttl`.
     pub fn with_retention(mut self, retention: Option<SignedDuration>) -> Self {
         self.retention = retention;

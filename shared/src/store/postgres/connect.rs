@@ -39,6 +39,25 @@ impl PostgresStore {
     /// certificate must verify against the public roots or [`Options::ca_file`], for its host
     /// name (stricter than libpq's `require`, which encrypts without checking who answers).
     pub async fn connect(url: &str, options: &Options) -> StoreResult<Self> {
+        let store = Self::pool(url, options)?;
+        let mut client = store.client().await?;
+        super::schema::migrate(&mut client).await?;
+        Ok(store)
+    }
+
+    /// The store at `url` as it is, for `verify`: nothing is created or migrated. A database
+    /// (its `search_path` schema) without countersign's tables is [`StoreError::Absent`]; one
+    /// at another version than this binary's is refused with what to do.
+    ///
+    /// [`StoreError::Absent`]: crate::store::StoreError::Absent
+    pub async fn connect_existing(url: &str, options: &Options) -> StoreResult<Self> {
+        let store = Self::pool(url, options)?;
+        super::schema::existing(&store.client().await?).await?;
+        Ok(store)
+    }
+
+    /// The pool for `url`; no connection is made yet.
+    fn pool(url: &str, options: &Options) -> StoreResult<Self> {
         let pg: tokio_postgres::Config = url.parse().map_err(config_error)?;
         let manager = ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
@@ -60,7 +79,7 @@ impl PostgresStore {
             .recycle_timeout(Some(WAIT))
             .build()
             .map_err(config_error)?;
-        let store = PostgresStore {
+        Ok(PostgresStore {
             commits: super::commit::commits(pool.clone()),
             loads: gather::reads(pool.clone(), gather::ACTIONS),
             stops: gather::reads(pool.clone(), gather::STOPS),
@@ -68,10 +87,7 @@ impl PostgresStore {
             pool,
             pg,
             tls,
-        };
-        let mut client = store.client().await?;
-        super::schema::migrate(&mut client).await?;
-        Ok(store)
+        })
     }
 }
 

@@ -96,6 +96,42 @@ pub enum SchemaError {
          ({known}): upgrade countersign before starting it against this database"
     )]
     Newer { found: i64, known: i64 },
+    /// Only where nothing may be migrated (`verify`).
+    #[error(
+        "the database's countersign schema is version {found}, older than this binary's \
+         ({known}): start the server on it once to migrate it, then verify"
+    )]
+    Older { found: i64, known: i64 },
+}
+
+/// Is there a countersign store at [`MIGRATIONS`]'s version? Read only: `verify` must not turn
+/// a mistyped URL or schema into an empty store that passes.
+pub(super) async fn existing(client: &Pooled) -> StoreResult<()> {
+    let there: bool = client
+        .query_one("SELECT to_regclass('countersign_schema') IS NOT NULL", &[])
+        .await
+        .map_err(unavailable)?
+        .get(0);
+    if !there {
+        return Err(StoreError::Absent(
+            "the database has no countersign tables (in its search_path)".into(),
+        ));
+    }
+    let found: i64 = client
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM countersign_schema",
+            &[],
+        )
+        .await
+        .map_err(unavailable)?
+        .get(0);
+    let known = MIGRATIONS.len() as i64;
+    let wrong = match found {
+        found if found > known => SchemaError::Newer { found, known },
+        found if found < known => SchemaError::Older { found, known },
+        _ => return Ok(()),
+    };
+    Err(StoreError::Unavailable(wrong.to_string()))
 }
 
 /// Bring the schema up to [`MIGRATIONS`]; the version it is at afterwards.

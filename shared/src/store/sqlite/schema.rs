@@ -1,8 +1,8 @@
 //! The SQLite adapter's tables and connection settings.
 
 use super::unavailable;
-use crate::store::StoreResult;
-use rusqlite::Connection;
+use crate::store::{StoreError, StoreResult};
+use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 
 pub(super) const SCHEMA: &str = "
@@ -72,6 +72,50 @@ pub(super) const PAGE_SIZE: i64 = 8192;
 
 pub(super) fn open(path: &Path) -> StoreResult<Connection> {
     Connection::open(path).map_err(unavailable)
+}
+
+/// The tables every countersign store has ([`SCHEMA`] and the outbox's).
+const TABLES: [&str; 6] = [
+    "actions",
+    "events",
+    "idempotency",
+    "quarantine",
+    "stops",
+    "outbox",
+];
+
+/// Does `path` hold a countersign store? Looked at without creating the file or writing to it
+/// (`verify` must not turn a mistyped path into an empty store that passes).
+pub(super) fn existing(path: &Path) -> StoreResult<()> {
+    if !path.is_file() {
+        return Err(StoreError::Absent(format!(
+            "no database at {}",
+            path.display()
+        )));
+    }
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+        .map_err(unavailable)?;
+    let mut found = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .and_then(|mut s| {
+            s.query_map([], |row| row.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(unavailable)?;
+    found.retain(|t| TABLES.contains(&t.as_str()));
+    match found.len() {
+        0 => Err(StoreError::Absent(format!(
+            "{} has no countersign tables",
+            path.display()
+        ))),
+        n if n < TABLES.len() => Err(StoreError::Unavailable(format!(
+            "{} has only some of countersign's tables ({}): a store of an older version; \
+             start the server on it once to bring it up to date",
+            path.display(),
+            found.join(", ")
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// WAL, durable commits ([`SYNCHRONOUS`]), a busy timeout for the other connections, and

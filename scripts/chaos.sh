@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The bounded chaos run against the local server: `bash scripts/chaos.sh [SECONDS]` (default 20).
-# Agents submit (API and MCP), approvers approve or deny, some clients hang up mid-request, cancels and a stop race the workers, tools misbehave
-# (slow, 5xx, refused, a 10 MB body, invalid JSON), store writes fail now and then, and the
+# Agents submit (API and MCP), approvers approve or deny, some clients hang up mid-request,
+# cancels and a stop race the workers, tools misbehave (slow, 5xx, refused, a 10 MB body,
+# invalid JSON; MCP tools that leave a stream open, frame with CRLF, report progress then an
+# error), store writes fail now and then, and the
 # server is killed (SIGKILL) and stopped (SIGTERM) and restarted mid-run. Then the store's
 # invariants are checked twice (by the run itself and by `countersign-local verify`), and every
 # tool attempt is held to the rules, and every outcome to what happened (no `outcome_unknown`

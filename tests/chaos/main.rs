@@ -1,8 +1,8 @@
 //! The bounded chaos run (`scripts/chaos.sh [SECONDS]`): agents submit (through the API and
 //! MCP), approvers approve or deny, some clients hang up before the answer, cancels and a stop
-//! race the workers, tools misbehave (slow, 5xx, refused, a 10 MB
-//! body, invalid JSON), the store fails writes now and then (the `faults` seam), and the local
-//! server is killed with SIGKILL (or stopped with SIGTERM) and restarted mid-run. Afterwards the
+//! race the workers, tools misbehave (slow, 5xx, refused, a 10 MB body, invalid JSON; MCP
+//! tools that leave their stream open, frame with CRLF, or report progress and then an error),
+//! the store fails writes now and then (the `faults` seam), and the local server is killed with SIGKILL (or stopped with SIGTERM) and restarted mid-run. Afterwards the
 //! store's invariants are checked and the tool server's record of every attempt is held to the
 //! rules: none before `not_before`, none after the deadline, none after an answered stop, none
 //! twice except for `retry` tools. The outcomes are held to what happened: none sealed
@@ -44,6 +44,14 @@ const APPROVER: &str = "chaos-approver";
 const ADMIN: &str = "chaos-admin";
 /// Tool kinds the tool server plays; `refused` points at a port nothing listens on.
 const KINDS: [&str; 6] = ["ok", "slow", "5xx", "refused", "big", "badjson"];
+/// MCP tools the tool server plays (SC-MCP-06), each answering in SSE: `mcpopen` sends its
+/// result and leaves the stream open, `mcpcrlf` frames a notification and its result with CRLF,
+/// `mcperror` reports progress and then a result with `isError`.
+const MCP_KINDS: [&str; 3] = ["mcpopen", "mcpcrlf", "mcperror"];
+/// Every kind the agents pick from.
+const ALL_KINDS: [&str; 9] = [
+    "ok", "slow", "5xx", "refused", "big", "badjson", "mcpopen", "mcpcrlf", "mcperror",
+];
 /// When an attempt started is read from its signature's `t` (the worker's clock when it signed
 /// the request, whole seconds, rounded down): `t > not_after` is an attempt started late, with no
 /// false alarm. The tool server's arrival stamp trails the start by transit and by this
@@ -137,6 +145,11 @@ policy = [
             };
             toml.push_str(&format!(
                 "\n[tenants.acme.tools.\"{family}.{kind}\"]\nexecutor = \"webhook\"\nurl = \"{url}\"\nsecret_env = \"{SECRET_ENV}\"\ntimeout = \"1s\"\nrecovery = \"{recovery}\"\n"
+            ));
+        }
+        for kind in MCP_KINDS {
+            toml.push_str(&format!(
+                "\n[tenants.acme.tools.\"{family}.{kind}\"]\nexecutor = \"mcp\"\nurl = \"{tools}/mcp/{kind}\"\ntool = \"{kind}\"\nsecret_env = \"{SECRET_ENV}\"\ntimeout = \"1s\"\nrecovery = \"{recovery}\"\n"
             ));
         }
     }
@@ -250,6 +263,30 @@ struct Attempt {
     answered: Option<Timestamp>,
 }
 
+/// The record of an attempt as it arrives: a webhook's body and signature, or an MCP
+/// `tools/call` naming the action and attempt in `_meta`.
+fn arrival(headers: &HeaderMap, body: &Value) -> Attempt {
+    let action = &body["params"]["_meta"]["io.countersign/action"];
+    let (action_id, attempt) = if action.is_object() {
+        (&action["action_id"], action["attempt"].as_u64())
+    } else {
+        (
+            &body["action_id"],
+            headers
+                .get("countersign-attempt")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok()),
+        )
+    };
+    Attempt {
+        action_id: action_id.as_str().unwrap_or_default().to_owned(),
+        attempt: attempt.unwrap_or(0),
+        at: Timestamp::now(),
+        signed: signed_at(headers),
+        answered: None,
+    }
+}
+
 /// `t` of `Countersign-Signature: t=<unix>,v1=<hex>`.
 fn signed_at(headers: &HeaderMap) -> Option<Timestamp> {
     let value = headers.get("countersign-signature")?.to_str().ok()?;
@@ -260,35 +297,39 @@ fn signed_at(headers: &HeaderMap) -> Option<Timestamp> {
 type Attempts = Arc<Mutex<Vec<Attempt>>>;
 
 async fn tool_server(attempts: Attempts) -> String {
-    let app = Router::new().route(
-        "/{kind}",
-        post(
-            move |Path(kind): Path<String>, headers: HeaderMap, body: Bytes| {
-                let attempts = attempts.clone();
-                async move {
-                    let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let index = {
-                        let mut all = attempts.lock().unwrap();
-                        all.push(Attempt {
-                            action_id: parsed["action_id"].as_str().unwrap_or_default().to_owned(),
-                            attempt: headers
-                                .get("countersign-attempt")
-                                .and_then(|v| v.to_str().ok())
-                                .and_then(|v| v.parse().ok())
-                                .unwrap_or(0),
-                            at: Timestamp::now(),
-                            signed: signed_at(&headers),
-                            answered: None,
-                        });
-                        all.len() - 1
-                    };
-                    let answer = answer(&kind).await;
-                    attempts.lock().unwrap()[index].answered = Some(Timestamp::now());
-                    answer
-                }
-            },
-        ),
-    );
+    let record = |attempts: &Attempts, headers: &HeaderMap, body: &Bytes| {
+        let parsed: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        let mut all = attempts.lock().unwrap();
+        all.push(arrival(headers, &parsed));
+        (all.len() - 1, parsed)
+    };
+    let answered = |attempts: &Attempts, index: usize| {
+        attempts.lock().unwrap()[index].answered = Some(Timestamp::now());
+    };
+    let webhook = {
+        let attempts = attempts.clone();
+        move |Path(kind): Path<String>, headers: HeaderMap, body: Bytes| {
+            let attempts = attempts.clone();
+            async move {
+                let (index, _) = record(&attempts, &headers, &body);
+                let answer = answer(&kind).await;
+                answered(&attempts, index);
+                answer
+            }
+        }
+    };
+    let mcp = move |Path(kind): Path<String>, headers: HeaderMap, body: Bytes| {
+        let attempts = attempts.clone();
+        async move {
+            let (index, parsed) = record(&attempts, &headers, &body);
+            let answer = mcp_answer(&kind, &parsed["id"]);
+            answered(&attempts, index);
+            answer
+        }
+    };
+    let app = Router::new()
+        .route("/{kind}", post(webhook))
+        .route("/mcp/{kind}", post(mcp));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -310,6 +351,29 @@ async fn answer(kind: &str) -> (axum::http::StatusCode, String) {
         "badjson" => (StatusCode::OK, "{not json".into()),
         _ => (StatusCode::OK, json!({"ok": true}).to_string()),
     }
+}
+
+/// An MCP tool's SSE answer to the request `id`: a notification first, then the response.
+fn mcp_answer(kind: &str, id: &Value) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": 1, "progress": 1, "total": 2}});
+    let failed = kind == "mcperror";
+    let result = json!({"jsonrpc": "2.0", "id": id, "result": {
+        "content": [{"type": "text", "text": kind}], "isError": failed}});
+    let eol = if kind == "mcpcrlf" { "\r\n" } else { "\n" };
+    let events = format!("data: {progress}{eol}{eol}data: {result}{eol}{eol}");
+    let head = futures_util::stream::iter([Ok::<_, std::io::Error>(Bytes::from(events))]);
+    let body = if kind == "mcpopen" {
+        // The stream stays open after the response: the reader must stop at it.
+        axum::body::Body::from_stream(futures_util::StreamExt::chain(
+            head,
+            futures_util::stream::pending(),
+        ))
+    } else {
+        axum::body::Body::from_stream(head)
+    };
+    ([("content-type", "text/event-stream")], body).into_response()
 }
 
 // ---------- the drivers ----------
@@ -448,7 +512,7 @@ async fn agent(
 ) {
     let mut rng = Rng(seed);
     while std::time::Instant::now() < until {
-        let kind = *rng.pick(&KINDS);
+        let kind = *rng.pick(&ALL_KINDS);
         let who = if rng.chance(15) { STOPPED_AGENT } else { AGENT };
         let body = match rng.next() % 3 {
             0 => json!({"tool": format!("search.{kind}"), "args": {"n": rng.next() % 1000}}),
@@ -672,6 +736,7 @@ async fn run(
     let refused = tally.lock().unwrap().cancel_refused.clone();
     let (wrong, outcomes) = check_outcomes(store, &all, &attempts, &killed_at, &refused).await;
     broken.extend(wrong);
+    broken.extend(check_mcp_answers(&all));
     let t = tally.lock().unwrap();
     let actions = actions_per_kind(&all);
     let states: Vec<String> = report
@@ -856,6 +921,45 @@ async fn check_outcomes(
     (broken, summary)
 }
 
+/// The MCP tools' answers read as they were given (SC-MCP-06): a tool that reported progress and
+/// then `isError` never succeeded; an answer framed with CRLF or on a stream left open is never
+/// an invalid response. A timeout of those can be the loaded machine's (the `ok` webhook times
+/// out now and then too, in bursts after a restart), but not most of them: before the reader
+/// stopped at its response, every call to a stream left open timed out.
+fn check_mcp_answers(all: &[Action]) -> Vec<String> {
+    let mut broken = Vec::new();
+    let (mut open, mut open_timeouts) = (0, 0);
+    for a in all.iter().filter(|a| a.state().is_sealed()) {
+        let kind = a.tool.split('.').nth(1).unwrap_or_default();
+        let error = a
+            .outcome()
+            .and_then(|o| o.error.as_ref())
+            .and_then(|e| e["kind"].as_str())
+            .unwrap_or_default();
+        if kind == "mcpopen" && matches!(a.state(), State::Succeeded | State::Failed) {
+            open += 1;
+            open_timeouts += usize::from(error == "timeout");
+        }
+        match kind {
+            "mcperror" if a.state() == State::Succeeded => broken.push(format!(
+                "{}: an MCP tool answered isError, yet the action succeeded",
+                a.id
+            )),
+            "mcpopen" | "mcpcrlf" if error == "mcp_invalid_response" => broken.push(format!(
+                "{}: an MCP tool's {kind} answer was read as an invalid response",
+                a.id
+            )),
+            _ => {}
+        }
+    }
+    if open_timeouts * 2 > open {
+        broken.push(format!(
+            "{open_timeouts} of {open} calls to an MCP tool that leaves its stream open timed out"
+        ));
+    }
+    broken
+}
+
 /// The tool server's record against the rules.
 async fn check_attempts(
     store: &dyn Store,
@@ -886,7 +990,9 @@ async fn check_attempts(
                         a.attempt, a.at, w.not_before
                     ));
                 }
-                if a.signed.is_none_or(|t| t > w.not_after) {
+                // An MCP attempt carries no signature: its arrival is held to the deadline below.
+                let mcp = action.tool.contains(".mcp");
+                if !mcp && a.signed.is_none_or(|t| t > w.not_after) {
                     broken.push(format!(
                         "{id}: attempt {} signed at {:?}, after the deadline {} (or unsigned)",
                         a.attempt, a.signed, w.not_after

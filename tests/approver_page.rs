@@ -140,3 +140,13 @@ async fn issue10_unknown_ui_files_are_404_and_ui_redirects_to_the_page() {
     assert_eq!(status, 308);
     assert_eq!(header(&h, "location"), "ui/");
 }
+
+/// A person who opens the server's address lands on the approver page. Caught on main: `/`
+/// answered a JSON `route_not_found` (404).
+#[tokio::test]
+async fn issue30_the_root_redirects_to_the_page() {
+    let p = page().await;
+    let (status, h, _) = p.get("/").await;
+    assert_eq!(status, 308);
+    assert_eq!(header(&h, "location"), "ui/", "relative: behind any path prefix");
+}

@@ -40,6 +40,8 @@ pub fn intake_routes(r: Routes) -> Routes {
         .route("/v1/actions/{id}", get(routes::get_action))
         .route("/v1/actions/{id}/events", get(routes::events))
         .route("/v1/actions/{id}/deed", get(routes::deed))
+        // Whoever opens the server's address means the approver page.
+        .route("/", get(ui::to_index))
         .route("/ui", get(ui::to_index))
         .route("/ui/", get(ui::index))
         .route("/ui/{asset}", get(ui::asset))

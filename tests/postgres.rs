@@ -430,3 +430,52 @@ async fn sc_rec_01_postgres_sweep_holds_nothing_across_tool_runs() {
     assert!(sweep_turn(&a, &a_store, turn).await.unwrap().is_some());
     assert!(sweep_turn(&b, &b_store, turn).await.unwrap().is_none());
 }
+
+/// The database URL as libpq spells it works, and what is wrong in it is named. Caught on main:
+/// `sslmode=verify-full` (what a cloud's guide says to use) failed as an opaque "invalid
+/// connection string"; a wrong password or an unknown `sslmode` did not say which setting.
+#[tokio::test]
+async fn issue30_postgres_urls_as_libpq_spells_them_and_errors_that_name_the_setting() {
+    let url = postgres::fresh_url("libpq").await;
+    let trusted = Options {
+        pool_size: 1,
+        ca_file: Some(postgres::ca_file()),
+    };
+    for mode in ["verify-full", "verify-ca"] {
+        let store = PostgresStore::connect(&format!("{url}&sslmode={mode}"), &trusted)
+            .await
+            .unwrap_or_else(|e| panic!("sslmode={mode}: {e}"));
+        assert!(store.encrypted().await.unwrap(), "sslmode={mode}: TLS");
+    }
+    // libpq's `sslrootcert` names the CA in the URL itself.
+    let ca = postgres::ca_file();
+    let store = PostgresStore::connect(
+        &format!("{url}&sslmode=verify-full&sslrootcert={}", ca.display()),
+        &Options::default(),
+    )
+    .await
+    .unwrap();
+    assert!(store.encrypted().await.unwrap());
+    let error = |url: String| async move {
+        PostgresStore::connect(&url, &Options::default())
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let wrong_mode = error(format!("{url}&sslmode=verify-everything")).await;
+    assert!(
+        wrong_mode.contains("sslmode") && wrong_mode.contains("verify-full"),
+        "{wrong_mode}"
+    );
+    let wrong_password = error(url.replacen(":countersign@", ":wrong@", 1)).await;
+    assert!(
+        wrong_password.contains("password") && wrong_password.contains("database URL"),
+        "{wrong_password}"
+    );
+    let no_server = error(url.replacen(":54329/", ":9/", 1)).await;
+    assert!(
+        no_server.contains("127.0.0.1:9") && no_server.contains("database URL"),
+        "{no_server}"
+    );
+}

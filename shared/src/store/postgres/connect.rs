@@ -40,9 +40,17 @@ impl PostgresStore {
     /// name (stricter than libpq's `require`, which encrypts without checking who answers).
     pub async fn connect(url: &str, options: &Options) -> StoreResult<Self> {
         let store = Self::pool(url, options)?;
-        let mut client = store.client().await?;
+        let mut client = store.first_client().await?;
         super::schema::migrate(&mut client).await?;
         Ok(store)
+    }
+
+    /// The first connection, whose failure says which part of the URL to look at.
+    async fn first_client(&self) -> StoreResult<super::Pooled> {
+        self.client().await.map_err(|e| match e {
+            StoreError::Unavailable(why) => StoreError::Unavailable(reaching(&self.pg, &why)),
+            other => other,
+        })
     }
 
     /// The store at `url` as it is, for `verify`: nothing is created or migrated. A database
@@ -52,13 +60,17 @@ impl PostgresStore {
     /// [`StoreError::Absent`]: crate::store::StoreError::Absent
     pub async fn connect_existing(url: &str, options: &Options) -> StoreResult<Self> {
         let store = Self::pool(url, options)?;
-        super::schema::existing(&store.client().await?).await?;
+        super::schema::existing(&store.first_client().await?).await?;
         Ok(store)
     }
 
     /// The pool for `url`; no connection is made yet.
     fn pool(url: &str, options: &Options) -> StoreResult<Self> {
-        let pg: tokio_postgres::Config = url.parse().map_err(config_error)?;
+        let (url, options) = libpq(url, options)?;
+        let options = &options;
+        let pg: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| config_error(format!("the database URL: {}", super::causes(&e))))?;
         let manager = ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         };
@@ -89,6 +101,62 @@ impl PostgresStore {
             tls,
         })
     }
+}
+
+/// The URL with libpq's spellings the driver lacks made its own: `sslmode=verify-full` and
+/// `verify-ca` are `require` here (TLS here always verifies the certificate and the host name:
+/// `verify-full`'s meaning), and `sslrootcert=<file>` is the CA file. Any other `sslmode` than
+/// libpq's is named.
+fn libpq(url: &str, options: &Options) -> StoreResult<(String, Options)> {
+    let mut options = options.clone();
+    let Some((base, query)) = url.split_once('?') else {
+        return Ok((url.to_owned(), options));
+    };
+    let mut kept = Vec::new();
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some(("sslmode", "disable" | "prefer" | "require")) => kept.push(pair.to_owned()),
+            Some(("sslmode", "verify-ca" | "verify-full")) => kept.push("sslmode=require".into()),
+            Some(("sslmode", other)) => {
+                return Err(config_error(format!(
+                    "sslmode={other} in the database URL: use disable, prefer, require, \
+                     verify-ca or verify-full (TLS verifies the certificate and host name in \
+                     all of the last three)"
+                )))
+            }
+            Some(("sslrootcert", file)) => {
+                options.ca_file.get_or_insert_with(|| PathBuf::from(file));
+            }
+            _ => kept.push(pair.to_owned()),
+        }
+    }
+    let url = match kept.is_empty() {
+        true => base.to_owned(),
+        false => format!("{base}?{}", kept.join("&")),
+    };
+    Ok((url, options))
+}
+
+/// A failed first connection, with where it went and which setting to look at.
+fn reaching(pg: &tokio_postgres::Config, why: &str) -> String {
+    use tokio_postgres::config::Host;
+    let host = match pg.get_hosts().first() {
+        Some(Host::Tcp(name)) => name.clone(),
+        Some(Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = pg.get_ports().first().copied().unwrap_or(5432);
+    let hint = if why.contains("password") {
+        "check the user and password in the database URL"
+    } else if why.contains("certificate") || why.contains("UnknownIssuer") {
+        "the server's certificate did not verify: give its CA (--database-ca-file, or \
+         sslrootcert= in the database URL)"
+    } else if why.contains("does not exist") {
+        "check the database (and user) named in the database URL"
+    } else {
+        "check the host and port in the database URL, and that the server runs there"
+    };
+    format!("cannot connect to the database at {host}:{port}: {why} ({hint})")
 }
 
 /// rustls with ring, the public roots and the configured CA file.

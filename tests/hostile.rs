@@ -1,10 +1,17 @@
 //! A hostile agent against the local server over real HTTP (SPEC §4 Security). Each test names
 //! the SC-SEC rule it proves.
 
+#[path = "aws_support/mod.rs"]
+mod aws_support;
+
 use countersign::{
     config::Config, embedded::Server, faults::FaultyStore, store::sqlite::SqliteStore,
 };
-use countersign_tests::{config_toml, in_secs, keys, temp_db, Api, Behaviour, ToolServer};
+use countersign_tests::{
+    config_toml, in_secs, keys, on_every_store,
+    stores::{Backend, Place},
+    temp_db, Api, Behaviour, ToolServer,
+};
 use serde_json::{json, Value};
 use std::{
     path::PathBuf,
@@ -934,3 +941,204 @@ async fn sc_sec_01_tenant_role_route_matrix() {
         (Some("pending_approval"), Some(1))
     );
 }
+
+/// A fresh place for the records of one test on `backend`.
+async fn place(backend: Backend, label: &str) -> Place {
+    match backend {
+        Backend::Dynamodb => {
+            let sdk = aws_support::sdk().await;
+            let table = aws_support::unique(label);
+            aws_support::create_table(&sdk, &table).await;
+            Place::Dynamodb {
+                client: aws_sdk_dynamodb::Client::new(&sdk),
+                table,
+            }
+        }
+        other => Place::fresh_db(other, label).await,
+    }
+}
+
+/// One JSON-RPC request to `/mcp` with `key`: 2025-11-25 (plain), or 2026-07-28 (`_meta` and
+/// the mirrored headers) when `modern`.
+async fn mcp(api: &Api, key: &str, modern: bool, method: &str, mut params: Value) -> Value {
+    let auth = format!("Bearer {key}");
+    let mut headers = vec![("authorization", auth.clone())];
+    if modern {
+        params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+        headers.push(("mcp-protocol-version", "2026-07-28".into()));
+        headers.push(("mcp-method", method.into()));
+        let name = params.get("taskId").or_else(|| params.get("name"));
+        if let Some(name) = name.and_then(Value::as_str) {
+            headers.push(("mcp-name", name.to_owned()));
+        }
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, v, _) = api
+        .send(
+            reqwest::Method::POST,
+            "/mcp",
+            None,
+            Some(body.to_string().into_bytes()),
+            &headers,
+        )
+        .await;
+    json!({"status": status, "body": v})
+}
+
+/// What `key` learns of action `id` on every endpoint that names one — the API's get, events,
+/// deed and cancel; MCP's tasks/get, tasks/result, tasks/update, tasks/cancel and
+/// `countersign_status` in both revisions — with the id written `ID`, so the answers for two
+/// ids compare.
+async fn what_a_key_learns(api: &Api, key: &str, id: &str) -> Vec<(String, Value)> {
+    let mut learned = Vec::new();
+    for (method, path) in [
+        ("GET", "/v1/actions/ID"),
+        ("GET", "/v1/actions/ID/events"),
+        ("GET", "/v1/actions/ID/deed"),
+        ("POST", "/v1/actions/ID/cancel"),
+    ] {
+        let (status, v, _) = api
+            .send(
+                method.parse().unwrap(),
+                &path.replace("ID", id),
+                Some(key),
+                (method == "POST").then(|| b"{}".to_vec()),
+                &[],
+            )
+            .await;
+        learned.push((
+            format!("{method} {path}"),
+            json!({"status": status, "body": v}),
+        ));
+    }
+    let task = json!({"taskId": id});
+    let status = json!({"name": "countersign_status", "arguments": {"action_id": id}});
+    for (modern, method, params) in [
+        (false, "tasks/get", &task),
+        (false, "tasks/result", &task),
+        (false, "tasks/cancel", &task),
+        (false, "tools/call", &status),
+        (true, "tasks/get", &task),
+        (true, "tasks/update", &task),
+        (true, "tasks/cancel", &task),
+        (true, "tools/call", &status),
+    ] {
+        let v = mcp(api, key, modern, method, params.clone()).await;
+        learned.push((format!("mcp {method} modern={modern}"), v));
+    }
+    let text = serde_json::to_string(&learned).unwrap().replace(id, "ID");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The ids of every action `key` lists with `query` (paging to the end).
+async fn listed(api: &Api, key: &str, query: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut path = format!("/v1/actions?limit=100{query}");
+    loop {
+        let (status, page) = api.get(&path, key).await;
+        assert_eq!(status, 200, "{path}: {page}");
+        let data = page["data"].as_array().unwrap();
+        ids.extend(data.iter().map(|a| a["id"].as_str().unwrap().to_owned()));
+        match page["next_cursor"].as_str() {
+            Some(c) => path = format!("/v1/actions?limit=100{query}&cursor={c}"),
+            None => return ids,
+        }
+    }
+}
+
+/// Caught on main before the fix (issue 28, item 6): MCP's `tasks/get` hid another agent's task,
+/// but the same key read it whole, arguments included, at `GET /v1/actions/{id}` — and its
+/// events, its deed, and every one of the tenant's actions in `GET /v1/actions`; its cancel
+/// answered 403 (so the id exists). An agent key reads only its own actions, on every endpoint:
+/// another agent's — pending, sealed or quarantined — answers exactly as a missing one.
+/// Approver and admin keys read the tenant's. SC-SEC-01, SC-MCP-07.
+async fn an_agent_reads_only_its_own_actions(backend: Backend) {
+    let tools = ToolServer::start().await;
+    let toml = config_toml(&tools, "10s", "5s").replacen(
+        "[limits]\n",
+        "[limits]\nrequest_budget = \"2s\"\n",
+        1,
+    );
+    let config = Arc::new(
+        Config::from_toml(&toml)
+            .and_then(Config::read_keys)
+            .unwrap(),
+    );
+    let place = place(backend, "isolation").await;
+    let server = place.serve(config).await;
+    let api = Api::new(server.addr);
+    let submit = |key: &'static str, tool: &'static str| {
+        let api = api.clone();
+        async move {
+            let (s, v) = api
+                .submit(key, json!({"tool": tool, "args": {"secret": "agent-1's"}}))
+                .await;
+            assert!(s == 200 || s == 202, "{tool}: {v}");
+            v["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let pending = submit(keys::AGENT, "mail.send").await;
+    let sealed = submit(keys::AGENT, "sandbox.echo").await;
+    let broken = submit(keys::AGENT, "mail.send").await;
+    let own_2 = submit(keys::AGENT_2, "mail.send").await;
+    place.make_unreadable(&broken).await;
+    let missing = "act_01ARZ3NDEKTSV4RRFFQ69G5FAV";
+
+    let as_missing = what_a_key_learns(&api, keys::AGENT_2, missing).await;
+    assert_eq!(as_missing[0].1["status"], 404, "{as_missing:?}");
+    for id in [&pending, &sealed, &broken] {
+        let learned = what_a_key_learns(&api, keys::AGENT_2, id).await;
+        for (said, missing_said) in learned.iter().zip(&as_missing) {
+            assert_eq!(said, missing_said, "agent-2 about agent-1's {id}");
+        }
+    }
+    // Whose a record that does not load is cannot be read: to an agent key it is missing.
+    let learned = what_a_key_learns(&api, keys::AGENT, &broken).await;
+    assert_eq!(learned, what_a_key_learns(&api, keys::AGENT, missing).await);
+
+    // Lists: an agent's are its own, whatever it filters by.
+    assert_eq!(listed(&api, keys::AGENT_2, "").await, [own_2.as_str()]);
+    assert_eq!(
+        listed(&api, keys::AGENT_2, "&state=pending_approval").await,
+        [own_2.as_str()]
+    );
+    assert!(listed(&api, keys::AGENT_2, "&agent_id=agent-1")
+        .await
+        .is_empty());
+    let tasks = mcp(&api, keys::AGENT_2, false, "tasks/list", json!({})).await;
+    let tasks: Vec<_> = tasks["body"]["result"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["taskId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(tasks, [own_2.as_str()]);
+    assert_eq!(
+        listed(&api, keys::AGENT, "").await,
+        [sealed.as_str(), pending.as_str()]
+    );
+
+    // Nothing changed, and the owner, approvers and admins read it whole.
+    for key in [keys::AGENT, keys::APPROVER, keys::ADMIN] {
+        let (status, v) = api.get(&format!("/v1/actions/{pending}"), key).await;
+        assert_eq!((status, v["version"].as_u64()), (200, Some(1)), "{v}");
+        assert_eq!(v["args"]["secret"], "agent-1's");
+        let (status, _) = api.get(&format!("/v1/actions/{sealed}/deed"), key).await;
+        assert_eq!(status, 200);
+        let (status, _) = api.get(&format!("/v1/actions/{sealed}/events"), key).await;
+        assert_eq!(status, 200);
+    }
+    for key in [keys::APPROVER, keys::ADMIN] {
+        let all = listed(&api, key, "").await;
+        assert!(all.contains(&pending) && all.contains(&own_2), "{all:?}");
+    }
+    let (status, v) = api.cancel(&pending, keys::AGENT).await;
+    assert_eq!(
+        (status, v["state"].as_str()),
+        (200, Some("cancelled")),
+        "{v}"
+    );
+    server.shutdown().await.unwrap();
+}
+on_every_store!(an_agent_reads_only_its_own_actions: sc_sec_01_an_agent_reads_only_its_own_actions_sqlite, sc_sec_01_an_agent_reads_only_its_own_actions_dynamodb, sc_sec_01_an_agent_reads_only_its_own_actions_postgres);

@@ -4,6 +4,7 @@
 pub mod postgres;
 pub mod raw;
 pub mod receiver;
+pub mod stores;
 
 use axum::{
     body::Bytes,
@@ -561,7 +562,8 @@ pub fn temp_db(name: &str) -> std::path::PathBuf {
 }
 
 /// The tests of one scenario, named by its SC id and their store: on SQLite, on DynamoDB and
-/// on Postgres. `Backend` (with those three variants) is the calling test file's own.
+/// on Postgres. `Backend` (with those three variants) is the calling test file's own, or
+/// [`stores::Backend`].
 #[macro_export]
 macro_rules! on_every_store {
     ($scenario:ident: $sqlite:ident, $dynamodb:ident, $postgres:ident) => {

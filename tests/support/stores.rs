@@ -1,0 +1,105 @@
+//! The local server over each store — SQLite, Postgres, DynamoDB on LocalStack — over real
+//! HTTP, started again over the same records (a restart, perhaps with another config). The
+//! tests that prove one guarantee on every store (`on_every_store!`) start from here.
+
+use countersign::{
+    config::Config,
+    embedded::{Database, Parts, Server},
+    store::{dynamodb::DynamoStore, Store},
+};
+use std::sync::Arc;
+
+/// The three stores; the `Backend` that [`crate::on_every_store`] names.
+#[derive(Clone, Copy, Debug)]
+pub enum Backend {
+    Sqlite,
+    Dynamodb,
+    Postgres,
+}
+
+/// Where a test's records live, so that each server started on it sees the same ones.
+pub enum Place {
+    /// SQLite or Postgres: the server opens it itself.
+    Db(Database),
+    /// A DynamoDB table (LocalStack): the server's store is this adapter.
+    Dynamodb {
+        client: aws_sdk_dynamodb::Client,
+        table: String,
+    },
+}
+
+impl Place {
+    /// A fresh SQLite file or Postgres schema. DynamoDB needs a table made first: see
+    /// [`Place::Dynamodb`] (the tests' `aws_support` makes one).
+    pub async fn fresh_db(backend: Backend, label: &str) -> Place {
+        match backend {
+            Backend::Sqlite => Place::Db(Database::Sqlite(crate::temp_db(label))),
+            Backend::Postgres => Place::Db(crate::postgres::database(label).await),
+            Backend::Dynamodb => panic!("a DynamoDB place is built from its table"),
+        }
+    }
+
+    /// The local server over these records, on a free port of 127.0.0.1.
+    pub async fn serve(&self, config: Arc<Config>) -> Server {
+        let listen = "127.0.0.1:0".parse().unwrap();
+        let started = match self {
+            Place::Db(db) => Server::start_on(config, db, listen, Parts::default()).await,
+            Place::Dynamodb { client, table } => {
+                let store: Arc<dyn Store> = Arc::new(DynamoStore::new(client.clone(), table));
+                let parts = Parts {
+                    // The server's own database goes unused: the table is its store.
+                    wrap_store: Box::new(move |_| store),
+                    ..Parts::default()
+                };
+                let unused = Database::Sqlite(crate::temp_db("unused"));
+                Server::start_on(config, &unused, listen, parts).await
+            }
+        };
+        started.expect("the local server starts")
+    }
+
+    /// Damage the stored record of `action_id` behind the store's back so that it no longer
+    /// loads (SC-EDGE-08): its args nested past the parser's limit (on DynamoDB those of the
+    /// call item, `a`).
+    pub async fn make_unreadable(&self, action_id: &str) {
+        use aws_sdk_dynamodb::types::AttributeValue;
+        let deep = (0..130).fold(
+            serde_json::json!(1),
+            |inner, _| serde_json::json!({ "a": inner }),
+        );
+        let (client, table) = match self {
+            Place::Db(db) => {
+                let raw = crate::raw::Raw::open(db).await;
+                return raw
+                    .edit_body(action_id, |record| record["args"] = deep)
+                    .await;
+            }
+            Place::Dynamodb { client, table } => (client, table),
+        };
+        let scanned = client
+            .scan()
+            .table_name(table)
+            .filter_expression("sk = :sk")
+            .expression_attribute_values(":sk", AttributeValue::S(format!("A#{action_id}")))
+            .send()
+            .await
+            .unwrap();
+        let [item] = scanned.items() else {
+            panic!("one call item for {action_id}: {scanned:?}")
+        };
+        let Some(AttributeValue::S(body)) = item.get("c") else {
+            panic!("the call item has no body: {item:?}")
+        };
+        let mut call: serde_json::Value = serde_json::from_str(body).unwrap();
+        call["a"] = deep;
+        let mut item = item.clone();
+        item.insert("c".into(), AttributeValue::S(call.to_string()));
+        client
+            .put_item()
+            .table_name(table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .unwrap();
+    }
+}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Generated API attacks (issue 8): schemathesis (pinned) against the local server, started on a
-# free port with scripts/schemathesis/server.toml, once per role (agent, approver, admin). Fails
-# on any 5xx and on any answer the OpenAPI document does not describe. Prints the case counts.
+# free port with scripts/schemathesis/server.toml, once per role: agent, a second agent (the
+# ids it is offered are the first agent's, which answer it as missing ones), approver, admin.
+# Fails on any 5xx and on any answer the OpenAPI document does not describe. Prints the case
+# counts.
 #   bash scripts/schemathesis.sh [MAX_EXAMPLES_PER_OPERATION]   (default 20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +28,11 @@ for tool in mail.send mail.send search.web sandbox.echo nothing.here; do
   ids+=("\"$(submit sch-agent $tool)\"")
 done
 ids+=("\"$(submit sch-globex mail.send)\"")
+# The second agent meets the first one's ids as missing ones (issue 28, item 6).
+for id in "${ids[@]:0:5}"; do
+  status=$(curl -s -o /dev/null -w '%{http_code}' "$api/v1/actions/${id//\"/}" -H 'Authorization: Bearer sch-agent-2')
+  [ "$status" = 404 ] || { echo "sch-agent-2 read agent-1's ${id}: $status, not 404"; exit 1; }
+done
 cat >"$work/schemathesis.toml" <<TOML
 [dictionaries.ids]
 values = [$(IFS=,; echo "${ids[*]}")]
@@ -42,7 +49,7 @@ TOML
 # describing strategies (an intermittent "AST constructor recursion depth mismatch" with 2).
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection
 failed=0
-for role in agent approver admin; do
+for role in agent agent-2 approver admin; do
   echo "== schemathesis as $role ($examples examples per operation)"
   report="$work/$role.json"
   if ! "$venv/bin/schemathesis" --config-file "$work/schemathesis.toml" run "$api/openapi.json" \
@@ -60,7 +67,7 @@ errors=$(grep -c "request failed" "$work/server.log" || true)
 cases=$(python3 - "$work" <<'PY'
 import json, sys
 total = failed = 0
-for role in ("agent", "approver", "admin"):
+for role in ("agent", "agent-2", "approver", "admin"):
     try:
         report = json.load(open(f"{sys.argv[1]}/{role}.json"))
     except OSError:

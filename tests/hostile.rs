@@ -854,21 +854,23 @@ async fn sc_sec_01_tenant_role_route_matrix() {
         Some(keys::ADMIN),
         None,
     ];
-    // Expected status per role (agent-1 = the submitter, agent-2, approver, admin, no key),
+    // Expected status per role (agent-1 = the submitter, agent-2 = another agent of the
+    // tenant, approver, admin, no key),
     // for the own id and for a missing one; `0` = any non-404, non-5xx answer.
     let expected = |method: &str, route: &str| -> Option<([u16; 5], [u16; 5])> {
         Some(match (method, route) {
             ("POST", "/v1/actions") => ([202, 202, 403, 403, 401], [202, 202, 403, 403, 401]),
             ("GET", "/v1/actions") => ([200, 200, 200, 200, 401], [200, 200, 200, 200, 401]),
+            // agent-2 reads only its own: agent-1's action is missing to it (issue 28, item 6).
             ("GET", "/v1/actions/{id}") | ("GET", "/v1/actions/{id}/events") => {
-                ([200, 200, 200, 200, 401], [404, 404, 404, 404, 401])
+                ([200, 404, 200, 200, 401], [404, 404, 404, 404, 401])
             }
-            ("GET", "/v1/actions/{id}/deed") => ([0, 0, 0, 0, 401], [404, 404, 404, 404, 401]),
+            ("GET", "/v1/actions/{id}/deed") => ([0, 404, 0, 0, 401], [404, 404, 404, 404, 401]),
             ("POST", "/v1/actions/{id}/approve") | ("POST", "/v1/actions/{id}/deny") => {
                 ([403, 403, 200, 403, 401], [403, 403, 404, 403, 401])
             }
             ("POST", "/v1/actions/{id}/cancel") => {
-                ([200, 403, 200, 200, 401], [404, 404, 404, 404, 401])
+                ([200, 404, 200, 200, 401], [404, 404, 404, 404, 401])
             }
             ("POST", "/v1/stops") => ([403, 403, 403, 201, 401], [403, 403, 403, 201, 401]),
             ("DELETE", "/v1/stops/{scope}") => {
@@ -926,6 +928,13 @@ async fn sc_sec_01_tenant_role_route_matrix() {
                     (m_status, &m_body),
                     "{method} {route} as {key:?}: another tenant's id answers as a missing one"
                 );
+                if *key == Some(keys::AGENT_2) {
+                    assert_eq!(
+                        (status, &v),
+                        (m_status, &m_body),
+                        "{method} {route}: another agent's id answers agent-2 as a missing one"
+                    );
+                }
             }
             calls += 3;
         }

@@ -817,10 +817,11 @@ async fn sc_can_01_cancel_pending_or_approved_never_runs() {
         .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))
         .await;
     let pid = pending["id"].as_str().unwrap();
+    // Another agent's action is missing to an agent key (SC-SEC-01): it cannot cancel it.
     let (s, r) = w.api.cancel(pid, keys::AGENT_2).await;
     assert_eq!(
         (s, err_code(&r)),
-        (403, "forbidden"),
+        (404, "not_found"),
         "another agent cannot cancel"
     );
     let (s, r) = w.api.cancel(pid, keys::AGENT).await;

@@ -729,6 +729,17 @@ async fn sc_mcp_07_another_agents_or_tenants_task_answers_as_a_missing_one() {
     )
     .await;
     assert_eq!(v["error"]["message"], "Task not found");
+    // tasks/result neither waits on it nor answers it (the engine's read rule, SC-SEC-01);
+    // every endpoint on every store: tests/hostile.rs.
+    let result =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/result", "params": {"taskId": id}});
+    let (_, v) = post(
+        &w,
+        &[("authorization", "Bearer key-agent-2")],
+        result.to_string().as_bytes(),
+    )
+    .await;
+    assert_eq!(v["error"]["message"], "Task not found", "{v}");
     assert_eq!(w.api.action(&id).await["state"], "pending_approval");
 }
 

@@ -82,7 +82,7 @@ pub(super) async fn submit(
     Ok(response)
 }
 
-/// One action of the caller's tenant.
+/// One action: to an agent key only its own, to approver and admin keys the tenant's.
 #[utoipa::path(
     get,
     path = "/v1/actions/{id}",
@@ -90,7 +90,7 @@ pub(super) async fn submit(
     params(("id" = String, Path, description = "`act_` + ULID")),
     responses(
         (status = 200, description = "The action", body = ActionView),
-        (status = 404, description = "not_found: no such action in this tenant", body = ErrorBody),
+        (status = 404, description = "not_found: no such action in this tenant, or (to an agent key) another agent's", body = ErrorBody),
     )
 )]
 pub(super) async fn get_action(
@@ -104,9 +104,9 @@ pub(super) async fn get_action(
     ))
 }
 
-/// The tenant's actions, newest first.
+/// The tenant's actions, newest first; to an agent key only its own.
 ///
-/// A page may hold fewer than `limit` actions, even none, and still carry a `next_cursor`: one request reads a bounded number of stored items
+/// An agent key's list is filtered to its own `agent_id` (asked for another agent's, it is empty). A page may hold fewer than `limit` actions, even none, and still carry a `next_cursor`: one request reads a bounded number of stored items
 /// (SC-SEC-05). Follow `next_cursor` until it is null to see every match.
 #[utoipa::path(
     get,
@@ -166,7 +166,7 @@ pub(super) async fn list(
     params(("id" = String, Path, description = "`act_` + ULID")),
     responses(
         (status = 200, description = "Every transition, oldest first", body = EventList),
-        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 404, description = "not_found: no such action, or (to an agent key) another agent's", body = ErrorBody),
     )
 )]
 pub(super) async fn events(
@@ -188,7 +188,7 @@ pub(super) async fn events(
     responses(
         (status = 200, description = "The signed deed", body = Signed),
         (status = 403, description = "forbidden: the tenant has no deed key", body = ErrorBody),
-        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 404, description = "not_found: no such action, or (to an agent key) another agent's", body = ErrorBody),
         (status = 409, description = "action_not_sealed or action_executing: no deed yet", body = ErrorBody),
     )
 )]
@@ -267,8 +267,7 @@ pub(super) async fn deny(
     params(("id" = String, Path, description = "`act_` + ULID")),
     responses(
         (status = 200, description = "Cancelled", body = ActionView),
-        (status = 403, description = "forbidden: another agent's action", body = ErrorBody),
-        (status = 404, description = "not_found", body = ErrorBody),
+        (status = 404, description = "not_found: no such action, or (to an agent key) another agent's", body = ErrorBody),
         (status = 409, description = "action_executing or action_sealed", body = ErrorBody),
     )
 )]

@@ -29,6 +29,6 @@ pub use transition::{Change, Creation, Transition};
 pub use window::Window;
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 #[cfg(test)]
 mod policy_cost;

@@ -44,7 +44,7 @@ impl Engine {
         context_digest: &str,
     ) -> Result<Action, Error> {
         require(who, &[Role::Approver], "approve actions")?;
-        let mut action = self.load(&who.tenant, action_id).await?;
+        let mut action = self.load_for(who, action_id).await?;
         if action.agent_id == who.id {
             return Err(Error::Forbidden(
                 "an approver cannot approve an action submitted under its own identity".into(),
@@ -159,7 +159,7 @@ impl Engine {
         reason: &str,
     ) -> Result<Action, Error> {
         require(who, &[Role::Approver], "deny actions")?;
-        let action = self.load(&who.tenant, action_id).await?;
+        let action = self.load_for(who, action_id).await?;
         // SC-POL-03, SC-POL-04: any eligible approver's deny seals, a quorum's too.
         eligible(who, &action)?;
         match action.state() {

@@ -10,16 +10,12 @@ use crate::{
 };
 
 impl Engine {
-    /// SC-CAN-01/02: one conditional write against the worker's claim; exactly one wins.
+    /// SC-CAN-01/02: one conditional write against the worker's claim; exactly one wins. An
+    /// agent cancels its own actions; another agent's is missing to it (SC-SEC-01).
     pub async fn cancel(&self, who: &Principal, action_id: &str) -> Result<Action, Error> {
-        let action = self.load(&who.tenant, action_id).await?;
+        let action = self.load_for(who, action_id).await?;
         let actor = match who.role {
-            Role::Agent if who.id == action.agent_id => Actor::agent(&who.id),
-            Role::Agent => {
-                return Err(Error::Forbidden(
-                    "an agent may cancel only its own actions".into(),
-                ))
-            }
+            Role::Agent => Actor::agent(&who.id),
             Role::Approver | Role::Admin => Actor::user(&who.id),
         };
         match action.state() {

@@ -1,12 +1,20 @@
-//! Reads: one action, a page of actions, an action's audit events.
+//! Reads: one action, a page of actions, an action's audit events. Who reads what
+//! (SC-SEC-01): an agent key its own actions only, approver and admin keys the tenant's;
+//! anything else answers exactly as a missing action.
 
-use super::Engine;
+use super::{quarantine::Loaded, Engine};
 use crate::{
     config::{Principal, Role},
     domain::{audit, deed::Deed, Action, Event, State},
+    error::Missing,
     store::{ListPage, ListQuery},
     Error,
 };
+
+/// Whether `who` may read `action` of its tenant: an agent its own, people every one.
+pub(crate) fn may_read(who: &Principal, action: &Action) -> bool {
+    who.role != Role::Agent || action.agent_id == who.id
+}
 
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {
@@ -46,17 +54,33 @@ impl ListFilter {
 
 impl Engine {
     pub async fn get(&self, who: &Principal, action_id: &str) -> Result<Action, Error> {
-        self.load(&who.tenant, action_id).await
+        self.load_for(who, action_id).await
+    }
+
+    /// An action `who` may read. Another agent's answers an agent key exactly as a missing one,
+    /// and so does a record that does not load: whose it is cannot be read (SC-EDGE-08).
+    pub(super) async fn load_for(&self, who: &Principal, action_id: &str) -> Result<Action, Error> {
+        if !super::is_action_id(action_id) {
+            return Err(Error::NotFound(Missing::Action));
+        }
+        match self.load_or_quarantine(&who.tenant, action_id).await? {
+            Loaded::Found(action) if may_read(who, &action) => Ok(*action),
+            Loaded::Quarantined if who.role != Role::Agent => Err(Error::Internal(format!(
+                "action {action_id} does not load; it is quarantined"
+            ))),
+            _ => Err(Error::NotFound(Missing::Action)),
+        }
     }
 
     /// Newest first; `next_cursor` is set when more may follow. A filter the store indexes
     /// (`state`, `state` + `agent_id`; on DynamoDB only `pending_approval`) reads only its
     /// matches; any other reads at most [`SCAN_FACTOR`] × `limit` stored actions (SC-SEC-05) and
-    /// answers what it found there, perhaps nothing, with a cursor to continue from.
+    /// answers what it found there, perhaps nothing, with a cursor to continue from. An agent
+    /// key's list is filtered to its own actions; asked for another agent's, it is empty.
     pub async fn list(
         &self,
         who: &Principal,
-        f: ListFilter,
+        mut f: ListFilter,
     ) -> Result<(Vec<Action>, Option<String>), Error> {
         let limit = f.limit.unwrap_or(50);
         if !(1..=MAX_PAGE).contains(&limit) {
@@ -73,6 +97,12 @@ impl Engine {
                 ));
             }
         }
+        if who.role == Role::Agent {
+            match &f.agent_id {
+                Some(other) if *other != who.id => return Ok((Vec::new(), None)),
+                _ => f.agent_id = Some(who.id.clone()),
+            }
+        }
         let filtered = f.state.is_some() || f.agent_id.is_some();
         let query = ListQuery {
             limit: if filtered { SCAN_FACTOR * limit } else { limit },
@@ -87,20 +117,21 @@ impl Engine {
         }
         // SC-POL-03: an approver is not offered what its groups may not decide.
         read.actions.retain(|a| {
-            who.role != Role::Approver
-                || a.state() != State::PendingApproval
-                || super::approval::may_decide(who, a)
+            may_read(who, a)
+                && (who.role != Role::Approver
+                    || a.state() != State::PendingApproval
+                    || super::approval::may_decide(who, a))
         });
         Ok(f.page(read, limit))
     }
 
     pub async fn events(&self, who: &Principal, action_id: &str) -> Result<Vec<Event>, Error> {
-        Ok(self.audited(&who.tenant, action_id).await?.1)
+        Ok(self.audited(who, action_id).await?.1)
     }
 
     /// The signed deed of a sealed action (SC-SEC-07), from its verified chain.
     pub async fn deed(&self, who: &Principal, action_id: &str) -> Result<Vec<u8>, Error> {
-        let (action, events) = self.audited(&who.tenant, action_id).await?;
+        let (action, events) = self.audited(who, action_id).await?;
         let signer = self.tenant(&who.tenant)?.deed_key.as_ref().ok_or_else(|| {
             Error::Forbidden("this tenant issues no deeds: it has no deed_key".into())
         })?;
@@ -120,14 +151,15 @@ impl Engine {
     /// An action with its whole audit chain, verified against the record (SC-SEC-06). The two
     /// reads are separate, so a transition committed between them is read again; a chain that
     /// still does not fit its record is refused, never served.
-    pub(super) async fn audited(
+    async fn audited(
         &self,
-        tenant: &str,
+        who: &Principal,
         action_id: &str,
     ) -> Result<(Action, Vec<Event>), Error> {
+        let tenant = who.tenant.as_str();
         let mut attempt = 1;
         loop {
-            let action = self.load(tenant, action_id).await?;
+            let action = self.load_for(who, action_id).await?;
             let events = self.store.events(tenant, action_id).await?;
             match audit::verify(&action, &events) {
                 Ok(()) => return Ok((action, events)),
@@ -146,3 +178,32 @@ impl Engine {
 
 /// Reads of (record, chain) before a mismatch on a live action counts as tampering.
 const READS_PER_AUDIT: u32 = 3;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::fixtures::pending;
+
+    /// SC-SEC-01: who reads an action of its tenant, by role and by whose it is.
+    #[test]
+    fn sc_sec_01_an_agent_reads_its_own_people_the_tenants() {
+        let action = pending("act_01J0000000000000000000000R", serde_json::json!({}));
+        assert_eq!(action.agent_id, "agent-1");
+        let who = |role, id: &str| Principal {
+            tenant: "acme".into(),
+            role,
+            id: id.into(),
+            groups: Vec::new(),
+        };
+        for (role, id, reads) in [
+            (Role::Agent, "agent-1", true),
+            (Role::Agent, "agent-2", false),
+            (Role::Approver, "approver-1", true),
+            // An approver named like the agent is a person: it reads the tenant's.
+            (Role::Approver, "agent-1", true),
+            (Role::Admin, "admin-1", true),
+        ] {
+            assert_eq!(may_read(&who(role, id), &action), reads, "{role:?} {id}");
+        }
+    }
+}

@@ -20,11 +20,12 @@ const KEPT_AFTER: SignedDuration = SignedDuration::from_hours(24);
 /// `tasks/result` re-reads a waiting action this often.
 const RESULT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// The caller's own action, or `None` for a missing one and for another agent's.
+/// The caller's own action, or `None` for a missing one — which is what another agent's is to
+/// an agent key (the engine's read rule, SC-SEC-01).
 pub(super) async fn own(rpc: &Rpc<'_>, id: &str) -> Result<Option<Action>, RpcError> {
     match rpc.engine.get(rpc.who, id).await {
-        Ok(action) if action.agent_id == rpc.who.id => Ok(Some(action)),
-        Ok(_) | Err(Error::NotFound(_)) => Ok(None),
+        Ok(action) => Ok(Some(action)),
+        Err(Error::NotFound(_)) => Ok(None),
         Err(e) => Err(RpcError::from_engine(e)),
     }
 }

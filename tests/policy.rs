@@ -14,23 +14,23 @@ use countersign::{
     tools::Executors,
     Engine, Error,
 };
-use countersign_tests::{on_every_store, submission, temp_db, Api, RecordingWaker};
+use countersign_tests::{
+    on_every_store,
+    receiver::{notify_toml, Mode, Receiver},
+    stores::{Backend, Place},
+    submission, temp_db, Api, RecordingWaker,
+};
 use jiff::Timestamp;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    Sqlite,
-    Dynamodb,
-    Postgres,
-}
-
 /// The plaintext keys of the policy tenant; the config holds their hashes.
 const AGENT: &str = "key-pol-agent";
 const FINANCE_1: &str = "key-pol-finance-1";
 const FINANCE_2: &str = "key-pol-finance-2";
+const FINANCE_3: &str = "key-pol-finance-3";
+const FINANCE_4: &str = "key-pol-finance-4";
 const SRE: &str = "key-pol-sre";
 const ADMIN: &str = "key-pol-admin";
 
@@ -41,6 +41,22 @@ fn sha(key: &str) -> String {
 /// The README's example policy: transfers above 50,000 need two finance approvers, above 1,000
 /// one, below run; mail to the own domain runs, other mail waits; deploys are for sre.
 pub fn policy_toml() -> String {
+    policy_toml_with(&[
+        ("fin-1", FINANCE_1, "finance"),
+        ("fin-2", FINANCE_2, "finance"),
+        ("sre-1", SRE, "sre"),
+    ])
+}
+
+/// [`policy_toml`] with these approver keys: (id, plaintext key, group).
+fn policy_toml_with(approvers: &[(&str, &str, &str)]) -> String {
+    let approvers: String = approvers
+        .iter()
+        .map(|(id, key, group)| {
+            let hash = sha(key);
+            format!("  {{ id = \"{id}\", role = \"approver\", groups = [\"{group}\"], sha256 = \"{hash}\" }},\n")
+        })
+        .collect();
     format!(
         r#"
 [tenants.acme]
@@ -48,10 +64,7 @@ time_zone = "Europe/Berlin"
 approval_ttl = "1h"
 keys = [
   {{ id = "agent-1", role = "agent", sha256 = "{agent}" }},
-  {{ id = "fin-1", role = "approver", groups = ["finance"], sha256 = "{fin1}" }},
-  {{ id = "fin-2", role = "approver", groups = ["finance"], sha256 = "{fin2}" }},
-  {{ id = "sre-1", role = "approver", groups = ["sre"], sha256 = "{sre}" }},
-  {{ id = "admin-1", role = "admin", sha256 = "{admin}" }},
+{approvers}  {{ id = "admin-1", role = "admin", sha256 = "{admin}" }},
 ]
 policy = [
   {{ name = "two-person rule above 50,000 EUR", tool = "payments.transfer", when = "args.amount > 50000", decision = "require_approval", approvers = ["finance"], approvals = 2 }},
@@ -72,9 +85,6 @@ executor = "builtin.echo"
 executor = "builtin.echo"
 "#,
         agent = sha(AGENT),
-        fin1 = sha(FINANCE_1),
-        fin2 = sha(FINANCE_2),
-        sre = sha(SRE),
         admin = sha(ADMIN),
     )
 }
@@ -311,6 +321,155 @@ async fn a_quorum_commits_on_the_last_distinct_approval(backend: Backend) {
     ));
 }
 on_every_store!(a_quorum_commits_on_the_last_distinct_approval: sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_sqlite, sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_dynamodb, sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_postgres);
+
+/// A fresh place for one test's records on `backend`.
+async fn place(backend: Backend) -> Place {
+    match backend {
+        Backend::Dynamodb => {
+            let sdk = aws_support::sdk().await;
+            let table = aws_support::unique("quorum");
+            aws_support::create_table(&sdk, &table).await;
+            Place::Dynamodb {
+                client: aws_sdk_dynamodb::Client::new(&sdk),
+                table,
+            }
+        }
+        other => Place::fresh_db(other, "quorum").await,
+    }
+}
+
+/// The policy tenant with these approvers, notifying `receiver` (plain http on loopback,
+/// allowed explicitly: SC-SEC-08).
+fn quorum_config(approvers: &[(&str, &str, &str)], receiver: &Receiver) -> Arc<Config> {
+    let text = policy_toml_with(approvers).replacen(
+        "approval_ttl = \"1h\"\n",
+        "approval_ttl = \"1h\"\nallow_http_hosts = [\"127.0.0.1\"]\nallow_private_hosts = [\"127.0.0.1\"]\n",
+        1,
+    ) + &notify_toml(&receiver.url(), "1s", 5);
+    Arc::new(Config::from_toml(&text).unwrap())
+}
+
+/// POST `…/approve` with `key` for the digest of `action`.
+async fn approve_over_http(api: &Api, key: &str, action: &Value) -> (u16, Value) {
+    let id = action["id"].as_str().unwrap();
+    let digest = &action["approval"]["context_digest"];
+    api.post(
+        &format!("/v1/actions/{id}/approve"),
+        key,
+        json!({"context_digest": digest}),
+    )
+    .await
+}
+
+/// Caught on main before the fix (issue 28, item 8): a partial approval outlived its approver's
+/// eligibility — fin-1 approved one of two, fin-1's key was then removed from the config (and
+/// fin-3, who approved another, moved out of finance), and after a restart fin-2's approval
+/// committed both tickets with signoffs nobody could give any more. A signoff counts only while
+/// its approver holds a key that may decide the action: each approval re-checks the earlier
+/// ones, so the action stays pending, and the record, the page's `still_needed` and the
+/// notification say one more is needed. SC-POL-03, SC-POL-04.
+async fn a_signoff_counts_only_while_its_approver_may_decide(backend: Backend) {
+    let receiver = Receiver::start(Mode::Up).await;
+    let place = place(backend).await;
+    let before = quorum_config(
+        &[
+            ("fin-1", FINANCE_1, "finance"),
+            ("fin-2", FINANCE_2, "finance"),
+            ("fin-3", FINANCE_3, "finance"),
+            ("sre-1", SRE, "sre"),
+        ],
+        &receiver,
+    );
+    let server = place.serve(before).await;
+    let api = Api::new(server.addr);
+    let mut pending = Vec::new();
+    for (amount, first) in [(60_000, FINANCE_1), (70_000, FINANCE_3)] {
+        let (status, a) = api
+            .submit(
+                AGENT,
+                json!({"tool": "payments.transfer", "args": {"amount": amount}}),
+            )
+            .await;
+        assert_eq!(status, 202, "{a}");
+        let (status, half) = approve_over_http(&api, first, &a).await;
+        assert_eq!(
+            (status, half["state"].as_str()),
+            (200, Some("pending_approval")),
+            "{half}"
+        );
+        assert_eq!(half["next_action"]["still_needed"], 1);
+        pending.push(a);
+    }
+    server.shutdown().await.unwrap();
+
+    // fin-1's key is gone; fin-3 is in sre now; fin-4 joined finance.
+    let after = quorum_config(
+        &[
+            ("fin-2", FINANCE_2, "finance"),
+            ("fin-3", FINANCE_3, "sre"),
+            ("fin-4", FINANCE_4, "finance"),
+            ("sre-1", SRE, "sre"),
+        ],
+        &receiver,
+    );
+    let server = place.serve(after).await;
+    let api = Api::new(server.addr);
+    for (a, lapsed) in pending.iter().zip(["fin-1", "fin-3"]) {
+        let id = a["id"].as_str().unwrap();
+        let (status, v) = approve_over_http(&api, FINANCE_2, a).await;
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(
+            v["state"], "pending_approval",
+            "{lapsed}'s signoff no longer counts: {v}"
+        );
+        assert_eq!(v["next_action"]["still_needed"], 1, "{v}");
+        assert_eq!(v["approvals"].as_array().unwrap().len(), 1, "{v}");
+        assert_eq!(v["approvals"][0]["approver"], "fin-2");
+        let (_, events) = api.get(&format!("/v1/actions/{id}/events"), ADMIN).await;
+        let last = events["data"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(
+            last["reason"],
+            format!("approval_recorded; lapsed: {lapsed}"),
+            "{last}"
+        );
+        // The approver page reads the same record; the notification says so too.
+        let notice = format!("ntf_{}_{}", id.strip_prefix("act_").unwrap(), v["version"]);
+        assert!(receiver.wait_taken(&[notice.clone()], 20).await, "{notice}");
+        let data = receiver.taken(&notice)[0].body["data"].clone();
+        assert_eq!(
+            (&data["approvals_needed"], &data["approved_by"]),
+            (&json!(1), &json!(["fin-2"])),
+            "{data}"
+        );
+    }
+    // The lapsed approvers cannot sign again; an eligible one completes the quorum.
+    let (status, _) = approve_over_http(&api, FINANCE_1, &pending[0]).await;
+    assert_eq!(status, 401, "fin-1's key is gone");
+    let (status, v) = approve_over_http(&api, FINANCE_3, &pending[1]).await;
+    assert_eq!(status, 403, "fin-3 is no longer in finance: {v}");
+    let (status, v) = approve_over_http(&api, FINANCE_4, &pending[0]).await;
+    assert_eq!(status, 200, "{v}");
+    let id = pending[0]["id"].as_str().unwrap();
+    let done = loop {
+        let (_, done) = api.get(&format!("/v1/actions/{id}"), ADMIN).await;
+        if done["sealed_at"].is_string() {
+            break done;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(done["state"], "succeeded", "{done}");
+    assert_eq!(
+        done["approval"]["quorum"]["signed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["approver"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["fin-2", "fin-4"]
+    );
+    server.shutdown().await.unwrap();
+}
+on_every_store!(a_signoff_counts_only_while_its_approver_may_decide: sc_pol_04_a_signoff_counts_only_while_its_approver_may_decide_sqlite, sc_pol_04_a_signoff_counts_only_while_its_approver_may_decide_dynamodb, sc_pol_04_a_signoff_counts_only_while_its_approver_may_decide_postgres);
 
 const PAIRS: usize = 200;
 const BATCH: usize = 20;

@@ -8,9 +8,8 @@ use countersign::{
     config::Config, embedded::Server, faults::FaultyStore, store::sqlite::SqliteStore,
 };
 use countersign_tests::{
-    config_toml, in_secs, keys, on_every_store,
-    stores::{Backend, Place},
-    temp_db, Api, Behaviour, ToolServer,
+    config_toml, in_secs, keys, on_every_store, stores::Backend, temp_db, Api, Behaviour,
+    ToolServer,
 };
 use serde_json::{json, Value};
 use std::{
@@ -951,22 +950,6 @@ async fn sc_sec_01_tenant_role_route_matrix() {
     );
 }
 
-/// A fresh place for the records of one test on `backend`.
-async fn place(backend: Backend, label: &str) -> Place {
-    match backend {
-        Backend::Dynamodb => {
-            let sdk = aws_support::sdk().await;
-            let table = aws_support::unique(label);
-            aws_support::create_table(&sdk, &table).await;
-            Place::Dynamodb {
-                client: aws_sdk_dynamodb::Client::new(&sdk),
-                table,
-            }
-        }
-        other => Place::fresh_db(other, label).await,
-    }
-}
-
 /// One JSON-RPC request to `/mcp` with `key`: 2025-11-25 (plain), or 2026-07-28 (`_meta` and
 /// the mirrored headers) when `modern`.
 async fn mcp(api: &Api, key: &str, modern: bool, method: &str, mut params: Value) -> Value {
@@ -1074,7 +1057,7 @@ async fn an_agent_reads_only_its_own_actions(backend: Backend) {
             .and_then(Config::read_keys)
             .unwrap(),
     );
-    let place = place(backend, "isolation").await;
+    let place = aws_support::place(backend, "isolation").await;
     let server = place.serve(config).await;
     let api = Api::new(server.addr);
     let submit = |key: &'static str, tool: &'static str| {

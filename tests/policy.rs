@@ -17,7 +17,7 @@ use countersign::{
 use countersign_tests::{
     on_every_store,
     receiver::{notify_toml, Mode, Receiver},
-    stores::{Backend, Place},
+    stores::Backend,
     submission, temp_db, Api, RecordingWaker,
 };
 use jiff::Timestamp;
@@ -322,22 +322,6 @@ async fn a_quorum_commits_on_the_last_distinct_approval(backend: Backend) {
 }
 on_every_store!(a_quorum_commits_on_the_last_distinct_approval: sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_sqlite, sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_dynamodb, sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_postgres);
 
-/// A fresh place for one test's records on `backend`.
-async fn place(backend: Backend) -> Place {
-    match backend {
-        Backend::Dynamodb => {
-            let sdk = aws_support::sdk().await;
-            let table = aws_support::unique("quorum");
-            aws_support::create_table(&sdk, &table).await;
-            Place::Dynamodb {
-                client: aws_sdk_dynamodb::Client::new(&sdk),
-                table,
-            }
-        }
-        other => Place::fresh_db(other, "quorum").await,
-    }
-}
-
 /// The policy tenant with these approvers, notifying `receiver` (plain http on loopback,
 /// allowed explicitly: SC-SEC-08).
 fn quorum_config(approvers: &[(&str, &str, &str)], receiver: &Receiver) -> Arc<Config> {
@@ -370,7 +354,7 @@ async fn approve_over_http(api: &Api, key: &str, action: &Value) -> (u16, Value)
 /// notification say one more is needed. SC-POL-03, SC-POL-04.
 async fn a_signoff_counts_only_while_its_approver_may_decide(backend: Backend) {
     let receiver = Receiver::start(Mode::Up).await;
-    let place = place(backend).await;
+    let place = aws_support::place(backend, "quorum").await;
     let before = quorum_config(
         &[
             ("fin-1", FINANCE_1, "finance"),
@@ -434,7 +418,10 @@ async fn a_signoff_counts_only_while_its_approver_may_decide(backend: Backend) {
         );
         // The approver page reads the same record; the notification says so too.
         let notice = format!("ntf_{}_{}", id.strip_prefix("act_").unwrap(), v["version"]);
-        assert!(receiver.wait_taken(&[notice.clone()], 20).await, "{notice}");
+        assert!(
+            receiver.wait_taken(std::slice::from_ref(&notice), 20).await,
+            "{notice}"
+        );
         let data = receiver.taken(&notice)[0].body["data"].clone();
         assert_eq!(
             (&data["approvals_needed"], &data["approved_by"]),

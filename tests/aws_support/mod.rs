@@ -82,6 +82,27 @@ pub fn unique(label: &str) -> String {
     format!("cs-{label}-{}", ulid::Ulid::new()).to_lowercase()
 }
 
+/// A fresh place for one test's records on `backend`: an SQLite file, a Postgres schema, or a
+/// table of its own on LocalStack.
+pub async fn place(
+    backend: countersign_tests::stores::Backend,
+    label: &str,
+) -> countersign_tests::stores::Place {
+    use countersign_tests::stores::{Backend, Place};
+    match backend {
+        Backend::Dynamodb => {
+            let sdk = sdk().await;
+            let table = unique(label);
+            create_table(&sdk, &table).await;
+            Place::Dynamodb {
+                client: aws_sdk_dynamodb::Client::new(&sdk),
+                table,
+            }
+        }
+        other => Place::fresh_db(other, label).await,
+    }
+}
+
 /// A store on a fresh table of its own (`label` names it).
 pub async fn fresh_store(label: &str) -> countersign::store::dynamodb::DynamoStore {
     let sdk = sdk().await;

@@ -122,6 +122,17 @@ impl Config {
         self.keys.get(&canonical::sha256_hex(bearer_key.as_bytes()))
     }
 
+    /// The keys of `tenant` that identify as `id` (one person may hold several).
+    pub fn principals_named<'a>(
+        &'a self,
+        tenant: &'a str,
+        id: &'a str,
+    ) -> impl Iterator<Item = &'a Principal> {
+        self.keys
+            .values()
+            .filter(move |p| p.tenant == tenant && p.id == id)
+    }
+
     pub fn tenant(&self, name: &str) -> Option<&Tenant> {
         self.tenants.get(name)
     }

@@ -369,7 +369,7 @@ mod tests {
         let a = Creation::new(a, Actor::agent("agent-1"), None, at(0))
             .action
             .clone();
-        let signed = Transition::sign(&a, "fin-1", at(1)).unwrap();
+        let signed = Transition::sign(&a, "fin-1", &[], at(1)).unwrap();
         assert!(signed.notify);
         let notice = Notice {
             kind: NoticeKind::ApprovalRequested,

@@ -82,16 +82,16 @@ mod tests {
     #[test]
     fn sc_pol_04_each_approval_is_its_own_event_until_the_last() {
         let a = quorum_of(3);
-        let one = Transition::sign(&a, "fin-1", at(1)).unwrap();
+        let one = Transition::sign(&a, "fin-1", &[], at(1)).unwrap();
         assert_eq!(one.expected, (State::PendingApproval, 1));
         assert_eq!(one.event.reason.as_deref(), Some("approval_recorded"));
         let digest = &a.approval.as_ref().unwrap().context_digest;
         assert_eq!(one.event.context_digest.as_ref(), Some(digest));
         assert!(
-            Transition::sign(&one.action, "fin-1", at(2)).is_none(),
+            Transition::sign(&one.action, "fin-1", &[], at(2)).is_none(),
             "once each"
         );
-        let two = Transition::sign(&one.action, "fin-2", at(2)).unwrap();
+        let two = Transition::sign(&one.action, "fin-2", &[], at(2)).unwrap();
         let terms = TicketTerms {
             catalog_fingerprint: "sha256:f",
             due_at: at(3),
@@ -107,10 +107,41 @@ mod tests {
         );
     }
 
+    /// Issue 28, item 8: an approval that lands after earlier ones lapsed drops them in the
+    /// same write and names them; the quorum then still needs as many as were dropped.
+    #[test]
+    fn sc_pol_04_an_approval_drops_the_lapsed_ones_and_names_them() {
+        let a = quorum_of(3);
+        let one = Transition::sign(&a, "fin-1", &[], at(1)).unwrap();
+        let two = Transition::sign(&one.action, "fin-2", &[], at(2)).unwrap();
+        let lapsed = ["fin-1".to_owned()];
+        let three = Transition::sign(&two.action, "fin-3", &lapsed, at(3)).unwrap();
+        let names: Vec<_> = three
+            .action
+            .approvals()
+            .iter()
+            .map(|s| &s.approver)
+            .collect();
+        assert_eq!(names, ["fin-2", "fin-3"]);
+        assert_eq!(
+            three.event.reason.as_deref(),
+            Some("approval_recorded; lapsed: fin-1")
+        );
+        assert!(
+            three.event.context_digest.is_some(),
+            "still a countersignature"
+        );
+        let back = Action::from_stored(&three.action.to_stored()).unwrap();
+        assert_eq!(back, three.action, "a pending quorum that loads");
+    }
+
     #[test]
     fn sc_pol_04_stored_quorums_load_and_old_records_have_no_approvals() {
         let a = quorum_of(2);
-        let signed = Transition::sign(&a, "fin-1", at(1)).unwrap().action.clone();
+        let signed = Transition::sign(&a, "fin-1", &[], at(1))
+            .unwrap()
+            .action
+            .clone();
         let back = Action::from_stored(&signed.to_stored()).unwrap();
         assert_eq!(back, signed);
         // A record written before quorums: no `approvals`, no `quorum` — one approval, anyone.

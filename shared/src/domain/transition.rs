@@ -208,26 +208,41 @@ impl Transition {
     }
 
     /// One approval of a quorum that still needs more (SC-POL-04): `pending_approval →
-    /// pending_approval` with the approver added, its event naming the context digest.
+    /// pending_approval` with the approver added, its event naming the context digest. The
+    /// earlier approvals of `lapsed` approvers (who may no longer decide it) are dropped in the
+    /// same write, and the event's reason names them: `approval_recorded; lapsed: fin-1`.
     /// `None` unless `current` is pending and `approver` has not approved it yet.
-    pub fn sign(current: &Action, approver: &str, now: Timestamp) -> Option<Self> {
+    pub fn sign(
+        current: &Action,
+        approver: &str,
+        lapsed: &[String],
+        now: Timestamp,
+    ) -> Option<Self> {
         let Stage::PendingApproval { approvals } = &current.stage else {
             return None;
         };
         if approvals.iter().any(|s| s.approver == approver) {
             return None;
         }
-        let mut approvals = approvals.clone();
+        let mut approvals: Vec<Signoff> = approvals
+            .iter()
+            .filter(|s| !lapsed.contains(&s.approver))
+            .cloned()
+            .collect();
         approvals.push(Signoff {
             approver: approver.to_owned(),
             at: now,
         });
+        let reason = match lapsed {
+            [] => "approval_recorded".to_owned(),
+            _ => format!("approval_recorded; lapsed: {}", lapsed.join(", ")),
+        };
         let stage = Stage::PendingApproval { approvals };
         let t = Self::advance(
             current,
             stage,
             Actor::user(approver),
-            Some("approval_recorded"),
+            Some(&reason),
             now,
             |_| {},
         );

@@ -89,8 +89,12 @@ impl Engine {
         if given.iter().any(|s| s.approver == who.id) {
             return Ok(Step::Done(action.clone()));
         }
-        if (given.len() as u64) + 1 < u64::from(approval.quorum.required) {
-            let Some(t) = Transition::sign(action, &who.id, now) else {
+        // An earlier approval counts only while its approver may still decide: those that
+        // lapsed are dropped with this one, and the quorum waits for as many more.
+        let lapsed = self.lapsed(action);
+        let counted = given.len() - lapsed.len();
+        if (counted as u64) + 1 < u64::from(approval.quorum.required) {
+            let Some(t) = Transition::sign(action, &who.id, &lapsed, now) else {
                 return Ok(Step::Done(action.clone()));
             };
             return self.landed(self.commit_now(&t).await?, who);
@@ -140,6 +144,23 @@ impl Engine {
             }),
             Committed::LostTo(current) => Ok(Step::Done(current)),
         }
+    }
+
+    /// The approvers of `action`'s approvals so far who may no longer decide it (SC-POL-04):
+    /// the config, as this process read it, holds no approver key of theirs in a group the
+    /// action's rule names — the key was removed, or moved out of the group.
+    fn lapsed(&self, action: &Action) -> Vec<String> {
+        let may_still = |approver: &str| {
+            self.config
+                .principals_named(&action.tenant, approver)
+                .any(|p| p.role == Role::Approver && may_decide(p, action))
+        };
+        action
+            .approvals()
+            .iter()
+            .filter(|s| !may_still(&s.approver))
+            .map(|s| s.approver.clone())
+            .collect()
     }
 
     /// Seal an approval that can no longer be given and answer why the approve is refused.

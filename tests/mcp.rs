@@ -4,13 +4,17 @@
 //! installs them — and tools over real HTTP that count their calls. Each test names its SC-MCP
 //! scenario.
 
-use countersign::{config::Config, embedded::Server};
+use countersign::{
+    config::Config,
+    embedded::{Parts, Server},
+    faults::FaultyStore,
+};
 use countersign_tests::{config_toml, in_secs, keys, temp_db, Api, Behaviour, ToolServer};
 use serde_json::{json, Value};
 use std::{
     io::{BufRead, BufReader, Write},
     process::{Child, ChildStdin, Command, Stdio},
-    sync::Arc,
+    sync::{Arc, Mutex},
     time::Duration,
 };
 use tokio::sync::mpsc;
@@ -636,6 +640,62 @@ async fn sc_mcp_05_a_task_completes_when_the_countersigned_call_runs_in_its_wind
         .parse()
         .unwrap();
     assert!(calls[0].at >= nb, "never before not_before");
+}
+
+/// Caught on main before the fix (issue 28, item 12b): `tasks/result` checked the budget, slept,
+/// then read the store once more, so a slow store carried its answer past
+/// `limits.request_budget` by a read (here a 2 s budget and 1.5 s reads: answered after ~3.3 s).
+/// Each read now gets only what is left of the budget, a read slower than the whole budget too.
+/// SC-MCP-05, SC-EDGE-07.
+#[tokio::test]
+async fn sc_mcp_05_tasks_result_answers_within_the_request_budget_on_a_slow_store() {
+    let tools = ToolServer::start().await;
+    let text =
+        world_toml(&tools, "").replacen("request_budget = \"6s\"", "request_budget = \"2s\"", 1);
+    let config = Arc::new(Config::from_toml(&text).unwrap());
+    let slot: Arc<Mutex<Option<Arc<FaultyStore>>>> = Arc::default();
+    let kept = slot.clone();
+    let parts = Parts {
+        wrap_store: Box::new(move |store| {
+            let faulty = Arc::new(FaultyStore::new(store));
+            *kept.lock().unwrap() = Some(faulty.clone());
+            faulty
+        }),
+        ..Parts::default()
+    };
+    let listen = "127.0.0.1:0".parse().unwrap();
+    let server = Server::start_with(config, &temp_db("mcp-budget"), listen, parts)
+        .await
+        .unwrap();
+    let store = slot.lock().unwrap().clone().unwrap();
+    let w = World {
+        url: format!("http://{}/mcp", server.addr),
+        api: Api::new(server.addr),
+        tools,
+        server,
+    };
+    let (_, v) = w
+        .api
+        .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))
+        .await;
+    let id = v["id"].as_str().unwrap();
+    let budget = Duration::from_secs(2);
+    let result =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": id}});
+    for read in [Duration::from_millis(1500), Duration::from_millis(2500)] {
+        store.slow_loads(Some(read));
+        let started = std::time::Instant::now();
+        let (_, v) = post(&w, &[AGENT], result.to_string().as_bytes()).await;
+        let took = started.elapsed();
+        assert_eq!(v["error"]["code"], -32000, "{v}");
+        assert_eq!(v["error"]["data"]["taskId"], id, "{v}");
+        // The budget, plus what answering takes (a margin far below one slow read).
+        assert!(
+            took < budget + Duration::from_millis(400),
+            "reads of {read:?}: answered after {took:?}, past the {budget:?} budget"
+        );
+    }
+    store.slow_loads(None);
 }
 
 #[tokio::test]

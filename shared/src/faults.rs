@@ -214,6 +214,8 @@ pub struct FaultyStore {
     counters: Counters,
     /// While set, reads of actions fail with this text.
     read_failure: Mutex<Option<String>>,
+    /// While set, each `load` takes this long before it reads (a slow store).
+    read_delay: Mutex<Option<std::time::Duration>>,
     /// How many records each `list` returned, in order.
     list_sizes: Mutex<Vec<usize>>,
 }
@@ -226,6 +228,7 @@ impl FaultyStore {
             chaos: Mutex::default(),
             counters: Counters::default(),
             read_failure: Mutex::default(),
+            read_delay: Mutex::default(),
             list_sizes: Mutex::default(),
         }
     }
@@ -234,6 +237,11 @@ impl FaultyStore {
     /// such as AccessDenied becomes); `None` lets them through again.
     pub fn fail_reads(&self, text: Option<&str>) {
         *self.read_failure.lock().expect("read failure lock") = text.map(str::to_owned);
+    }
+
+    /// While `Some`, every `load` of an action waits this long first; `None` reads at once.
+    pub fn slow_loads(&self, delay: Option<std::time::Duration>) {
+        *self.read_delay.lock().expect("read delay lock") = delay;
     }
 
     /// How many records each `list` returned since the last call, in order (then forgotten).
@@ -375,6 +383,10 @@ impl Store for FaultyStore {
     }
     async fn load(&self, tenant: &str, action_id: &str) -> StoreResult<Option<Action>> {
         self.read_allowed()?;
+        let delay = *self.read_delay.lock().expect("read delay lock");
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
+        }
         self.inner.load(tenant, action_id).await
     }
     async fn events(&self, tenant: &str, action_id: &str) -> StoreResult<Vec<Event>> {

@@ -687,6 +687,7 @@ async fn sc_mcp_05_tasks_result_answers_within_the_request_budget_on_a_slow_stor
         let started = std::time::Instant::now();
         let (_, v) = post(&w, &[AGENT], result.to_string().as_bytes()).await;
         let took = started.elapsed();
+        eprintln!("tasks/result with reads of {read:?}: answered after {took:?}");
         assert_eq!(v["error"]["code"], -32000, "{v}");
         assert_eq!(v["error"]["data"]["taskId"], id, "{v}");
         // The budget, plus what answering takes (a margin far below one slow read).

@@ -117,32 +117,52 @@ pub(super) async fn get(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
 }
 
 /// 2025-11-25 `tasks/result`: the call's result once the action is sealed. It waits, but never
-/// past the request budget (SC-EDGE-07): then it answers an error and the client polls again.
+/// past the request budget (SC-EDGE-07), its store reads included: each read gets only what is
+/// left of the budget. Then it answers an error and the client polls again.
 pub(super) async fn result(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
     let budget = rpc.engine.config().limits.request_budget.unsigned_abs();
-    let give_up = std::time::Instant::now() + budget;
+    let give_up = tokio::time::Instant::now() + budget;
     let tenant = tenant(rpc)?;
+    let id = rpc.text("taskId")?;
+    let mut last = None;
     loop {
-        let a = own_task(rpc).await?;
+        let Ok(read) = tokio::time::timeout_at(give_up, own(rpc, id)).await else {
+            return Err(still_working(tenant, id, last.as_ref()));
+        };
+        let a = read?.ok_or_else(not_found)?;
         if a.state().is_sealed() {
             let mut result = text::call_result(tenant, &a);
             result["_meta"] = json!({"io.modelcontextprotocol/related-task": {"taskId": a.id}});
             return Ok(result);
         }
-        if std::time::Instant::now() + RESULT_POLL >= give_up {
-            return Err(RpcError::new(
-                axum::http::StatusCode::OK,
-                -32000,
-                format!(
-                    "Task {} is still working ({}); poll tasks/get and ask for the result again",
-                    a.id,
-                    text::status_message(tenant, &a)
-                ),
-            )
-            .with_data(json!({"taskId": a.id, "status": "working"})));
+        if tokio::time::Instant::now() + RESULT_POLL >= give_up {
+            return Err(still_working(tenant, id, Some(&a)));
         }
         tokio::time::sleep(RESULT_POLL).await;
+        last = Some(a);
     }
+}
+
+/// The budget ran out before the task finished: poll again. Without a read that came back in
+/// time, what the task waits for is not known.
+fn still_working(tenant: &Tenant, id: &str, last: Option<&Action>) -> RpcError {
+    let (message, data) = match last {
+        Some(a) => (
+            format!(
+                "Task {id} is still working ({}); poll tasks/get and ask for the result again",
+                text::status_message(tenant, a)
+            ),
+            json!({"taskId": id, "status": "working"}),
+        ),
+        None => (
+            format!(
+                "Task {id} could not be read within the request budget; poll tasks/get and \
+                 ask for the result again"
+            ),
+            json!({"taskId": id}),
+        ),
+    };
+    RpcError::new(axum::http::StatusCode::OK, -32000, message).with_data(data)
 }
 
 /// 2025-11-25 `tasks/list`: the caller's own actions, newest first, a page at a time.

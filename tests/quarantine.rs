@@ -165,13 +165,18 @@ async fn server_lists_restarts_and_runs_despite_unreadable_records(db: Database)
     let (s, _) = api.get("/v1/quarantine", keys::AGENT).await;
     assert_eq!(s, 403, "admins only");
     let (s, one) = api
-        .get(&format!("/v1/actions/{}", id(&deep)), keys::AGENT)
+        .get(&format!("/v1/actions/{}", id(&deep)), keys::ADMIN)
         .await;
     assert_eq!(
         (s, one["error"]["message"].as_str()),
         (500, Some("internal error")),
         "the one bad record alone fails, without detail"
     );
+    // Whose it is cannot be read: to an agent key it is missing (SC-SEC-01).
+    let (s, one) = api
+        .get(&format!("/v1/actions/{}", id(&deep)), keys::AGENT)
+        .await;
+    assert_eq!((s, one["error"]["code"].as_str()), (404, Some("not_found")));
 
     // The good ticket still runs in its window, once.
     let done = api.wait_sealed(&id(&good), 30).await;

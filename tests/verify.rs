@@ -294,8 +294,9 @@ async fn edited_records_fail_verification_and_their_deeds(local: Local) {
             record["outcome"] = outcome;
         })
         .await;
+        // An admin's read: an agent key reads only the actions whose record names it (SC-SEC-01).
         let (status, answer) = api
-            .get(&format!("/v1/actions/{action}/deed"), keys::AGENT)
+            .get(&format!("/v1/actions/{action}/deed"), keys::ADMIN)
             .await;
         assert_eq!(
             (status, &answer["error"]["code"]),
@@ -372,7 +373,8 @@ async fn sc_sec_06_an_edited_call_or_outcome_fails_verification_and_its_deed_on_
                 .await
                 .unwrap();
         }
-        let refused = w.v2("GET", &deed, keys::AGENT, None).await;
+        // An admin's read: an agent key reads only the actions whose record names it (SC-SEC-01).
+        let refused = w.v2("GET", &deed, keys::ADMIN, None).await;
         assert_eq!(refused.status, 500, "{edit:?}: {:?}", refused.body);
         ids.push(id(&a));
     }

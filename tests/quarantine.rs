@@ -11,7 +11,6 @@
 #[path = "aws_support/mod.rs"]
 mod aws_support;
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use aws_support::AwsWorld;
 use countersign::{
     clock::ManualClock,
@@ -306,37 +305,10 @@ async fn sweep_quarantines_and_goes_on(store: Arc<dyn Store>, damage: Damage) {
     );
 }
 
-/// Overwrite the body `c` of an action's call item in the table (found by scan: the key
-/// layout is the adapter's business; the call item holds the call, `a` being its args).
+/// Overwrite the body `c` of an action's call item in the table.
 async fn damage_dynamodb(w: &AwsWorld, action_id: &str, damage: impl Fn(&[u8]) -> Vec<u8>) {
     let client = aws_sdk_dynamodb::Client::new(&w.sdk);
-    let scanned = client
-        .scan()
-        .table_name(&w.table)
-        .filter_expression("sk = :sk")
-        .expression_attribute_values(":sk", AttributeValue::S(format!("A#{action_id}")))
-        .send()
-        .await
-        .unwrap();
-    let [item] = scanned.items() else {
-        panic!("one call item for {action_id}: {scanned:?}")
-    };
-    let body = match item.get("c") {
-        Some(AttributeValue::S(b)) => b.as_bytes().to_vec(),
-        other => panic!("c: {other:?}"),
-    };
-    let mut damaged = item.clone();
-    damaged.insert(
-        "c".into(),
-        AttributeValue::S(String::from_utf8(damage(&body)).unwrap()),
-    );
-    client
-        .put_item()
-        .table_name(&w.table)
-        .set_item(Some(damaged))
-        .send()
-        .await
-        .unwrap();
+    countersign_tests::stores::rewrite_call_item(&client, &w.table, action_id, damage).await;
 }
 
 /// The DynamoDB call item's body with its args (`a`) nested past the parser's limit.

@@ -62,44 +62,59 @@ impl Place {
     /// loads (SC-EDGE-08): its args nested past the parser's limit (on DynamoDB those of the
     /// call item, `a`).
     pub async fn make_unreadable(&self, action_id: &str) {
-        use aws_sdk_dynamodb::types::AttributeValue;
         let deep = (0..130).fold(
             serde_json::json!(1),
             |inner, _| serde_json::json!({ "a": inner }),
         );
-        let (client, table) = match self {
+        match self {
             Place::Db(db) => {
                 let raw = crate::raw::Raw::open(db).await;
-                return raw
-                    .edit_body(action_id, |record| record["args"] = deep)
-                    .await;
+                raw.edit_body(action_id, |record| record["args"] = deep)
+                    .await
             }
-            Place::Dynamodb { client, table } => (client, table),
-        };
-        let scanned = client
-            .scan()
-            .table_name(table)
-            .filter_expression("sk = :sk")
-            .expression_attribute_values(":sk", AttributeValue::S(format!("A#{action_id}")))
-            .send()
-            .await
-            .unwrap();
-        let [item] = scanned.items() else {
-            panic!("one call item for {action_id}: {scanned:?}")
-        };
-        let Some(AttributeValue::S(body)) = item.get("c") else {
-            panic!("the call item has no body: {item:?}")
-        };
-        let mut call: serde_json::Value = serde_json::from_str(body).unwrap();
-        call["a"] = deep;
-        let mut item = item.clone();
-        item.insert("c".into(), AttributeValue::S(call.to_string()));
-        client
-            .put_item()
-            .table_name(table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .unwrap();
+            Place::Dynamodb { client, table } => {
+                rewrite_call_item(client, table, action_id, |body| {
+                    let mut call: serde_json::Value = serde_json::from_slice(body).unwrap();
+                    call["a"] = deep;
+                    serde_json::to_vec(&call).unwrap()
+                })
+                .await
+            }
+        }
     }
+}
+
+/// Overwrite the body `c` of an action's DynamoDB call item through `rewrite` (found by scan:
+/// the key layout is the adapter's business; the call item holds the call, `a` being its args).
+pub async fn rewrite_call_item(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    action_id: &str,
+    rewrite: impl FnOnce(&[u8]) -> Vec<u8>,
+) {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let scanned = client
+        .scan()
+        .table_name(table)
+        .filter_expression("sk = :sk")
+        .expression_attribute_values(":sk", AttributeValue::S(format!("A#{action_id}")))
+        .send()
+        .await
+        .unwrap();
+    let [item] = scanned.items() else {
+        panic!("one call item for {action_id}: {scanned:?}")
+    };
+    let Some(AttributeValue::S(body)) = item.get("c") else {
+        panic!("c: {:?}", item.get("c"))
+    };
+    let mut item = item.clone();
+    let body = String::from_utf8(rewrite(body.as_bytes())).unwrap();
+    item.insert("c".into(), AttributeValue::S(body));
+    client
+        .put_item()
+        .table_name(table)
+        .set_item(Some(item))
+        .send()
+        .await
+        .unwrap();
 }

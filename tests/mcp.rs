@@ -22,6 +22,10 @@ use tokio::sync::mpsc;
 #[path = "mcp/downstream.rs"]
 mod downstream;
 use downstream::{Downstream, Serve};
+#[path = "mcp/compat.rs"]
+mod compat;
+#[path = "mcp/listing.rs"]
+mod listing;
 #[path = "mcp/outbound.rs"]
 mod outbound;
 
@@ -44,6 +48,19 @@ async fn world_with(more_tools: &str) -> World {
     let tools = ToolServer::start().await;
     tools.behave(Behaviour::default());
     let text = world_toml(&tools, more_tools);
+    World::start(tools, &text, &temp_db("mcp")).await
+}
+
+/// The world, with policy rules before the shared ones (inline TOML tables, each ending in a
+/// comma) and more catalog entries.
+async fn world_with_rules(first_rules: &str, more_tools: &str) -> World {
+    let tools = ToolServer::start().await;
+    tools.behave(Behaviour::default());
+    let text = world_toml(&tools, more_tools).replacen(
+        "policy = [\n",
+        &format!("policy = [\n{first_rules}\n"),
+        1,
+    );
     World::start(tools, &text, &temp_db("mcp")).await
 }
 
@@ -95,9 +112,14 @@ impl Drop for SdkClient {
 }
 
 fn python() -> String {
-    std::env::var("COUNTERSIGN_MCP_PYTHON").unwrap_or_else(|_| {
+    venv_python("COUNTERSIGN_MCP_PYTHON", "venv")
+}
+
+/// A Python of scripts/mcp-sdks.sh: the variable it exports, else its default place.
+fn venv_python(var: &str, venv: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
         format!(
-            "{}/.cache/countersign/mcp/venv/bin/python",
+            "{}/.cache/countersign/mcp/{venv}/bin/python",
             std::env::var("HOME").unwrap_or_default()
         )
     })
@@ -110,6 +132,15 @@ impl SdkClient {
         command
             .arg(script)
             .args([w.url.as_str(), key, mode, scenario])
+            .args(args);
+        SdkClient::spawn(command)
+    }
+
+    /// A client script of tests/mcp/ run by this Python (another SDK line, a framework).
+    fn start_script(python: &str, script: &str, args: &[&str]) -> SdkClient {
+        let mut command = Command::new(python);
+        command
+            .arg(format!("{}/mcp/{script}", env!("CARGO_MANIFEST_DIR")))
             .args(args);
         SdkClient::spawn(command)
     }

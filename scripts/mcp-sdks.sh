@@ -28,9 +28,10 @@ mcp_venv() {
 }
 # The Python SDK's 1.x line, still in many deployed agents (tests/mcp/py1_client.py): 1.22.0 is
 # the last 1.x that speaks 2025-06-18 (1.23 moved to 2025-11-25); 1.9.4 the last that speaks
-# 2025-03-26, and it sends no MCP-Protocol-Version header.
+# 2025-03-26, and it sends no MCP-Protocol-Version header (with the pydantic of its day: it
+# imports a pydantic internal that later releases dropped).
 mcp_venv py-2025-06-18 "mcp==1.22.0"
-mcp_venv py-2025-03-26 "mcp==1.9.4"
+mcp_venv py-2025-03-26 "mcp==1.9.4" "pydantic==2.11.7"
 # Agent frameworks over MCP (tests/mcp/frameworks.py): the OpenAI Agents SDK (its conversion of
 # MCP tools to strict function schemas) and LangChain's MCP adapters, on the SDK's last 1.x.
 mcp_venv py-frameworks "mcp==1.30.0" "openai-agents==0.24.0" "langchain-mcp-adapters==0.3.2"

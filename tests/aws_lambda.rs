@@ -411,9 +411,9 @@ async fn sc_mcp_05_mcp_flows_through_the_compiled_functions_scheduler_wake_inclu
     assert_eq!(
         names,
         [
-            "mail.send",
-            "report.build",
-            "search.web",
+            "mail_send",
+            "report_build",
+            "search_web",
             "countersign_status"
         ]
     );

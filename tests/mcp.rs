@@ -342,7 +342,7 @@ async fn sc_mcp_01_one_endpoint_serves_both_revisions_behind_the_api_guards() {
     assert_eq!((s, v["error"]["code"].as_i64()), (400, Some(-32022)), "{v}");
     assert_eq!(
         v["error"]["data"]["supported"],
-        json!(["2026-07-28", "2025-11-25"])
+        json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"])
     );
     // server/discover and every 2026-07-28 result carry resultType.
     let (s, v) = post_modern(&w, "server/discover", None, json!({})).await;
@@ -362,11 +362,11 @@ async fn sc_mcp_02_tools_list_is_the_tenants_catalog_in_order_without_denied_too
         assert_eq!(
             names,
             [
-                "mail.send",
-                "report.build",
-                "sandbox.try",
-                "search.docs",
-                "search.web",
+                "mail_send",
+                "report_build",
+                "sandbox_try",
+                "search_docs",
+                "search_web",
                 "countersign_status"
             ],
             "{mode}"
@@ -401,13 +401,13 @@ async fn sc_mcp_03_tools_call_answers_each_decision_of_the_same_gate() {
     let w = world().await;
     for mode in ["modern", "legacy"] {
         // allow → runs now: the tool's JSON result as structuredContent and as text.
-        let v = tools_call(&w, mode, "search.web", r#"{"q":"rust"}"#).await;
+        let v = tools_call(&w, mode, "search_web", r#"{"q":"rust"}"#).await;
         let r = &v["result"];
         assert_eq!(r["isError"], false, "{r}");
         assert_eq!(r["structuredContent"], json!({"sent": true}));
         assert_eq!(r["content"][0]["text"], r#"{"sent":true}"#);
         // deny → isError naming the code and the recorded action; the tool never runs.
-        let v = tools_call(&w, mode, "shell.exec", r#"{"cmd":"ls"}"#).await;
+        let v = tools_call(&w, mode, "shell_exec", r#"{"cmd":"ls"}"#).await;
         let r = &v["result"];
         assert_eq!(r["isError"], true, "{r}");
         assert_eq!(r["structuredContent"]["code"], "denied");
@@ -418,19 +418,19 @@ async fn sc_mcp_03_tools_call_answers_each_decision_of_the_same_gate() {
             .unwrap()
             .contains("policy denies"));
         // set_result → that result.
-        let v = tools_call(&w, mode, "sandbox.try", "{}").await;
+        let v = tools_call(&w, mode, "sandbox_try", "{}").await;
         assert_eq!(
             v["result"]["structuredContent"],
             json!({"shadow": true}),
             "{v}"
         );
         // schedule without a window → a readable validation error on countersign_window.
-        let v = tools_call(&w, mode, "report.build", "{}").await;
+        let v = tools_call(&w, mode, "report_build", "{}").await;
         let r = &v["result"];
         assert_eq!(r["isError"], true, "{r}");
         assert_eq!(r["structuredContent"]["param"], "countersign_window");
         // require_approval for a client without tasks → a plain result that says how to follow it.
-        let v = tools_call(&w, mode, "mail.send", r#"{"to":"a@example.com"}"#).await;
+        let v = tools_call(&w, mode, "mail_send", r#"{"to":"a@example.com"}"#).await;
         let r = &v["result"];
         assert_eq!(r["isError"], false, "{r}");
         assert_eq!(r["structuredContent"]["state"], "pending_approval");
@@ -448,7 +448,7 @@ async fn sc_mcp_03_tools_call_answers_each_decision_of_the_same_gate() {
         status: 422,
         ..Behaviour::default()
     });
-    let v = tools_call(&w, "modern", "search.web", "{}").await;
+    let v = tools_call(&w, "modern", "search_web", "{}").await;
     let r = &v["result"];
     assert_eq!(r["isError"], true, "{r}");
     assert_eq!(r["structuredContent"]["code"], "tool_failed");
@@ -483,7 +483,7 @@ async fn sc_mcp_04_a_window_from_the_model_is_taken_out_validated_and_kept() {
     let w = world().await;
     let args = windowed_mail();
     // The plain path (most clients): legacy SDK, no tasks; the model follows with countersign_status.
-    let mut c = SdkClient::start(&w, keys::AGENT, "legacy", "status", &["mail.send", &args]);
+    let mut c = SdkClient::start(&w, keys::AGENT, "legacy", "status", &["mail_send", &args]);
     c.next("connected").await;
     let waiting = c.next("waiting").await;
     let id = waiting["action_id"].as_str().unwrap().to_owned();
@@ -523,7 +523,7 @@ async fn sc_mcp_04_a_window_from_the_model_is_taken_out_validated_and_kept() {
     // SC-INT-02 validates it: a window too narrow is a readable tool error.
     let narrow =
         json!({"countersign_window": {"not_before": in_secs(60), "not_after": in_secs(62)}});
-    let v = tools_call(&w, "modern", "mail.send", &narrow.to_string()).await;
+    let v = tools_call(&w, "modern", "mail_send", &narrow.to_string()).await;
     assert_eq!(v["result"]["isError"], true, "{v}");
     assert_eq!(
         v["result"]["structuredContent"]["param"],
@@ -574,7 +574,7 @@ async fn sc_mcp_05_a_task_completes_when_the_countersigned_call_runs_in_its_wind
     let w = world().await;
     let args = windowed_mail();
     // 2026-07-28 with the tasks extension advertised: a task, polled with tasks/get.
-    let mut c = SdkClient::start(&w, keys::AGENT, "modern", "task", &["mail.send", &args]);
+    let mut c = SdkClient::start(&w, keys::AGENT, "modern", "task", &["mail_send", &args]);
     c.next("connected").await;
     let created = c.next("created").await;
     let task = &created["result"];
@@ -637,7 +637,7 @@ async fn sc_mcp_05_a_task_completes_when_the_countersigned_call_runs_in_its_wind
     // The TypeScript SDK's experimental tasks: callToolStream creates the task (the tool is
     // listed with taskSupport), polls tasks/get at pollInterval, then reads tasks/result.
     let args = windowed_mail();
-    let mut c = SdkClient::start_ts(&w, keys::AGENT, "stream", "mail.send", &args);
+    let mut c = SdkClient::start_ts(&w, keys::AGENT, "stream", "mail_send", &args);
     assert_eq!(c.next("connected").await["protocol_version"], "2025-11-25");
     c.next("tools").await;
     let created = c.next("created").await;
@@ -734,7 +734,7 @@ async fn sc_mcp_05_tasks_result_answers_within_the_request_budget_on_a_slow_stor
 async fn sc_mcp_05_tasks_cancel_is_the_engines_cancel() {
     let w = world().await;
     let args = json!({"to": "ops@example.com"}).to_string();
-    let mut c = SdkClient::start(&w, keys::AGENT, "modern", "cancel", &["mail.send", &args]);
+    let mut c = SdkClient::start(&w, keys::AGENT, "modern", "cancel", &["mail_send", &args]);
     c.next("connected").await;
     let id = c.next("created").await["result"]["taskId"]
         .as_str()
@@ -758,7 +758,7 @@ async fn sc_mcp_05_tasks_cancel_is_the_engines_cancel() {
     assert_eq!(s, 409);
     assert_eq!(w.tools.count_for(&id), 0);
     // The TypeScript SDK's cancelTask (2025-11-25) answers the cancelled task.
-    let mut c = SdkClient::start_ts(&w, keys::AGENT, "cancel", "mail.send", &args);
+    let mut c = SdkClient::start_ts(&w, keys::AGENT, "cancel", "mail_send", &args);
     c.next("connected").await;
     c.next("tools").await;
     let ts_id = c.next("created").await["task"]["taskId"]
@@ -882,7 +882,7 @@ async fn sc_mcp_06_a_downstream_mcp_servers_tool_runs_once_with_the_committed_ar
         + &down.tool("search.refuse", "refuse");
     let w = world_with(&more).await;
     // allow → runs now on the downstream server: its structuredContent is the result.
-    let v = tools_call(&w, "modern", "search.parcel", r#"{"to":"Berlin"}"#).await;
+    let v = tools_call(&w, "modern", "search_parcel", r#"{"to":"Berlin"}"#).await;
     let r = &v["result"];
     assert_eq!(
         r["structuredContent"],
@@ -906,7 +906,7 @@ async fn sc_mcp_06_a_downstream_mcp_servers_tool_runs_once_with_the_committed_ar
         1
     );
     // isError downstream → failed, naming the kind.
-    let v = tools_call(&w, "modern", "search.refuse", r#"{"to":"Mars"}"#).await;
+    let v = tools_call(&w, "modern", "search_refuse", r#"{"to":"Mars"}"#).await;
     assert_eq!(v["result"]["isError"], true, "{v}");
     assert_eq!(
         v["result"]["structuredContent"]["error"]["kind"],
@@ -914,7 +914,7 @@ async fn sc_mcp_06_a_downstream_mcp_servers_tool_runs_once_with_the_committed_ar
     );
     // Countersigned, in a window: once, never before not_before, the arguments as committed.
     let args = json!({"to": "Paris", "countersign_window": {"not_before": in_secs(3), "not_after": in_secs(20)}});
-    let v = tools_call(&w, "legacy", "mail.parcel", &args.to_string()).await;
+    let v = tools_call(&w, "legacy", "mail_parcel", &args.to_string()).await;
     let id = v["result"]["structuredContent"]["action_id"]
         .as_str()
         .unwrap()
@@ -944,7 +944,7 @@ async fn sc_mcp_06_a_downstream_mcp_servers_tool_runs_once_with_the_committed_ar
         status: 503,
         ..Behaviour::default()
     });
-    let v = tools_call(&w, "modern", "search.flaky", r#"{"q":"x"}"#).await;
+    let v = tools_call(&w, "modern", "search_flaky", r#"{"q":"x"}"#).await;
     let id = v["result"]["structuredContent"]["action_id"]
         .as_str()
         .unwrap()
@@ -1008,7 +1008,7 @@ async fn sc_mcp_06_imported_downstream_schema_is_fingerprinted_a_change_seals_ca
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["name"] == "mail.deliver")
+        .find(|t| t["name"] == "mail_deliver")
         .cloned()
         .unwrap_or_default();
     assert!(
@@ -1025,7 +1025,7 @@ async fn sc_mcp_06_imported_downstream_schema_is_fingerprinted_a_change_seals_ca
     // server stops before the window opens.
     let not_before = in_secs(20);
     let args = json!({"to": "Paris", "countersign_window": {"not_before": not_before, "not_after": in_secs(120)}});
-    let v = tools_call(&w, "legacy", "mail.deliver", &args.to_string()).await;
+    let v = tools_call(&w, "legacy", "mail_deliver", &args.to_string()).await;
     let id = v["result"]["structuredContent"]["action_id"]
         .as_str()
         .unwrap_or_else(|| panic!("{v}"))

@@ -54,7 +54,7 @@ fn check_plan(events: &[Value]) {
     assert_eq!(text(allowed), r#"{"sent":true}"#, "{allowed}");
     let refused = call(events, "refused");
     assert_eq!(refused["isError"], true, "{refused}");
-    assert!(text(refused).contains("refused"), "{refused}");
+    assert!(text(refused).contains("policy denies"), "{refused}");
     let waiting = call(events, "waiting");
     assert_eq!(waiting["isError"], false, "{waiting}");
     assert!(

@@ -98,7 +98,7 @@ async fn sc_mcp_09_an_explicit_mcp_name_is_listed_and_called() {
         )
         .await;
         assert_eq!(
-            v["result"]["structuredContent"]["args"],
+            v["result"]["structuredContent"]["echo"],
             json!({"q": "x"}),
             "{v}"
         );

@@ -6,12 +6,17 @@ use super::{bad, duration, targets::Targets, ConfigError};
 use crate::domain::canonical;
 use jiff::SignedDuration;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::{borrow::Cow, collections::BTreeMap};
 
 /// Bounds of a webhook's per-attempt timeout. The deployed functions' timeouts are sized so that
 /// one claim of a `retry` tool at the maximum fits (`ToolEntry::claim_budget`; infra test).
 pub const MIN_TOOL_TIMEOUT: SignedDuration = SignedDuration::from_millis(100);
 pub const MAX_TOOL_TIMEOUT: SignedDuration = SignedDuration::from_secs(30);
+
+/// The built-in MCP tool that follows an action; no catalog tool may be listed under its name.
+pub const MCP_STATUS_TOOL: &str = "countersign_status";
+/// The longest tool name OpenAI's and Anthropic's APIs accept (`^[a-zA-Z0-9_-]{1,64}$`).
+const MAX_MCP_NAME: usize = 64;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,6 +39,8 @@ pub(super) struct RawTool {
     input_schema: Option<toml::Value>,
     /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, …), passed through as written.
     annotations: Option<toml::Value>,
+    /// The name MCP clients see (default: the catalog name, made a model-API name).
+    mcp_name: Option<String>,
 }
 
 /// How a webhook request or a notice is signed (docs/webhooks.md): countersign's own
@@ -132,9 +139,28 @@ pub struct ToolInfo {
     pub input_schema: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub annotations: Option<serde_json::Value>,
+    /// The name MCP clients see, when not the default (`ToolEntry::mcp_name`). Not part of the
+    /// fingerprint: it is how a model reaches the tool, not what the tool is or runs.
+    #[serde(skip)]
+    pub mcp_name: Option<String>,
 }
 
 impl ToolEntry {
+    /// The name MCP clients list and call (SC-MCP-09): `mcp_name`, else the catalog name with
+    /// each character outside `[A-Za-z0-9_-]` as `_`, since model APIs accept no other.
+    pub fn mcp_name(&self) -> Cow<'_, str> {
+        match &self.info.mcp_name {
+            Some(name) => Cow::Borrowed(name),
+            None if model_api_name(&self.name) => Cow::Borrowed(&self.name),
+            None => Cow::Owned(
+                self.name
+                    .chars()
+                    .map(|c| if model_api_char(c) { c } else { '_' })
+                    .collect(),
+            ),
+        }
+    }
+
     /// sha256 of the canonical entry: a resume refuses a call whose tool changed since approval.
     pub fn fingerprint(&self) -> String {
         canonical::digest(self)
@@ -206,7 +232,10 @@ fn tool_entry(
             ))
         }
     };
-    let info = tool_info(at, raw.description, raw.input_schema, raw.annotations)?;
+    let info = ToolInfo {
+        mcp_name: raw.mcp_name,
+        ..tool_info(at, raw.description, raw.input_schema, raw.annotations)?
+    };
     Ok(ToolEntry {
         name,
         executor,
@@ -221,13 +250,69 @@ pub(super) fn tools(
     raw: BTreeMap<String, RawTool>,
     targets: &Targets,
 ) -> Result<BTreeMap<String, ToolEntry>, ConfigError> {
-    raw.into_iter()
+    let tools = raw
+        .into_iter()
         .map(|(name, raw_tool)| {
             let tool_at = format!("{at}.tools.{name:?}");
             let entry = tool_entry(&tool_at, name.clone(), raw_tool, targets)?;
             Ok((name, entry))
         })
-        .collect()
+        .collect::<Result<BTreeMap<_, _>, ConfigError>>()?;
+    mcp_names(at, &tools)?;
+    Ok(tools)
+}
+
+fn model_api_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+fn model_api_name(name: &str) -> bool {
+    (1..=MAX_MCP_NAME).contains(&name.len()) && name.chars().all(model_api_char)
+}
+
+/// Every tool's MCP name is a model-API name, and each name `tools/call` accepts (an MCP name,
+/// or a catalog name, kept for older clients) reaches exactly one tool (SC-MCP-09).
+fn mcp_names(at: &str, tools: &BTreeMap<String, ToolEntry>) -> Result<(), ConfigError> {
+    let mut taken: BTreeMap<String, &str> = BTreeMap::new();
+    for (name, tool) in tools {
+        let tool_at = format!("{at}.tools.{name:?}");
+        let mcp = tool.mcp_name();
+        if !model_api_name(&mcp) {
+            let field = if tool.info.mcp_name.is_some() {
+                format!("{tool_at}.mcp_name")
+            } else {
+                tool_at.clone()
+            };
+            return Err(bad(
+                field,
+                format!(
+                    "the MCP name {mcp:?} must be 1–{MAX_MCP_NAME} letters, digits, '_' or '-' \
+                     (what model APIs accept); set mcp_name"
+                ),
+            ));
+        }
+        if mcp == MCP_STATUS_TOOL {
+            return Err(bad(
+                tool_at,
+                format!("the MCP name {MCP_STATUS_TOOL:?} is the built-in tool's; set mcp_name"),
+            ));
+        }
+        for key in [mcp.as_ref(), name.as_str()] {
+            match taken.insert(key.to_owned(), name) {
+                Some(other) if other != name => {
+                    return Err(bad(
+                        tool_at,
+                        format!(
+                            "MCP clients would reach both this tool and {other:?} as {key:?}; \
+                             set mcp_name on one of them"
+                        ),
+                    ))
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A tool reached over the network: a webhook, or a downstream MCP server's tool. Both name a
@@ -330,5 +415,84 @@ fn tool_info(
         description,
         input_schema,
         annotations,
+        mcp_name: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    fn catalog(tools: &str) -> Result<Config, String> {
+        Config::from_toml(&format!("[tenants.acme]\ntime_zone = \"UTC\"\n{tools}\n"))
+            .map_err(|e| e.to_string())
+    }
+
+    fn echo(name: &str, more: &str) -> String {
+        format!("[tenants.acme.tools.{name:?}]\nexecutor = \"builtin.echo\"\n{more}\n")
+    }
+
+    /// SC-MCP-09: the MCP name is the catalog name made a model-API name, or `mcp_name`.
+    #[test]
+    fn sc_mcp_09_mcp_names_default_to_the_catalog_name_made_a_model_api_name() {
+        let text = echo("mail.send", "")
+            + &echo("crm/contacts.löschen", "")
+            + &echo("ok-name_1", "")
+            + &echo("search.named", "mcp_name = \"findThings\"");
+        let config = catalog(&text).unwrap();
+        let names: Vec<(String, String)> = config.tenants["acme"]
+            .tools
+            .values()
+            .map(|t| (t.name.clone(), t.mcp_name().into_owned()))
+            .collect();
+        let want = [
+            ("crm/contacts.löschen", "crm_contacts_l_schen"),
+            ("mail.send", "mail_send"),
+            ("ok-name_1", "ok-name_1"),
+            ("search.named", "findThings"),
+        ];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(names, want);
+    }
+
+    /// SC-MCP-09: a name that would reach two tools, a name no model API takes, and the built-in
+    /// tool's name are config errors that name the tool and say to set `mcp_name`.
+    #[test]
+    fn sc_mcp_09_ambiguous_long_or_reserved_mcp_names_are_config_errors() {
+        let e = catalog(&(echo("mail.send", "") + &echo("mail_send", ""))).unwrap_err();
+        assert!(
+            e.contains("\"mail_send\"") && e.contains("set mcp_name"),
+            "{e}"
+        );
+        let e =
+            catalog(&(echo("a", "mcp_name = \"b\"") + &echo("b", "mcp_name = \"c\""))).unwrap_err();
+        assert!(e.contains("both this tool and"), "{e}");
+        let long = "t".repeat(65);
+        let e = catalog(&echo(&long, "")).unwrap_err();
+        assert!(e.contains("1–64") && e.contains(&long), "{e}");
+        let e = catalog(&echo("x", "mcp_name = \"has space\"")).unwrap_err();
+        assert!(e.contains("tools.\"x\".mcp_name"), "{e}");
+        let e = catalog(&echo("countersign.status", "")).unwrap_err();
+        assert!(e.contains("built-in"), "{e}");
+        // Renamed, the same tools load; the long one under a name of its own. (Renaming
+        // `mail_send` would not do: its catalog name still reaches it.)
+        let fixed = echo("mail.send", "mcp_name = \"send_mail\"")
+            + &echo("mail_send", "")
+            + &echo(&long, "mcp_name = \"long\"");
+        assert!(catalog(&fixed).is_ok());
+    }
+
+    /// The MCP name is not part of the fingerprint: renaming it seals no approved call.
+    #[test]
+    fn sc_mcp_09_the_mcp_name_is_not_fingerprinted() {
+        let a = catalog(&echo("t", "")).unwrap();
+        let b = catalog(&echo("t", "mcp_name = \"other\"")).unwrap();
+        assert_eq!(
+            a.tenants["acme"].tools["t"].fingerprint(),
+            b.tenants["acme"].tools["t"].fingerprint()
+        );
+    }
 }

@@ -23,7 +23,8 @@ mod tenant;
 mod tests;
 
 pub use catalog::{
-    Executor, Recovery, Secret, Signing, ToolEntry, ToolInfo, MAX_TOOL_TIMEOUT, MIN_TOOL_TIMEOUT,
+    Executor, Recovery, Secret, Signing, ToolEntry, ToolInfo, MAX_TOOL_TIMEOUT, MCP_STATUS_TOOL,
+    MIN_TOOL_TIMEOUT,
 };
 pub use keys::DeedSigner;
 pub use limits::{Limits, Rate};

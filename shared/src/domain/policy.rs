@@ -163,19 +163,31 @@ fn decide(rules: &[Rule], call: &CallFacts<'_>, mut steps: Option<&mut Vec<Step>
     denied()
 }
 
-/// Every decision a call of `tool` can get, whatever its args: for catalogs that list a tool
-/// without a call (MCP `tools/list`). A conditional rule may or may not match; the first
-/// unconditional one ends the list; falling off the end (or a condition failing) denies.
-pub fn possible(rules: &[Rule], tool: &str) -> Vec<Decision> {
+/// Every rule that may decide a call of `tool`, whatever its args, in the gate's order: for
+/// catalogs that describe a tool without a call (MCP `tools/list`). A conditional rule may or
+/// may not match; the first unconditional one ends the list. A list that ends in a conditional
+/// rule lets calls fall off the end, which denies.
+pub fn reachable<'r>(rules: &'r [Rule], tool: &str) -> Vec<&'r Rule> {
     let mut out = Vec::new();
     for rule in rules.iter().filter(|r| r.pattern.matches(tool)) {
-        out.push(rule.decision);
+        out.push(rule);
         if rule.when.is_none() {
-            return out;
+            break;
         }
     }
-    out.push(Decision::Deny);
     out
+}
+
+/// Every decision a call of `tool` can get, whatever its args: the reachable rules' decisions,
+/// and `deny` where calls can fall off the end (or a condition fail).
+pub fn possible(rules: &[Rule], tool: &str) -> Vec<Decision> {
+    let reachable = reachable(rules, tool);
+    let falls_off = reachable.last().is_none_or(|r| r.when.is_some());
+    reachable
+        .iter()
+        .map(|r| r.decision)
+        .chain(falls_off.then_some(Decision::Deny))
+        .collect()
 }
 
 fn decided(index: usize, r: &Rule) -> Gate {

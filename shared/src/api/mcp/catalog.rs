@@ -1,7 +1,10 @@
 //! `tools/list` and `tools/call`: the tenant's catalog, and calls through the very gate of
 //! `POST /v1/actions` (`Engine::submit`).
 
-use super::{tasks, tenant, text, wants_task, Revision, Rpc, RpcError};
+use super::{
+    describe::{describe, WindowUse},
+    tasks, tenant, text, wants_task, Revision, Rpc, RpcError, Version,
+};
 use crate::{
     api::body::{idempotency_key, RequestedWindow, SubmitRequest},
     config::{Tenant, ToolEntry},
@@ -31,6 +34,17 @@ fn deferrable(tenant: &Tenant, tool: &str) -> bool {
         .any(|d| matches!(d, Decision::RequireApproval | Decision::Schedule))
 }
 
+/// The catalog tool a `tools/call` name reaches (SC-MCP-09): its MCP name, or its catalog name,
+/// still accepted for clients written before names were made model-API names. The config keeps
+/// every such name to one tool.
+fn resolve<'t>(tenant: &'t Tenant, name: &str) -> Option<&'t ToolEntry> {
+    tenant
+        .tools
+        .values()
+        .find(|t| t.mcp_name() == name)
+        .or_else(|| tenant.tool(name))
+}
+
 /// The catalog in name order; tools the policy always denies are left out.
 pub(super) fn list(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
     if rpc.params.get("cursor").is_some_and(|c| !c.is_null()) {
@@ -43,7 +57,7 @@ pub(super) fn list(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
         .tools
         .values()
         .filter(|t| !always_denied(tenant, &t.name))
-        .map(|t| describe(tenant, t, rpc.rev))
+        .map(|t| entry(tenant, t, rpc.version))
         .collect();
     tools.push(status_tool());
     let mut result = json!({ "tools": tools });
@@ -55,7 +69,9 @@ pub(super) fn list(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
     Ok(result)
 }
 
-fn describe(tenant: &Tenant, tool: &ToolEntry, rev: Revision) -> Value {
+/// One listed tool: its MCP name, and a description and schema that say what the policy does
+/// with its calls (SC-MCP-11).
+fn entry(tenant: &Tenant, tool: &ToolEntry, version: Version) -> Value {
     let mut description = tool
         .info
         .description
@@ -66,58 +82,64 @@ fn describe(tenant: &Tenant, tool: &ToolEntry, rev: Revision) -> Value {
         .input_schema
         .clone()
         .unwrap_or_else(|| json!({"type": "object"}));
-    // A conditional policy may defer some calls only: say what the first deferral would be.
-    let deferral = policy::possible(&tenant.policy, &tool.name)
-        .into_iter()
-        .find(|d| matches!(d, Decision::RequireApproval | Decision::Schedule));
-    match deferral {
-        Some(Decision::RequireApproval) => description.push_str(
-            " A person countersigns each call before it runs: the answer says it is waiting and \
-             gives an action_id to follow with countersign_status. Pass countersign_window to \
-             have it run later, inside a window.",
-        ),
-        Some(Decision::Schedule) => description.push_str(
-            " It runs unattended, but only inside a window: pass countersign_window \
-             {not_before, not_after}; the answer gives an action_id to follow with \
-             countersign_status.",
-        ),
-        _ => {}
+    let policy = describe(&tenant.policy, &tool.name, WINDOW_ARG);
+    if !policy.text.is_empty() {
+        description.push(' ');
+        description.push_str(&policy.text);
     }
-    let waits = deferrable(tenant, &tool.name);
-    if waits {
+    if policy.window != WindowUse::None {
         if let Some(fields) = schema.as_object_mut() {
             let properties = fields.entry("properties").or_insert_with(|| json!({}));
             if let Some(properties) = properties.as_object_mut() {
-                properties.insert(WINDOW_ARG.to_owned(), window_schema());
+                properties.insert(WINDOW_ARG.to_owned(), window_schema(policy.window));
+            }
+            if policy.window == WindowUse::Required {
+                let required = fields.entry("required").or_insert_with(|| json!([]));
+                if let Some(required) = required.as_array_mut() {
+                    required.push(json!(WINDOW_ARG));
+                }
             }
         }
     }
     let mut entry = json!({
-        "name": tool.name,
+        "name": tool.mcp_name(),
         "description": description,
         "inputSchema": schema,
     });
     if let Some(annotations) = &tool.info.annotations {
         entry["annotations"] = annotations.clone();
     }
-    if waits && rev == Revision::Legacy {
+    if version.has_core_tasks() && deferrable(tenant, &tool.name) {
         entry["execution"] = json!({"taskSupport": "optional"});
     }
     entry
 }
 
-fn window_schema() -> Value {
+/// `countersign_window` in a tool's schema. Optional, it may also be `null` (what models send
+/// for a property they leave out, and what strict function schemas need to leave it out).
+fn window_schema(window: WindowUse) -> Value {
     let time = |what: &str| json!({"type": "string", "format": "date-time", "description": what});
+    let (kind, when) = match window {
+        WindowUse::Required => (json!("object"), "Required"),
+        WindowUse::Optional {
+            needed_sometimes: true,
+        } => (
+            json!(["object", "null"]),
+            "Required where the description says the call runs unattended; otherwise optional",
+        ),
+        _ => (json!(["object", "null"]), "Optional"),
+    };
     json!({
-        "type": "object",
-        "description": "Optional: when the call may run. RFC 3339 times with an offset, e.g. \
+        "type": kind,
+        "description": format!("{when}: when the call may run. RFC 3339 times with an offset, e.g. \
             2026-12-01T17:30:00+01:00; the window is at least the tenant's minimum width and \
             ends within 72 hours. countersign takes it out of the arguments: the tool never \
-            sees it.",
+            sees it."),
         "properties": {
             "not_before": time("The earliest start."),
             "not_after": time("The latest start."),
         },
+        "required": ["not_before", "not_after"],
         "additionalProperties": false,
     })
 }
@@ -150,9 +172,10 @@ pub(super) async fn call(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
         return status(rpc, &args).await;
     }
     let tenant = tenant(rpc)?;
-    if tenant.tool(name).is_none() {
+    let Some(tool) = resolve(tenant, name) else {
         return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
-    }
+    };
+    let name = tool.name.as_str();
     let task = wants_task(rpc);
     if task && rpc.rev == Revision::Legacy && !deferrable(tenant, name) {
         // 2025-11-25: a task for a tool without taskSupport is refused this way.
@@ -166,6 +189,7 @@ pub(super) async fn call(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
         Ok(schedule) => schedule,
         Err(message) => return Ok(tool_error("validation_failed", None, message)),
     };
+    let windowed = schedule.is_some();
     let key = rpc
         .meta()
         .and_then(|m| m.get(IDEMPOTENCY_META))
@@ -182,7 +206,7 @@ pub(super) async fn call(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
         .and_then(|call| Ok((call, key.map(idempotency_key).transpose()?)));
     let (call, key) = match checked {
         Ok(checked) => checked,
-        Err(e) => return refused(e),
+        Err(e) => return refused(e, windowed),
     };
     let action = match rpc.engine.submit(rpc.who, call, key).await {
         Ok(submitted) => submitted.action,
@@ -192,9 +216,9 @@ pub(super) async fn call(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
             .get(rpc.who, &action_id)
             .await
             .map_err(RpcError::from_engine)?,
-        Err(e) => return refused(e),
+        Err(e) => return refused(e, windowed),
     };
-    tracing::info!(tenant = %action.tenant, action_id = %action.id, state = %action.state(), revision = ?rpc.rev, task, "mcp tools/call");
+    tracing::info!(tenant = %action.tenant, action_id = %action.id, state = %action.state(), version = rpc.version.as_str(), task, "mcp tools/call");
     Ok(tasks::answer(rpc, tenant, &action, task))
 }
 
@@ -225,10 +249,19 @@ fn take_window(
 }
 
 /// Engine errors of a call that recorded no action: the model's mistakes are tool errors it
-/// can read and fix; the server's failures are JSON-RPC errors.
-fn refused(e: Error) -> Result<Value, RpcError> {
+/// can read and fix, naming the MCP argument; the server's failures are JSON-RPC errors.
+fn refused(e: Error, windowed: bool) -> Result<Value, RpcError> {
     let (_, code) = e.status_and_code();
     match e {
+        // A scheduled call without a window: the API's words name its `schedule` field.
+        Error::Validation { param, .. } if param == "schedule" && !windowed => Ok(tool_error(
+            code,
+            Some(WINDOW_ARG.to_owned()),
+            format!(
+                "this call runs unattended, only inside a window: pass {WINDOW_ARG} \
+                 {{\"not_before\": …, \"not_after\": …}} (RFC 3339 times with an offset)"
+            ),
+        )),
         Error::Validation { param, message } => {
             let param = match param.as_str() {
                 "schedule" => WINDOW_ARG.to_owned(),

@@ -1,10 +1,12 @@
 //! MCP at `POST /mcp` (docs/mcp.md): Streamable HTTP with JSON responses, serving revision
-//! 2026-07-28 (stateless: `_meta` on every request, `server/discover`, `resultType`) and
-//! 2025-11-25 (the `initialize` handshake, answered without a session). A small JSON-RPC layer
+//! 2026-07-28 (stateless: `_meta` on every request, `server/discover`, `resultType`) and the
+//! handshake revisions 2025-11-25, 2025-06-18 and 2025-03-26 (`initialize`, answered without a
+//! session; each request's revision from its `MCP-Protocol-Version`). A small JSON-RPC layer
 //! of our own over the API's own guards — bearer keys, strict JSON, body cap, rate limits — so
 //! an MCP call meets exactly what `POST /v1/actions` meets; the reasons are in docs/mcp.md.
 
 mod catalog;
+mod describe;
 mod tasks;
 mod text;
 
@@ -25,10 +27,6 @@ use std::sync::Arc;
 
 /// The stateless revision.
 pub const MODERN: &str = "2026-07-28";
-/// The handshake revision (experimental core tasks).
-pub const LEGACY: &str = "2025-11-25";
-/// Handshake-era versions whose requests are served as 2025-11-25.
-const LEGACY_HEADERS: [&str; 3] = [LEGACY, "2025-06-18", "2025-03-26"];
 
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -36,10 +34,62 @@ const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// The 2026-07-28 tasks extension.
 const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
+/// The two eras: the handshake (`initialize`, then requests that name their revision in a
+/// header) and the stateless 2026-07-28.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Revision {
     Legacy,
     Modern,
+}
+
+/// The revisions served, newest first (SC-MCP-10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Version {
+    V2026_07_28,
+    V2025_11_25,
+    V2025_06_18,
+    V2025_03_26,
+}
+
+impl Version {
+    const ALL: [Version; 4] = [
+        Version::V2026_07_28,
+        Version::V2025_11_25,
+        Version::V2025_06_18,
+        Version::V2025_03_26,
+    ];
+    /// The newest handshake revision: what `initialize` answers a version it does not serve.
+    const LATEST_HANDSHAKE: Version = Version::V2025_11_25;
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Version::V2026_07_28 => MODERN,
+            Version::V2025_11_25 => "2025-11-25",
+            Version::V2025_06_18 => "2025-06-18",
+            Version::V2025_03_26 => "2025-03-26",
+        }
+    }
+
+    fn parse(version: &str) -> Option<Version> {
+        Version::ALL.into_iter().find(|v| v.as_str() == version)
+    }
+
+    fn supported() -> Value {
+        json!(Version::ALL.map(Version::as_str))
+    }
+
+    fn revision(self) -> Revision {
+        match self {
+            Version::V2026_07_28 => Revision::Modern,
+            _ => Revision::Legacy,
+        }
+    }
+
+    /// Core tasks (`params.task`, `tasks/*`) arrived, experimental, in 2025-11-25; 2026-07-28
+    /// has the tasks extension instead. Older revisions get the plain result.
+    fn has_core_tasks(self) -> bool {
+        self == Version::V2025_11_25
+    }
 }
 
 /// One JSON-RPC request, authenticated, in its revision.
@@ -47,6 +97,7 @@ pub(crate) struct Rpc<'a> {
     engine: &'a Arc<Engine>,
     who: &'a Principal,
     rev: Revision,
+    version: Version,
     params: &'a Map<String, Value>,
 }
 
@@ -116,7 +167,7 @@ impl RpcError {
             -32022,
             "Unsupported protocol version",
         )
-        .with_data(json!({"supported": [MODERN, LEGACY], "requested": requested}))
+        .with_data(json!({"supported": Version::supported(), "requested": requested}))
     }
 
     /// 2026-07-28 answers an unknown method with HTTP 404 (its body tells it from a missing
@@ -232,25 +283,29 @@ pub(super) async fn endpoint(
         return RpcError::invalid_request("id must be a string or an integer").without_id();
     }
     let method = message["method"].as_str().unwrap_or_default();
-    let rev = match revision(method, &params, &headers) {
-        Ok(rev) => rev,
+    let version = match version(method, &params, &headers) {
+        Ok(version) => version,
         Err(e) => return e.respond(id),
     };
     let rpc = Rpc {
         engine: &engine,
         who: &who,
-        rev,
+        rev: version.revision(),
+        version,
         params: &params,
     };
     match dispatch(&rpc, method).await {
-        Ok(result) => respond(id, rev, result),
+        Ok(result) => respond(id, rpc.rev, result),
         Err(e) => e.respond(id),
     }
 }
 
 async fn dispatch(rpc: &Rpc<'_>, method: &str) -> Result<Value, RpcError> {
     match (rpc.rev, method) {
-        (Revision::Legacy, "initialize") => Ok(initialize(rpc)),
+        (Revision::Legacy, "initialize") => initialize(rpc),
+        (Revision::Legacy, m) if m.starts_with("tasks/") && !rpc.version.has_core_tasks() => {
+            Err(RpcError::method_not_found(rpc.rev, method))
+        }
         (Revision::Legacy, "ping") => Ok(json!({})),
         (Revision::Modern, "server/discover") => Ok(discover()),
         (_, "tools/list") => catalog::list(rpc),
@@ -285,23 +340,31 @@ const INSTRUCTIONS: &str = "countersign runs each tool call through its tenant's
 now, some wait for a person's countersignature or for a window. A call that waits answers with \
 its action_id; call countersign_status with it to follow the call.";
 
-/// 2025-11-25 handshake: answered, but no session is kept (every request stands alone).
-fn initialize(rpc: &Rpc<'_>) -> Value {
-    let _requested = rpc.params.get("protocolVersion");
-    json!({
-        "protocolVersion": LEGACY,
-        "capabilities": {
-            "tools": {"listChanged": false},
-            "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
-        },
+/// The handshake: answered, but no session is kept (every request stands alone and names its
+/// revision in `MCP-Protocol-Version`). As the lifecycle specifies, a requested revision that
+/// is served is answered as asked, any other with the newest handshake revision (2026-07-28
+/// included: it has no handshake). Core tasks are offered where the revision has them.
+fn initialize(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
+    let requested = rpc.text("protocolVersion")?;
+    let version = Version::parse(requested)
+        .filter(|v| v.revision() == Revision::Legacy)
+        .unwrap_or(Version::LATEST_HANDSHAKE);
+    let mut capabilities = json!({"tools": {"listChanged": false}});
+    if version.has_core_tasks() {
+        capabilities["tasks"] =
+            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+    }
+    Ok(json!({
+        "protocolVersion": version.as_str(),
+        "capabilities": capabilities,
         "serverInfo": server_info(),
         "instructions": INSTRUCTIONS,
-    })
+    }))
 }
 
 fn discover() -> Value {
     json!({
-        "supportedVersions": [MODERN, LEGACY],
+        "supportedVersions": Version::supported(),
         "capabilities": {"tools": {"listChanged": false}, "extensions": {TASKS_EXTENSION: {}}},
         "instructions": INSTRUCTIONS,
         "ttlMs": 3_600_000,
@@ -412,12 +475,13 @@ async fn read_message(body: Body) -> Result<Map<String, Value>, RpcError> {
 }
 
 /// Which revision a request speaks: `_meta` carries the version on 2026-07-28; without it the
-/// request is a handshake-era one. On 2026-07-28 the mirrored headers must match the body.
-fn revision(
+/// request is a handshake-era one, named by `MCP-Protocol-Version`. On 2026-07-28 the mirrored
+/// headers must match the body.
+fn version(
     method: &str,
     params: &Map<String, Value>,
     headers: &HeaderMap,
-) -> Result<Revision, RpcError> {
+) -> Result<Version, RpcError> {
     let header_text = |name: &str| -> Result<Option<String>, RpcError> {
         headers
             .get(name)
@@ -434,13 +498,13 @@ fn revision(
         .and_then(|m| m.get(META_VERSION))
         .map(|v| v.as_str().unwrap_or_default().to_owned());
     let Some(version) = meta_version else {
-        return match header_version.as_deref() {
-            None => Ok(Revision::Legacy),
-            Some(v) if LEGACY_HEADERS.contains(&v) => Ok(Revision::Legacy),
-            Some(MODERN) => Err(RpcError::header_mismatch(format!(
+        return match header_version.as_deref().map(|v| (v, Version::parse(v))) {
+            None => Ok(headerless(method, params)),
+            Some((_, Some(Version::V2026_07_28))) => Err(RpcError::header_mismatch(format!(
                 "MCP-Protocol-Version is {MODERN} but params._meta has no {META_VERSION}"
             ))),
-            Some(other) => Err(RpcError::unsupported_version(other)),
+            Some((_, Some(version))) => Ok(version),
+            Some((other, None)) => Err(RpcError::unsupported_version(other)),
         };
     };
     if version != MODERN {
@@ -473,7 +537,19 @@ fn revision(
             .transpose()?;
         expect("Mcp-Name", got, want)?;
     }
-    Ok(Revision::Modern)
+    Ok(Version::V2026_07_28)
+}
+
+/// A handshake-era request without `MCP-Protocol-Version`: 2025-03-26, as the transport of
+/// 2025-06-18 says to assume, unless the request itself shows it is newer: core tasks
+/// (`params.task`, `tasks/*`) exist only in 2025-11-25. `initialize` negotiates from its body.
+fn headerless(method: &str, params: &Map<String, Value>) -> Version {
+    let tasks = method.starts_with("tasks/") || params.get("task").is_some_and(Value::is_object);
+    if tasks {
+        Version::V2025_11_25
+    } else {
+        Version::V2025_03_26
+    }
 }
 
 /// A header value in the `=?base64?…?=` sentinel form is decoded; others are taken as sent.
@@ -496,7 +572,9 @@ fn decode_header(value: &str) -> Result<String, RpcError> {
 /// (`params.task`); on 2026-07-28 the client declares the tasks extension in `_meta`.
 fn wants_task(rpc: &Rpc<'_>) -> bool {
     match rpc.rev {
-        Revision::Legacy => rpc.params.get("task").is_some_and(Value::is_object),
+        Revision::Legacy => {
+            rpc.version.has_core_tasks() && rpc.params.get("task").is_some_and(Value::is_object)
+        }
         Revision::Modern => rpc
             .meta()
             .and_then(|m| m.get(META_CAPABILITIES))

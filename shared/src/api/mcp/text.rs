@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use serde_json::{json, Value};
 
 /// The built-in tool that follows an action by its id.
-pub(super) const STATUS_TOOL: &str = "countersign_status";
+pub(super) const STATUS_TOOL: &str = crate::config::MCP_STATUS_TOOL;
 
 /// A time in the tenant's zone, as a person reads it: "2026-12-01 17:30 CET".
 fn local(tenant: &Tenant, t: Timestamp) -> String {

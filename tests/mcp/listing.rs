@@ -123,7 +123,15 @@ pub(super) const RULES: &str = r#"  { name = "mail inside acme", tool = "mail.se
   { tool = "pay.transfer", when = "args.amount > 1000", decision = "require_approval" },
   { tool = "pay.transfer", decision = "schedule" },"#;
 
-pub(super) const RULE_TOOLS: &str = "[tenants.acme.tools.\"deploy.service\"]\nexecutor = \"builtin.echo\"\n\n[tenants.acme.tools.\"pay.transfer\"]\nexecutor = \"builtin.echo\"\n";
+/// Their tools, with closed schemas (as a strict function schema needs them).
+pub(super) const RULE_TOOLS: &str = r#"[tenants.acme.tools."deploy.service"]
+executor = "builtin.echo"
+input_schema = { type = "object", properties = { env = { type = "string" } }, required = ["env"], additionalProperties = false }
+
+[tenants.acme.tools."pay.transfer"]
+executor = "builtin.echo"
+input_schema = { type = "object", properties = { amount = { type = "number" } }, required = ["amount"], additionalProperties = false }
+"#;
 
 /// The listed tool for a catalog name (listed under its MCP name, or on main its catalog name).
 fn listed(tools: &Value, catalog: &str) -> Value {
@@ -208,7 +216,9 @@ async fn sc_mcp_11_descriptions_and_schemas_follow_every_rule_of_the_tool() {
     for says in ["args.amount > 1000", "countersign", "otherwise", "window"] {
         assert!(text.contains(says), "pay.transfer says {says:?}: {text}");
     }
-    assert!(pay["inputSchema"]["required"].is_null(), "{pay}");
+    assert_eq!(pay["inputSchema"]["required"], json!(["amount"]), "{pay}");
+    let window = &pay["inputSchema"]["properties"]["countersign_window"];
+    assert_eq!(window["type"], json!(["object", "null"]), "{pay}");
 
     // What the descriptions say is what happens.
     let r = call(&w, "report.build", json!({})).await;

@@ -10,6 +10,7 @@ reads one line from stdin first. Any exception exits non-zero with its text on s
 import asyncio
 import json
 import sys
+from importlib.metadata import version
 from typing import Any
 
 import httpx2
@@ -59,7 +60,7 @@ async def run(url: str, key: str, mode: str, scenario: str, args: list[str]) -> 
         cache=None,
     )
     async with client:
-        say(event="connected", protocol_version=client.session.protocol_version)
+        say(event="connected", protocol_version=client.session.protocol_version, sdk=f"mcp {version('mcp')}")
         if scenario == "list":
             listed = await client.list_tools()
             say(event="tools", tools=[dump(t) for t in listed.tools])
@@ -95,6 +96,17 @@ async def run(url: str, key: str, mode: str, scenario: str, args: list[str]) -> 
                     return
                 # The server asks for 2 s; the test's windows are short, so poll faster.
                 await asyncio.sleep(0.2)
+        elif scenario == "compat":
+            # An allowed, a refused and a waiting call by their listed names, then countersign_status.
+            plan = json.loads(args[0])
+            listed = await client.list_tools()
+            say(event="tools", tools=[dump(t) for t in listed.tools])
+            for label in ("allowed", "refused", "waiting"):
+                name, arguments = plan[label]
+                result = dump(await client.call_tool(name, arguments))
+                say(event="call", label=label, result=result)
+            status = await client.call_tool("countersign_status", {"action_id": result["structuredContent"]["action_id"]})
+            say(event="call", label="status", result=dump(status))
         elif scenario == "get":
             try:
                 say(event="task", result=await task_rpc(client, "tasks/get", args[0]))

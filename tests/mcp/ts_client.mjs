@@ -2,15 +2,20 @@
 // with its experimental tasks), driven by tests/mcp.rs.
 //
 // Usage: node ts_client.mjs URL KEY SCENARIO [TOOL ARGS_JSON]
+//   compat: TOOL is a plan ({"allowed": [name, args], "refused": …, "waiting": …}): each call by
+//           its listed name, then countersign_status on the waiting one.
 //   stream: callToolStream (a task, polled by the SDK) — prints each message; after the first
 //           one it waits for a line on stdin.
 //   cancel: callToolStream until the task is created, then tasks/cancel and tasks/get.
 // One JSON object per line on stdout; any exception exits non-zero.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
 const [url, key, scenario, tool, args] = process.argv.slice(2);
+// The script runs from the SDK's folder (tests/mcp.rs copies it there).
+const sdk = JSON.parse(readFileSync(new URL("./node_modules/@modelcontextprotocol/sdk/package.json", import.meta.url)));
 const say = (fields) => process.stdout.write(JSON.stringify(fields) + "\n");
 const stdin = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
@@ -19,10 +24,25 @@ const transport = new StreamableHTTPClientTransport(new URL(url), {
   requestInit: { headers: { Authorization: `Bearer ${key}` } },
 });
 await client.connect(transport);
-say({ event: "connected", protocol_version: transport.protocolVersion ?? null });
+say({ event: "connected", protocol_version: transport.protocolVersion ?? null, sdk: `${sdk.name} ${sdk.version}` });
 // The SDK learns which tools take tasks (execution.taskSupport) from the listing.
 const listed = await client.listTools();
-say({ event: "tools", names: listed.tools.map((t) => t.name) });
+say({ event: "tools", names: listed.tools.map((t) => t.name), tools: listed.tools });
+
+if (scenario === "compat") {
+  // TOOL is the plan: an allowed, a refused and a waiting call, then countersign_status.
+  const plan = JSON.parse(tool);
+  let last;
+  for (const label of ["allowed", "refused", "waiting"]) {
+    const [name, callArgs] = plan[label];
+    last = await client.callTool({ name, arguments: callArgs });
+    say({ event: "call", label, result: last });
+  }
+  const status = await client.callTool({ name: "countersign_status", arguments: { action_id: last.structuredContent.action_id } });
+  say({ event: "call", label: "status", result: status });
+  await client.close();
+  process.exit(0);
+}
 
 const stream = client.experimental.tasks.callToolStream({ name: tool, arguments: JSON.parse(args) });
 for await (const message of stream) {

@@ -81,7 +81,8 @@ fn entry(tenant: &Tenant, tool: &ToolEntry, version: Version) -> Value {
         .info
         .input_schema
         .clone()
-        .unwrap_or_else(|| json!({"type": "object"}));
+        // Any object, said outright: a strict function schema (OpenAI's) cannot close it.
+        .unwrap_or_else(|| json!({"type": "object", "additionalProperties": true}));
     let policy = describe(&tenant.policy, &tool.name, WINDOW_ARG);
     if !policy.text.is_empty() {
         description.push(' ');

@@ -99,9 +99,12 @@ async fn sc_mcp_10_python_sdk_1x_clients_of_2025_06_18_and_2025_03_26_connect_an
     }
 }
 
+/// How one client of the table is started against a world.
+type Start = dyn Fn(&World) -> SdkClient;
+
 /// The clients of docs/mcp.md's compatibility table, in its order: a row's name, and how the
 /// client is started on the plan.
-fn clients() -> Vec<(&'static str, Box<dyn Fn(&World) -> SdkClient>)> {
+fn clients() -> Vec<(&'static str, Box<Start>)> {
     let script =
         |var: &'static str, venv: &'static str, file: &'static str, first: &'static str| {
             move |w: &World| {

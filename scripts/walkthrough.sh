@@ -35,7 +35,7 @@ rm -f "$COUNTERSIGN_DB"
 run walkthrough-cli '"type": "approval_requested"' "approved act_" "sealed: succeeded" \
   "user approver-dev" "state  *denied" "cancel refused: exit 4"
 rm -f "$COUNTERSIGN_DB"
-run walkthrough-mcp "mail.send, payments.transfer" "waiting for a countersignature" "approved: succeeded" \
+run walkthrough-mcp "mail_send, payments_transfer" "waiting for a countersignature" "approved: succeeded" \
   "(mail.send): completed"
 
 # The start of each walkthrough gives up, saying so, when its server exits (here: the address

@@ -231,7 +231,7 @@ pub(super) struct JsonRpcRequest {
     post,
     path = "/mcp",
     tag = "mcp",
-    request_body(content = JsonRpcRequest, description = "MCP 2026-07-28 (with `params._meta` and the `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` headers) or 2025-11-25"),
+    request_body(content = JsonRpcRequest, description = "MCP 2026-07-28 (with `params._meta` and the `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` headers), or 2025-11-25, 2025-06-18, 2025-03-26 (after `initialize`, named by `MCP-Protocol-Version`)"),
     responses(
         (status = 200, description = "The JSON-RPC response (a result, or an error such as -32601/-32602)", content_type = "application/json"),
         (status = 202, description = "A notification, accepted"),

@@ -2,7 +2,10 @@
 //! and 2025-03-26), its 2.x line (2025-11-25 and 2026-07-28) and the TypeScript SDK, each over
 //! real HTTP, negotiated as each revision specifies.
 
-use super::{listing::model_api_name, venv_python, world_with_rules, SdkClient, World};
+use super::{
+    listing::{field, model_api_name},
+    venv_python, world_with_rules, SdkClient, World,
+};
 use countersign_tests::keys;
 use serde_json::{json, Value};
 
@@ -42,12 +45,7 @@ fn text(result: &Value) -> &str {
 
 /// The plan went as the policy says, whatever the client's revision.
 fn check_plan(events: &[Value]) {
-    let names: Vec<&str> = events[1]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = field(&events[1]["tools"], "name");
     assert!(names.iter().all(|n| model_api_name(n)), "{names:?}");
     let allowed = call(events, "allowed");
     assert_eq!(allowed["isError"], false, "{allowed}");

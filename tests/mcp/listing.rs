@@ -13,6 +13,14 @@ pub(super) fn model_api_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
+/// One string field of each object of an array (a listing's names, a page's tools).
+pub(super) fn field<'v>(items: &'v Value, name: &str) -> Vec<&'v str> {
+    let items = items
+        .as_array()
+        .unwrap_or_else(|| panic!("an array: {items}"));
+    items.iter().map(|t| t[name].as_str().unwrap()).collect()
+}
+
 /// Caught on main (issue 30, item 1): every listed name had a dot (`mail.send`), which OpenAI's
 /// and Anthropic's APIs refuse, so an agent framework that passes MCP names through (the Agents
 /// SDK, LangChain) failed on its first model call. Listed names are model-API names now; a call
@@ -21,26 +29,12 @@ pub(super) fn model_api_name(name: &str) -> bool {
 #[tokio::test]
 async fn sc_mcp_09_listed_names_are_model_api_names_and_call_the_catalog_tool() {
     let w = world().await;
+    // sc_mcp_02 holds the exact names; each is a model-API name, in both revisions.
     for mode in ["modern", "legacy"] {
         let v = once(&w, keys::AGENT, mode, "list", &[]).await;
-        let names: Vec<&str> = v["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap())
-            .collect();
+        let names = field(&v["tools"], "name");
         assert!(names.iter().all(|n| model_api_name(n)), "{mode}: {names:?}");
-        assert_eq!(
-            names,
-            [
-                "mail_send",
-                "report_build",
-                "sandbox_try",
-                "search_docs",
-                "search_web",
-                "countersign_status"
-            ]
-        );
+        assert!(names.contains(&"search_web"), "{mode}: {names:?}");
     }
     for (mode, name) in [
         ("modern", "search_web"),
@@ -56,14 +50,9 @@ async fn sc_mcp_09_listed_names_are_model_api_names_and_call_the_catalog_tool() 
         );
     }
     let (_, page) = w.api.get("/v1/actions?limit=10", keys::AGENT).await;
-    let tools: Vec<&str> = page["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["tool"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        tools, ["search.web"; 3],
+        field(&page["data"], "tool"),
+        ["search.web"; 3],
         "the action keeps the catalog name"
     );
     let ran = w.tools.received();
@@ -81,12 +70,7 @@ async fn sc_mcp_09_an_explicit_mcp_name_is_listed_and_called() {
     let named = "[tenants.acme.tools.\"search.named\"]\nexecutor = \"builtin.echo\"\nmcp_name = \"findThings\"\n";
     let w = world_with(named).await;
     let (_, v) = post_modern(&w, "tools/list", None, json!({})).await;
-    let names: Vec<&str> = v["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = field(&v["result"]["tools"], "name");
     assert!(names.contains(&"findThings"), "{names:?}");
     assert!(!names.contains(&"search_named"), "{names:?}");
     for name in ["findThings", "search.named"] {

@@ -1,8 +1,9 @@
 //! MCP at `/mcp` (docs/mcp.md) over real HTTP, with the official SDKs as the clients — the
-//! Python SDK (`mcp` 2.x, tests/mcp/py_client.py) in both revisions and the TypeScript SDK
-//! (1.x, 2025-11-25 with its experimental tasks, tests/mcp/ts_client.mjs); `scripts/mcp-sdks.sh`
-//! installs them — and tools over real HTTP that count their calls. Each test names its SC-MCP
-//! scenario.
+//! Python SDK (`mcp` 2.x, tests/mcp/py_client.py) in both its modes, its 1.x line (2025-06-18
+//! and 2025-03-26, tests/mcp/py1_client.py), the TypeScript SDK (1.x, 2025-11-25 with its
+//! experimental tasks, tests/mcp/ts_client.mjs) and agent frameworks over them
+//! (tests/mcp/frameworks.py); `scripts/mcp-sdks.sh` installs them — and tools over real HTTP
+//! that count their calls. Each test names its SC-MCP scenario.
 
 use countersign::{
     config::Config,

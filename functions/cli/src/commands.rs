@@ -246,7 +246,7 @@ async fn approve(
         format!(
             "approved {}: {}",
             text(&approved["id"]),
-            text(&approved["state"])
+            show::after_approval(&approved)
         )
     });
     Ok(())

@@ -187,6 +187,17 @@ fn still_needed(a: &Value) -> Option<(&'static str, String)> {
     Some(("still needed", format!("{needed} of {required}{by}")))
 }
 
+/// What an approval left to do: "2 more approvals needed" while a quorum still waits (the
+/// API's `next_action.still_needed`, SC-POL-04), else the state it moved to.
+pub fn after_approval(a: &Value) -> String {
+    let waiting = a["state"] == "pending_approval";
+    match a["next_action"]["still_needed"].as_u64() {
+        Some(1) if waiting => "1 more approval needed".to_owned(),
+        Some(n) if waiting => format!("{n} more approvals needed"),
+        _ => text(&a["state"]),
+    }
+}
+
 pub fn action(a: &Value, zone: &Zone) -> String {
     let mut rows = vec![
         ("id", text(&a["id"])),

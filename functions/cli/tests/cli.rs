@@ -598,7 +598,7 @@ async fn sc_pol_04_sc_pol_05_show_and_approve_name_the_rule_and_the_approvals_st
     assert!(
         first
             .stdout
-            .contains(&format!("approved {id}: pending_approval")),
+            .contains(&format!("approved {id}: 1 more approval needed")),
         "{first:?}"
     );
     // The second approver's prompt says who signed and that one more is needed: theirs.
@@ -618,4 +618,49 @@ async fn sc_pol_04_sc_pol_05_show_and_approve_name_the_rule_and_the_approvals_st
     let after = w.cli(keys::AGENT, &["show", id], "").await;
     assert!(!after.stdout.contains("still needed"), "{after:?}");
     assert!(after.stdout.contains("approver-1, approver-2"), "{after:?}");
+}
+
+/// A third approver of `acme`, for a three-person rule.
+const APPROVER_3: &str = "key-approver-3";
+
+/// Issue 30, item 6: caught on main — after the first approvals of a quorum `approve` printed
+/// `approved <id>: pending_approval`, as if nothing had counted. It now says how many approvals
+/// are still needed (the API's `next_action.still_needed`), in the singular for one, and the
+/// state once the last one commits the ticket (SC-POL-04).
+#[tokio::test]
+async fn sc_pol_04_approve_says_how_many_more_approvals_are_needed() {
+    let w = world_with(|toml| {
+        let rule = r#"{ name = "mail needs three", tool = "mail.*", decision = "require_approval", approvals = 3 }"#;
+        let key = |id: &str, secret: &str| {
+            format!(
+                r#"{{ id = "{id}", role = "approver", sha256 = "{}" }},"#,
+                countersign::domain::canonical::sha256_hex(secret.as_bytes())
+            )
+        };
+        let keys = format!(
+            "{}\n  {}\n  {{ id = \"admin-1\"",
+            key("approver-2", APPROVER_2),
+            key("approver-3", APPROVER_3)
+        );
+        toml.replace(r#"{ tool = "mail.*", decision = "require_approval" }"#, rule)
+            .replace(r#"{ id = "admin-1""#, &keys)
+    })
+    .await;
+    let action = w.pending_mail("three of us").await;
+    let id = action["id"].as_str().unwrap();
+    for (key, said) in [
+        (
+            keys::APPROVER,
+            format!("approved {id}: 2 more approvals needed\n"),
+        ),
+        (
+            APPROVER_2,
+            format!("approved {id}: 1 more approval needed\n"),
+        ),
+        (APPROVER_3, format!("approved {id}: approved\n")),
+    ] {
+        let run = w.cli(key, &["approve", id, "--yes"], "").await;
+        assert_eq!(run.code, 0, "{run:?}");
+        assert_eq!(run.stdout, said, "{run:?}");
+    }
 }

@@ -34,8 +34,10 @@ CHROMIUM_ARGS = [
 
 AGENT, APPROVER = "cs_agent-ui", "cs_approver-ui"
 BRIEF_AGENT, BRIEF_APPROVER = "cs_agent-brief", "cs_approver-brief"
-# Two approvers of acme's finance group, for its two-person rule on payments.
-FINANCE_1, FINANCE_2 = "cs_finance-1-acme", "cs_finance-2-acme"
+# Three approvers of acme's finance group, for its two-person rule on payments and its
+# three-person rule on treasury moves.
+FINANCE_1, FINANCE_2, FINANCE_3 = "cs_finance-1-acme", "cs_finance-2-acme", "cs_finance-3-acme"
+ADMIN = "cs_admin-acme"
 
 
 def sha256(text):
@@ -69,6 +71,21 @@ tool = "payments.*"
 decision = "require_approval"
 approvers = ["finance"]
 approvals = 2
+[[tenants.{name}.policy]]
+name = "three-person rule"
+tool = "treasury.*"
+decision = "require_approval"
+approvers = ["finance"]
+approvals = 3
+[[tenants.{name}.keys]]
+id = "admin-{name}"
+role = "admin"
+sha256 = "{sha256(f"cs_admin-{name}")}"
+[[tenants.{name}.keys]]
+id = "finance-3-{name}"
+role = "approver"
+groups = ["finance"]
+sha256 = "{sha256(f"cs_finance-3-{name}")}"
 [[tenants.{name}.keys]]
 id = "finance-1-{name}"
 role = "approver"
@@ -80,6 +97,8 @@ role = "approver"
 groups = ["finance"]
 sha256 = "{sha256(f"cs_finance-2-{name}")}"
 [tenants.{name}.tools."payments.transfer"]
+executor = "builtin.echo"
+[tenants.{name}.tools."treasury.move"]
 executor = "builtin.echo"
 [tenants.{name}.tools."mail.send"]
 executor = "builtin.echo"
@@ -481,6 +500,135 @@ def test_issue18_sc_pol_05_sc_pol_04_the_page_shows_the_rule_and_the_approvals_s
     expect(t.page.locator(f'#pending li[data-action-id="{action["id"]}"]')).to_have_count(0)
     signed = t.server.action(action["id"])["approval"]["quorum"]["signed"]
     assert [s["approver"] for s in signed] == ["finance-1-acme", "finance-2-acme"], signed
+
+
+def long_args():
+    """Arguments taller than a phone's screen, with a value that has no space to break at."""
+    return {"to": "ops@example.com", "subject": "q" * 120 + "-" + "r" * 79,
+            "attachments": [f"quarterly-report-part-{i:02}.pdf" for i in range(40)]}
+
+
+# In the page: is `el` (or the first `lines` lines of a <pre>) inside the viewport, whole?
+IN_VIEW = """(el, lines) => {
+  let box = el.getBoundingClientRect();
+  if (lines) {
+    const text = el.firstChild, stop = text.data.split("\\n").slice(0, lines).join("\\n").length;
+    const range = document.createRange();
+    range.setStart(text, 0);
+    range.setEnd(text, stop);
+    box = range.getBoundingClientRect();
+  }
+  return box.top >= 0 && box.left >= 0 && box.bottom <= innerHeight && box.right <= innerWidth;
+}"""
+
+# In the page: every rendered element whose box reaches past the screen's left or right edge.
+TOO_WIDE = """() => [...document.querySelectorAll("*")]
+  .filter((e) => e.getClientRects().length)
+  .map((e) => [e, e.getBoundingClientRect()])
+  .filter(([, r]) => r.left < -0.5 || r.right > innerWidth + 0.5)
+  .map(([e, r]) => `${e.tagName.toLowerCase()}#${e.id}.${e.className} ${r.left}..${r.right}`)"""
+
+
+def test_issue30_sc_app_01_the_dialog_opens_at_the_call_and_fits_1280_and_390(t):
+    """Issue 30, item 6: caught on main — with long arguments the dialog opened scrolled to
+    Approve (the page focused it once the digest was computed), so the tool, agent, window and
+    the start of the arguments were off-screen; and at 390 px it was 402 px wide (its right edge
+    cut off: `width` plus padding). At the moment it opens now, at both sizes, the call is in
+    view before any button, and no element reaches past the screen's edges."""
+    action = t.server.submit(AGENT, long_args(), window_minutes=(60, 120))
+    for width, height in ((1280, 800), (390, 844)):
+        t.page.set_viewport_size({"width": width, "height": height})
+        sign_in(t.page, t.server)
+        dialog = review(t.page, action)  # returns once the digest is computed and Approve enabled
+        t.shot(f"approver-{width}-dialog.png")
+        for term in ("Tool", "Agent", "Window"):
+            for part in ("dt", "dd"):
+                cell = dialog.locator(f'dl.context dt:text-is("{term}")')
+                if part == "dd":
+                    cell = cell.locator("xpath=following-sibling::dd[1]")
+                assert cell.evaluate(IN_VIEW, 0), (width, term, part)
+        args = dialog.locator("pre")
+        expect(args).to_contain_text("quarterly-report-part-39.pdf")
+        assert args.evaluate(IN_VIEW, 3), (width, "first lines of the arguments")
+        # Every button comes after the whole call.
+        args_end = args.bounding_box()["y"] + args.bounding_box()["height"]
+        for button in dialog.get_by_role("button").all():
+            assert button.bounding_box()["y"] >= args_end, (width, button.inner_text())
+        assert t.page.evaluate(TOO_WIDE) == [], (width, t.page.evaluate(TOO_WIDE))
+        t.page.keyboard.press("Escape")
+        t.page.get_by_role("button", name="Sign out").click()
+
+
+def test_issue30_sc_pol_04_each_approval_of_a_quorum_says_how_many_are_still_needed(t):
+    """Issue 30, item 6: caught on main — after the first of two approvals the page said "it is
+    now pending approval". Each approval of a three-person rule now says how many are still
+    needed (the answer's `next_action.still_needed`, singular for one), and the last one what
+    became of the call."""
+    status, action = t.server.call("POST", "/v1/actions", AGENT, {
+        "tool": "treasury.move", "args": {"amount": 1, "to": "reserve"}})
+    assert status == 202, (status, action)
+    for key, said in ((FINANCE_1, "2 more approvals needed"), (FINANCE_2, "1 more approval needed"),
+                      (FINANCE_3, "it has run and succeeded")):
+        sign_in(t.page, t.server, key=key)
+        review(t.page, action).get_by_role("button", name="Approve").click()
+        alert = t.page.get_by_role("alert").first
+        expect(alert).to_have_text(f"Approved treasury.move ({action['id']}); {said}.")
+        t.page.get_by_role("button", name="Sign out").click()
+    signed = t.server.action(action["id"])["approval"]["quorum"]["signed"]
+    assert len(signed) == 3, signed
+
+
+def test_issue30_the_page_speaks_correct_english(t):
+    """Issue 30, item 6: caught on main — "This is a agent key", and a call that ran on approval
+    was "now succeeded". Each role takes its article; each state reads as a sentence."""
+    for key, said in ((AGENT, "This is an agent key (agent-acme)"),
+                      (ADMIN, "This is an admin key (admin-acme)")):
+        t.page.goto(t.server.base + "/ui/")
+        t.page.get_by_label("Approver key").fill(key)
+        t.page.get_by_role("button", name="Sign in").click()
+        expect(t.page.get_by_role("alert").first).to_contain_text(said + "; only an approver key")
+    action = t.server.submit(AGENT, {"to": "en@example.com", "subject": "grammar"})
+    sign_in(t.page, t.server)
+    review(t.page, action).get_by_role("button", name="Approve").click()
+    expect(t.page.get_by_role("alert").first).to_have_text(
+        f"Approved mail.send ({action['id']}); it has run and succeeded.")
+
+
+def test_issue30_the_board_refreshes_itself_and_keeps_the_reviewers_place(t):
+    """Issue 30, item 6: caught on main — the board never refreshed itself: a call submitted
+    while the approver looked did not appear until they pressed Refresh. It refreshes on a timer
+    now, and keeps the reviewer's place: the open dialog with its typed deny reason and focus,
+    the page's scroll (the card under review stays where it was on screen), an open audit trail.
+    The page's clock is Playwright's, so the timer fires when the test says."""
+    t.page.set_viewport_size({"width": 390, "height": 844})
+    t.page.clock.install()
+    actions = [t.server.submit(AGENT, {"to": f"r{i}@example.com", "subject": f"refresh {i}"})
+               for i in range(5)]
+    sign_in(t.page, t.server)
+    watched, gone = actions[1], actions[3]  # newest first: `watched` is the fourth card
+    item = card(t.page, watched["id"])
+    item.get_by_text("Audit trail").click()
+    expect(item.locator("ol.trail li")).to_have_count(1)
+    item.get_by_role("button", name=re.compile("Review")).scroll_into_view_if_needed()
+    assert t.page.evaluate("scrollY") > 0
+    top = item.bounding_box()["y"]
+    dialog = review(t.page, watched)
+    reason = dialog.get_by_label(re.compile("reason"))
+    reason.fill("half of a reason")
+    # Meanwhile a call arrives (above, newest first) and another is cancelled by its agent.
+    arrived = t.server.submit(AGENT, {"to": "new@example.com", "subject": "arrived meanwhile"})
+    assert t.server.call("POST", f"/v1/actions/{gone['id']}/cancel", AGENT)[0] == 200
+    t.page.clock.fast_forward("01:00")
+    expect(card(t.page, arrived["id"])).to_be_attached()
+    expect(t.page.locator("#pending").locator(f'li[data-action-id="{gone["id"]}"]')).to_have_count(0)
+    expect(t.page.locator("#pending-count")).to_have_text("(5)")
+    expect(dialog).to_be_visible()
+    expect(reason).to_have_value("half of a reason")
+    expect(reason).to_be_focused()
+    assert abs(item.bounding_box()["y"] - top) <= 1, (top, item.bounding_box()["y"])
+    assert item.locator("details").evaluate("d => d.open")
+    t.page.keyboard.press("Escape")
+    expect(item.get_by_role("button", name=re.compile("Review"))).to_be_focused()
 
 
 # ---- a small runner --------------------------------------------------------------------------

@@ -151,8 +151,8 @@ class Server:
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"null")
 
-    def submit(self, key, args, window_minutes=None):
-        body = {"tool": "mail.send", "args": args}
+    def submit(self, key, args, window_minutes=None, tool="mail.send"):
+        body = {"tool": tool, "args": args}
         if window_minutes:
             now = datetime.now(timezone.utc).replace(microsecond=0)
             start, end = (now + timedelta(minutes=m) for m in window_minutes)
@@ -219,13 +219,11 @@ def test_sc_app_01_sc_int_06_pending_list_shows_the_call_its_window_and_time_lef
     expect(item).to_contain_text(action["approval"]["context"]["schedule"]["summary"])
     expect(item).to_contain_text("(Europe/Berlin)")
     expect(item.locator("[data-expires]")).to_have_text(re.compile(r"\d+ (h|min).* left"))
-    t.shot("approver-pending.png")
     # Keyboard only: Tab to the review button and open it with Enter.
     item.get_by_role("button", name=re.compile("Review")).focus()
     t.page.keyboard.press("Enter")
     expect(t.page.get_by_role("dialog")).to_be_visible()
     expect(t.page.get_by_role("dialog")).to_contain_text(action["approval"]["context_digest"])
-    t.shot("approver-dialog.png")
     t.page.keyboard.press("Escape")
     expect(t.page.get_by_role("dialog")).to_be_hidden()
 
@@ -380,8 +378,14 @@ def test_issue10_keyboard_only_sign_in_and_approve(t):
             break
     expect(review_button).to_be_focused()
     t.page.keyboard.press("Enter")
-    approve = t.page.get_by_role("dialog").get_by_role("button", name="Approve")
-    expect(approve).to_be_focused()  # once the page has computed the digest
+    dialog = t.page.get_by_role("dialog")
+    # The dialog opens on its title, above the call; Approve is the first stop after the call
+    # once the page has computed the digest (issue 30: focus no longer jumps past the call).
+    expect(dialog.get_by_role("heading", name="Countersign this call?")).to_be_focused()
+    approve = dialog.get_by_role("button", name="Approve")
+    expect(approve).to_be_enabled()
+    t.page.keyboard.press("Tab")
+    expect(approve).to_be_focused()
     t.page.keyboard.press("Enter")
     expect(t.page.get_by_role("alert").first).to_contain_text("Approved mail.send")
     assert t.server.action(action["id"])["state"] in ("approved", "executing", "succeeded")
@@ -435,7 +439,6 @@ def test_issue16_a_long_argument_wraps_at_1280_and_390(t):
         # The whole value inside the dialog's box: nothing hidden behind a scroll bar.
         assert args.evaluate("p => p.scrollWidth <= p.clientWidth && p.scrollHeight <= p.clientHeight + 1")
         assert no_sideways_scroll(t.page), width
-        t.shot(shot.replace(".png", "-dialog.png"))
         t.page.keyboard.press("Escape")
         t.page.get_by_role("button", name="Sign out").click()
 
@@ -468,7 +471,7 @@ def test_issue16_every_time_is_in_the_tenants_zone_named_with_utc_on_hover(t):
     # No raw instants left in the text (nanoseconds, a "T" between date and time).
     body = t.page.locator("main").inner_text()
     assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:", body), body
-    expect(t.page.locator("#status")).to_contain_text("(Europe/Berlin)")
+    expect(t.page.locator("#updated")).to_contain_text("(Europe/Berlin)")
     # An allowed call never needed approval, and the page says so.
     allowed_card = t.page.locator("#sealed").locator(f'li[data-action-id="{allowed["id"]}"]')
     expect(allowed_card).to_contain_text("Allowed by policy, no approval needed")
@@ -479,9 +482,8 @@ def test_issue18_sc_pol_05_sc_pol_04_the_page_shows_the_rule_and_the_approvals_s
     """Issue 18: the page did not say why a call waited nor, for a two-person rule, how many
     approvals were still needed. The card and the dialog name the matched rule (from the
     countersigned context) and the quorum's progress with who signed so far."""
-    status, action = t.server.call("POST", "/v1/actions", AGENT, {
-        "tool": "payments.transfer", "args": {"amount": 60000, "currency": "EUR"}})
-    assert status == 202, (status, action)
+    action = t.server.submit(AGENT, {"amount": 60000, "currency": "EUR", "to": "DE02 1203 0000 0000 2020 51"},
+                             window_minutes=(60, 120), tool="payments.transfer")
     sign_in(t.page, t.server, key=FINANCE_1)
     item = t.page.locator(f'#pending li[data-action-id="{action["id"]}"]')
     expect(item).to_contain_text("Rule #2 “two-person rule” · approvers: finance")
@@ -490,12 +492,14 @@ def test_issue18_sc_pol_05_sc_pol_04_the_page_shows_the_rule_and_the_approvals_s
     expect(dialog).to_contain_text("Rule #2 “two-person rule”")
     expect(dialog).to_contain_text("2 still needed")
     dialog.get_by_role("button", name="Approve").click()
-    expect(t.page.get_by_role("alert").first).to_contain_text("it is now pending approval")
+    expect(t.page.get_by_role("alert").first).to_contain_text("1 more approval needed")
     expect(item).to_contain_text("1 of 2 approvals given (finance-1-acme); 1 still needed")
     t.page.get_by_role("button", name="Sign out").click()
     sign_in(t.page, t.server, key=FINANCE_2)
+    t.shot("approver-pending.png")  # the README's pictures: the rule and the quorum's progress
     dialog = review(t.page, action)
     expect(dialog).to_contain_text("1 of 2 approvals given (finance-1-acme); 1 still needed")
+    t.shot("approver-dialog.png")
     dialog.get_by_role("button", name="Approve").click()
     expect(t.page.locator(f'#pending li[data-action-id="{action["id"]}"]')).to_have_count(0)
     signed = t.server.action(action["id"])["approval"]["quorum"]["signed"]
@@ -564,9 +568,7 @@ def test_issue30_sc_pol_04_each_approval_of_a_quorum_says_how_many_are_still_nee
     now pending approval". Each approval of a three-person rule now says how many are still
     needed (the answer's `next_action.still_needed`, singular for one), and the last one what
     became of the call."""
-    status, action = t.server.call("POST", "/v1/actions", AGENT, {
-        "tool": "treasury.move", "args": {"amount": 1, "to": "reserve"}})
-    assert status == 202, (status, action)
+    action = t.server.submit(AGENT, {"amount": 1, "to": "reserve"}, tool="treasury.move")
     for key, said in ((FINANCE_1, "2 more approvals needed"), (FINANCE_2, "1 more approval needed"),
                       (FINANCE_3, "it has run and succeeded")):
         sign_in(t.page, t.server, key=key)
@@ -605,7 +607,9 @@ def test_issue30_the_board_refreshes_itself_and_keeps_the_reviewers_place(t):
     actions = [t.server.submit(AGENT, {"to": f"r{i}@example.com", "subject": f"refresh {i}"})
                for i in range(5)]
     sign_in(t.page, t.server)
-    watched, gone = actions[1], actions[3]  # newest first: `watched` is the fourth card
+    # Newest first: `watched` is the fourth of these cards, `gone` below it, and the call that
+    # arrives meanwhile goes above it, so a redraw that kept no place would move it down a card.
+    watched, gone = actions[1], actions[0]
     item = card(t.page, watched["id"])
     item.get_by_text("Audit trail").click()
     expect(item.locator("ol.trail li")).to_have_count(1)
@@ -621,7 +625,6 @@ def test_issue30_the_board_refreshes_itself_and_keeps_the_reviewers_place(t):
     t.page.clock.fast_forward("01:00")
     expect(card(t.page, arrived["id"])).to_be_attached()
     expect(t.page.locator("#pending").locator(f'li[data-action-id="{gone["id"]}"]')).to_have_count(0)
-    expect(t.page.locator("#pending-count")).to_have_text("(5)")
     expect(dialog).to_be_visible()
     expect(reason).to_have_value("half of a reason")
     expect(reason).to_be_focused()

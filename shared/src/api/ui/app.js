@@ -104,6 +104,30 @@ function pretty(value) {
   return JSON.stringify(value, null, 2);
 }
 
+// What a state says of an action, as the rest of a sentence after "it" or its id
+// ("it has run and succeeded", never "it is now succeeded").
+const STATE_WORDS = {
+  pending_approval: "is waiting for a countersignature",
+  approved: "is approved and scheduled to run",
+  executing: "is running",
+  succeeded: "has run and succeeded",
+  failed: "has run and failed",
+  denied: "is denied",
+  cancelled: "is cancelled",
+};
+
+function stateWords(state) {
+  return STATE_WORDS[state] || `is ${state.replace(/_/g, " ")}`;
+}
+
+// What an approval left to do: how many approvals a quorum still needs (the answer's
+// `next_action.still_needed`, SC-POL-04), else what became of the call.
+function afterApproval(action) {
+  const needed = action.state === "pending_approval" && action.next_action.still_needed;
+  if (needed) return `${needed} more ${needed === 1 ? "approval" : "approvals"} needed`;
+  return `it ${stateWords(action.state)}`;
+}
+
 // What the policy decided and when the call runs, as the card's sentence.
 function windowText(action) {
   const schedule = action.approval && action.approval.context && action.approval.context.schedule;
@@ -200,8 +224,9 @@ async function explain(error, action) {
         const why = now.outcome && now.outcome.reason;
         if (why && why !== now.state) reason = ` (${why.replace(/_/g, " ")})`;
       } catch (e) { /* the state alone still explains it */ }
-      return `This action is already ${error.detail.state}${reason}; it changed or expired ` +
-        "after this page loaded. Nothing was done.";
+      const already = stateWords(error.detail.state).replace(/^(is|has)/, "$1 already");
+      return `This action ${already}${reason}; it changed or expired after this page loaded. ` +
+        "Nothing was done.";
     }
     case "action_executing":
       return "This action is running now; it can no longer be cancelled.";
@@ -255,9 +280,27 @@ function trail(action) {
   return details;
 }
 
+// What each card was drawn from, so that a refresh redraws only the cards whose action changed.
+const drawnFrom = new WeakMap();
+
+// Puts the actions' cards into the list, keeping the very node of each card whose action did
+// not change (an open audit trail, the focus and the reviewer's place stay) and moving nodes
+// only when they are out of order.
 function fill(listId, actions, render) {
   const list = $(listId);
-  list.replaceChildren(...actions.map(render));
+  const kept = new Map(Array.from(list.children, (node) => [node.dataset.actionId, node]));
+  const nodes = actions.map((action) => {
+    const json = JSON.stringify(action), node = kept.get(action.id);
+    if (node && drawnFrom.get(node) === json) return node;
+    const fresh = render(action);
+    drawnFrom.set(fresh, json);
+    return fresh;
+  });
+  const wanted = new Set(nodes);
+  for (const node of Array.from(list.children)) if (!wanted.has(node)) node.remove();
+  nodes.forEach((node, i) => {
+    if (list.children[i] !== node) list.insertBefore(node, list.children[i] || null);
+  });
   $(`${listId}-empty`).hidden = actions.length > 0;
   const count = $(`${listId}-count`);
   if (count) count.textContent = `(${actions.length})`;
@@ -310,7 +353,8 @@ function renderScheduled(action) {
 
 function renderSealed(action) {
   return card(action, (item) => {
-    const reason = action.outcome && action.outcome.reason ? ` · ${action.outcome.reason}` : "";
+    const why = action.outcome && action.outcome.reason;
+    const reason = why ? ` · ${why.replace(/_/g, " ")}` : "";
     item.append(el("p", { class: "meta" }, text("Sealed "), when(action.sealed_at), text(reason)));
   });
 }
@@ -328,26 +372,63 @@ async function everyPage(path) {
   return all;
 }
 
-async function load() {
-  say("Loading…");
+let loads = 0; // the latest load's number: an older answer arriving late is not drawn
+
+// Reads the board and draws it. `quiet` is the self-refresh: it says nothing while it reads,
+// and a failure is a line in the status, not an alert over the reviewer's work.
+async function load(quiet) {
+  const number = ++loads;
+  if (!quiet) say("Loading…");
   try {
     const [pending, scheduled, recent] = await Promise.all([
       everyPage("actions?state=pending_approval&limit=100"),
       everyPage("actions?state=approved&limit=100"),
       api("GET", "actions?limit=50"),
     ]);
+    if (number !== loads) return true;
+    const place = readingPlace();
     fill("pending", pending, renderPending);
     fill("scheduled", scheduled, renderScheduled);
     fill("sealed", recent.data.filter((a) => a.sealed_at).slice(0, 20), renderSealed);
-    $("status").replaceChildren(text("Updated "), when(new Date().toISOString()), text("."));
+    keepPlace(place);
+    say("");
+    $("updated").replaceChildren(text("Updated "), when(new Date().toISOString()), text("."));
     await openLinked(pending);
     return true;
   } catch (error) {
     if (error.code === "unauthenticated") signOut();
-    alarm(await explain(error, {}));
-    say("");
+    if (quiet) {
+      say(`Not refreshed: ${await explain(error, {})}`);
+    } else {
+      alarm(await explain(error, {}));
+      say("");
+    }
     return false;
   }
+}
+
+// The first card still on screen and how far it is from the top of the screen.
+function readingPlace() {
+  for (const node of document.querySelectorAll("#board li.card")) {
+    const box = node.getBoundingClientRect();
+    if (box.bottom > 0) return { list: node.parentElement.id, id: node.dataset.actionId, top: box.top };
+  }
+  return null;
+}
+
+// After a redraw, scroll so that card is where it was: cards arriving or leaving above it do
+// not move what the reviewer reads. (The page does this itself rather than rely on CSS scroll
+// anchoring, which not every browser has; app.css turns that off so the two never add up.)
+function keepPlace(place) {
+  const node = place && $(place.list).querySelector(`li[data-action-id="${place.id}"]`);
+  if (node) window.scrollBy(0, node.getBoundingClientRect().top - place.top);
+}
+
+// The board refreshes itself while the tab is shown, and at once when it is shown again.
+const REFRESH_EVERY_MS = 15000;
+
+function refreshQuietly() {
+  if (key && !document.hidden) load(true);
 }
 
 // A notification links to `/ui/#action=<id>`: open that action's dialog once the list is in.
@@ -368,7 +449,7 @@ async function openLinked(pending) {
   if (action.state === "pending_approval") {
     openDecision(action);
   } else {
-    alarm(`${action.id} is ${action.state.replace(/_/g, " ")}: it is no longer waiting for a ` +
+    alarm(`${action.id} ${stateWords(action.state)}: it is no longer waiting for a ` +
       "countersignature; see the lists below.");
   }
 }
@@ -398,8 +479,11 @@ async function openDecision(action) {
   $("deny-reason").value = "";
   $("approve").disabled = true;
   current = { action, digest: null };
+  // Opened on its title (autofocus) and scrolled to its top: the call is read before any
+  // button. Focus never jumps to Approve, which would scroll the call out of view.
   $("decide").showModal();
-  $("close-dialog").focus();
+  $("decide").scrollTop = 0;
+  $("decide-title").focus();
   try {
     // The digest of exactly what the dialog shows, computed here, not copied from the server.
     const digest = await digestOf(context);
@@ -411,7 +495,6 @@ async function openDecision(action) {
       return;
     }
     $("approve").disabled = false;
-    $("approve").focus();
   } catch (e) {
     decisionError("This browser cannot compute SHA-256 here (the page needs https or localhost).");
   }
@@ -441,7 +524,7 @@ async function decide(method, body, done) {
 function approve() {
   if (!current || !current.digest) return;
   decide("approve", { context_digest: current.digest },
-    (a) => `Approved ${a.tool} (${a.id}); it is now ${a.state.replace(/_/g, " ")}.`);
+    (a) => `Approved ${a.tool} (${a.id}); ${afterApproval(a)}.`);
 }
 
 function deny() {
@@ -478,6 +561,7 @@ function signOut() {
   sessionStorage.removeItem(KEY_SLOT);
   sessionStorage.removeItem("countersign.zone");
   $("key").value = "";
+  $("updated").textContent = "";
   show(false);
   say("Signed out.");
 }
@@ -498,7 +582,8 @@ async function signIn(event) {
     const me = await api("GET", "me");
     if (me.role !== "approver") {
       key = null;
-      alarm(`This is ${me.role === "admin" ? "an" : "a"} ${me.role} key (${me.key_id}); ` +
+      const article = /^[aeiou]/.test(me.role) ? "an" : "a";
+      alarm(`This is ${article} ${me.role} key (${me.key_id}); ` +
         "only an approver key can countersign. Sign in with an approver key.");
       $("key").focus();
       return;
@@ -531,6 +616,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("close-dialog").addEventListener("click", () => $("decide").close());
   $("decide").addEventListener("close", () => { current = null; });
   window.addEventListener("hashchange", () => { if (key) load(); });
+  document.addEventListener("visibilitychange", refreshQuietly);
+  setInterval(refreshQuietly, REFRESH_EVERY_MS);
   if (key) {
     show(true);
     load();

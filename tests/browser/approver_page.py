@@ -533,7 +533,7 @@ TOO_WIDE = """() => [...document.querySelectorAll("*")]
   .map(([e, r]) => `${e.tagName.toLowerCase()}#${e.id}.${e.className} ${r.left}..${r.right}`)"""
 
 
-def test_issue30_sc_app_01_the_dialog_opens_at_the_call_and_fits_1280_and_390(t):
+def test_issue30_sc_app_06_the_dialog_opens_at_the_call_and_fits_1280_and_390(t):
     """Issue 30, item 6: caught on main — with long arguments the dialog opened scrolled to
     Approve (the page focused it once the digest was computed), so the tool, agent, window and
     the start of the arguments were off-screen; and at 390 px it was 402 px wide (its right edge
@@ -563,7 +563,7 @@ def test_issue30_sc_app_01_the_dialog_opens_at_the_call_and_fits_1280_and_390(t)
         t.page.get_by_role("button", name="Sign out").click()
 
 
-def test_issue30_sc_pol_04_each_approval_of_a_quorum_says_how_many_are_still_needed(t):
+def test_issue30_sc_pol_04_sc_app_06_each_approval_of_a_quorum_says_how_many_are_still_needed(t):
     """Issue 30, item 6: caught on main — after the first of two approvals the page said "it is
     now pending approval". Each approval of a three-person rule now says how many are still
     needed (the answer's `next_action.still_needed`, singular for one), and the last one what
@@ -580,7 +580,7 @@ def test_issue30_sc_pol_04_each_approval_of_a_quorum_says_how_many_are_still_nee
     assert len(signed) == 3, signed
 
 
-def test_issue30_the_page_speaks_correct_english(t):
+def test_issue30_sc_app_06_the_page_speaks_correct_english(t):
     """Issue 30, item 6: caught on main — "This is a agent key", and a call that ran on approval
     was "now succeeded". Each role takes its article; each state reads as a sentence."""
     for key, said in ((AGENT, "This is an agent key (agent-acme)"),
@@ -596,7 +596,7 @@ def test_issue30_the_page_speaks_correct_english(t):
         f"Approved mail.send ({action['id']}); it has run and succeeded.")
 
 
-def test_issue30_the_board_refreshes_itself_and_keeps_the_reviewers_place(t):
+def test_issue30_sc_app_06_the_board_refreshes_itself_and_keeps_the_reviewers_place(t):
     """Issue 30, item 6: caught on main — the board never refreshed itself: a call submitted
     while the approver looked did not appear until they pressed Refresh. It refreshes on a timer
     now, and keeps the reviewer's place: the open dialog with its typed deny reason and focus,

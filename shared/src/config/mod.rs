@@ -13,8 +13,6 @@ use std::collections::{BTreeMap, HashMap};
 mod catalog;
 mod keys;
 mod limits;
-#[cfg(test)]
-mod load_cost;
 mod notify;
 mod policy;
 mod targets;

@@ -30,5 +30,3 @@ pub use window::Window;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
-#[cfg(test)]
-mod policy_cost;

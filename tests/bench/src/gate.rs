@@ -1,7 +1,7 @@
 //! The gate's cost end to end (issue 18, SC-POL-01): allow → run throughput on the embedded
 //! server with ten conditional rules ahead of the allow beside ten glob-only ones, each run on a
-//! server and database of its own. The ten conditions are those of the gate's own measurement
-//! (`shared/src/domain/policy_cost.rs`) and every one of them is evaluated (their globs match
+//! server and database of its own. The ten conditions are those of the section `gate-alone`
+//! (`gate_alone.rs`, the gate in process) and every one of them is evaluated (their globs match
 //! every tool) and false for the call, so the call is allowed by the same last rule on both sides;
 //! the glob-only rules name other tools. The two sides alternate, a round each, so a drift of the
 //! machine's disk or load falls on both.
@@ -12,8 +12,8 @@ use serde_json::json;
 use std::{sync::Arc, time::Instant};
 
 /// Conditions that read the arguments, the agent, the kind, the window and the clock, one a
-/// line (the gate's own measurement reads the same file).
-const CONDITIONS: &str = include_str!("../ten-conditions.txt");
+/// line (the section `gate-alone` runs the same ten).
+pub const CONDITIONS: &str = include_str!("../ten-conditions.txt");
 
 pub struct Gate {
     /// Lifecycles per second of each round, glob-only and conditional.

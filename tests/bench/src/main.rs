@@ -13,7 +13,9 @@ mod disk;
 mod embedded;
 mod functions;
 mod gate;
+mod gate_alone;
 mod lateness;
+mod load;
 mod postgres;
 mod prices;
 mod report;
@@ -59,6 +61,10 @@ enum Section {
     Functions,
     Postgres,
     Gate,
+    /// The gate alone, in process: no server, no store.
+    GateAlone,
+    /// Loading the configuration, in process (the init figure's share).
+    Load,
 }
 
 /// How big each measurement is.
@@ -72,6 +78,8 @@ struct Sizes {
     disk_lifecycles: usize,
     /// Rounds of the gate section, each a glob-only and a conditional run.
     gate_rounds: usize,
+    /// Calls to the gate per batch, in the section `gate-alone`.
+    gate_calls: usize,
 }
 
 impl Mode {
@@ -86,6 +94,7 @@ impl Mode {
                 init_runs: 11,
                 disk_lifecycles: 2_000,
                 gate_rounds: 9,
+                gate_calls: 20_000,
             },
             Mode::Quick => Sizes {
                 cost_runs: 2,
@@ -96,6 +105,7 @@ impl Mode {
                 init_runs: 3,
                 disk_lifecycles: 400,
                 gate_rounds: 1,
+                gate_calls: 200,
             },
         }
     }
@@ -108,6 +118,11 @@ async fn main() {
     let wants = |s: Section| args.only.is_empty() || args.only.contains(&s);
     let mut report = report::Report::new(args.mode == Mode::Quick);
 
+    if wants(Section::Load) {
+        // Before anything else loads a configuration: a first load pays the one-time set-up.
+        eprintln!("bench: loading the configuration…");
+        report.load(&load::measure());
+    }
     if wants(Section::Functions) {
         // First: it builds, and a build would disturb the timings below.
         let profile = args.functions_profile.clone().unwrap_or_else(|| {
@@ -136,6 +151,10 @@ async fn main() {
     if wants(Section::Gate) {
         eprintln!("bench: the gate, ten conditions beside ten globs…");
         report.gate(&gate::measure(sizes.lifecycles, sizes.concurrency, sizes.gate_rounds).await);
+    }
+    if wants(Section::GateAlone) {
+        eprintln!("bench: the gate alone, in process…");
+        report.gate_alone(&gate_alone::measure(sizes.gate_calls));
     }
     if wants(Section::Disk) {
         eprintln!("bench: bytes written to disk per lifecycle…");

@@ -231,6 +231,41 @@ impl Report {
         );
     }
 
+    pub fn gate_alone(&mut self, g: &crate::gate_alone::GateAlone) {
+        for (policy, per_gate) in &g.policies {
+            self.row(
+                format!(
+                    "the gate alone, in process: {policy} ahead of the allow (median of 5 batches of {} calls)",
+                    g.calls
+                ),
+                format!("{:.2} µs per gate", per_gate.as_secs_f64() * 1e6),
+                "",
+                None,
+            );
+        }
+    }
+
+    pub fn load(&mut self, l: &crate::load::Load) {
+        let ms = |d: std::time::Duration| format!("{:.2} ms", d.as_secs_f64() * 1e3);
+        self.row(
+            "loading config/local.toml, first in the process: no conditions / conditions deferred (approve, cancel, resume) / compiled (intake)",
+            format!(
+                "{} / {} / {}",
+                ms(l.first_without),
+                ms(l.first_deferred),
+                ms(l.first_compiled)
+            ),
+            "",
+            None,
+        );
+        self.row(
+            "  later loads, no conditions / conditions compiled (least of 20)",
+            format!("{} / {}", ms(l.later_without), ms(l.later_compiled)),
+            "",
+            None,
+        );
+    }
+
     pub fn lateness(&mut self, l: &Lateness) {
         let tool = match l.tool {
             crate::lateness::Tool::Builtin => "builtin tool",

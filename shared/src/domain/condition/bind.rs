@@ -6,7 +6,6 @@
 //! what a condition cost per submit (BENCHMARKS.md, "Policy conditions").
 
 use super::CallFacts;
-use cel::common::ast::Expr;
 use cel::common::traits::Indexer;
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey as Key, CelNull, CelString, CelUInt,
@@ -14,7 +13,7 @@ use cel::common::types::{
 };
 use cel::common::value::{CowVal, Val};
 use cel::context::VariableResolver;
-use cel::{ExecutionError, IdedExpr};
+use cel::ExecutionError;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -32,10 +31,6 @@ impl<'a> Bound<'a> {
             call: *call,
             whole_args: OnceLock::new(),
         }
-    }
-
-    pub(super) fn facts(&self) -> &CallFacts<'a> {
-        &self.call
     }
 
     /// The variables as one expression that reads `args` as `reads` says sees them.
@@ -183,55 +178,16 @@ impl Indexer for Fields<'_> {
     }
 }
 
-/// How an expression reads `args`, found once when it compiles: only through selects of its
-/// fields, or whole.
+/// How an expression reads `args`, found once when it compiles (the walk of `Shape`): only
+/// through selects of its fields (`args.f`, `has(args.f)`), or whole.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Reads {
     pub(super) whole_args: bool,
 }
 
-impl Reads {
-    /// Whether `args` appears anywhere but as the operand of a field select (`args.f`,
-    /// `has(args.f)`). A comprehension's own variable named `args` counts too, which can only
-    /// convert more than needed, never less.
-    pub(super) fn walk(&mut self, e: &IdedExpr) {
-        match &e.expr {
-            Expr::Select(s) => match &s.operand.expr {
-                Expr::Ident(name) if name.trim_start_matches('.') == "args" => {}
-                _ => self.walk(&s.operand),
-            },
-            Expr::Ident(name) => {
-                if name.trim_start_matches('.') == "args" {
-                    self.whole_args = true;
-                }
-            }
-            Expr::Call(call) => {
-                call.target.iter().for_each(|t| self.walk(t));
-                call.args.iter().for_each(|a| self.walk(a));
-            }
-            Expr::Comprehension(c) => {
-                for part in [
-                    &c.iter_range,
-                    &c.accu_init,
-                    &c.loop_cond,
-                    &c.loop_step,
-                    &c.result,
-                ] {
-                    self.walk(part);
-                }
-            }
-            Expr::List(list) => list.elements.iter().for_each(|x| self.walk(x)),
-            Expr::Map(map) => map.entries.iter().for_each(|entry| match &entry.expr {
-                cel::common::ast::EntryExpr::MapEntry(m) => {
-                    self.walk(&m.key);
-                    self.walk(&m.value);
-                }
-                cel::common::ast::EntryExpr::StructField(f) => self.walk(&f.value),
-            }),
-            Expr::Struct(_) | Expr::Literal(_) | Expr::Unspecified => {}
-        }
-    }
-}
+/// Every variable a condition may name (the resolver answers nothing else).
+pub(super) const VARIABLES: [&str; 6] =
+    ["tool", "args", "agent_id", "action_kind", "schedule", "now"];
 
 /// JSON as CEL, borrowing its strings: integers that fit are `int` (so `args.amount > 1000`
 /// compares as written), larger ones `uint`, the rest `double`.

@@ -402,7 +402,7 @@ fn test_only(files: &[PathBuf]) -> Vec<PathBuf> {
             else {
                 continue;
             };
-            if pair[0] != "#[cfg(test)]" {
+            if !only_for_tests(pair[0]) {
                 continue;
             }
             let stem = file.file_stem().unwrap().to_str().unwrap();
@@ -417,12 +417,18 @@ fn test_only(files: &[PathBuf]) -> Vec<PathBuf> {
     only
 }
 
+/// `#[cfg(test)]`, `#[cfg(all(test, feature = "embedded"))]`: what follows is only for tests.
+fn only_for_tests(line: &str) -> bool {
+    let line = line.trim();
+    line.starts_with("#[cfg(") && !line.contains("not(") && line.contains("test")
+}
+
 /// A file's lines before its inline test module (`#[cfg(test)]` then `mod tests {`).
 fn production_lines(text: &str) -> usize {
     let lines: Vec<&str> = text.lines().collect();
     lines
         .windows(2)
-        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests {"))
+        .position(|w| only_for_tests(w[0]) && w[1].trim_start().starts_with("mod tests {"))
         .unwrap_or(lines.len())
 }
 
@@ -557,6 +563,10 @@ fn issue29_the_scanner_reads_paths_not_comments() {
         "\n".repeat(MAX_LINES)
     );
     assert_eq!(production_lines(&tested), 1);
+    assert_eq!(
+        production_lines(&tested.replace("(test)", "(all(test, unix))")),
+        1
+    );
     assert!(says_one_room(
         "//! The store, one room: every write path shares its savepoint."
     ));

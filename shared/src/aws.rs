@@ -7,7 +7,11 @@
 //! - `COUNTERSIGN_RESUME_ARN` — the resume function, target of every wake
 //! - `COUNTERSIGN_SCHEDULER_ROLE_ARN` — the role Scheduler assumes to invoke it
 //! - `COUNTERSIGN_DLQ_ARN` — optional dead-letter queue for undeliverable wakes
-//! - `COUNTERSIGN_CONFIG` — the configuration document (TOML text)
+//! - `COUNTERSIGN_CONFIG_SSM` — the SSM path whose String parameters hold the configuration
+//!   document, re-read when they change ([`source`]); or `COUNTERSIGN_CONFIG` — the document
+//!   itself (TOML text, at most about 3.5 KB), fixed until the next deploy. One of the two.
+//! - `COUNTERSIGN_CONFIG_RECHECK` — optional: look for a changed document at most this often
+//!   (default `60s`)
 //! - `COUNTERSIGN_RETENTION` — optional: keep sealed actions this long (e.g. `2160h`), then TTL
 //!
 //! And for the SDK (nothing else: no profile file, no instance metadata; [`sdk`]): `AWS_REGION`,
@@ -15,22 +19,25 @@
 //! `AWS_ENDPOINT_URL` (optional).
 
 use crate::{
-    config::{Conditions, Config, Secret},
+    config::{Config, Secret},
     domain::resume::Wake,
     engine::{ResumeOutcome, SweepReport},
     store::dynamodb::DynamoStore,
     tools::secrets::Secrets,
-    tools::{Executors, ToolRunner},
+    tools::ToolRunner,
     wake::scheduler::{SchedulerTarget, SchedulerWaker},
-    Clock, Engine, Error, SystemClock,
+    Clock, Engine, Error,
 };
 use aws_config::{BehaviorVersion, SdkConfig};
 use jiff::SignedDuration;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+mod function;
 pub mod http;
 pub mod sdk;
+pub mod source;
+pub use function::{Boot, Function, Runs};
 pub use sdk::sdk_config_from_env;
 
 #[derive(Debug, thiserror::Error)]
@@ -42,9 +49,12 @@ pub enum BootError {
     /// A webhook secret the config names is missing (the message names the entry).
     #[error("{0}")]
     Secret(String),
+    /// The configuration's SSM parameters could not be read (the message names the path).
+    #[error("{0}")]
+    Unreadable(String),
 }
 
-/// Every environment variable [`Settings::from_env`] reads, required or optional. The infra
+/// Every environment variable [`Boot::from_env`] reads, required or optional. The infra
 /// test (`tests/infra_template.rs`) holds the SAM template to this list: every function sets
 /// all of them. It also checks that this module names no other `COUNTERSIGN_*` variable.
 pub const ENV_VARS: &[&str] = &[
@@ -54,62 +64,18 @@ pub const ENV_VARS: &[&str] = &[
     "COUNTERSIGN_SCHEDULER_ROLE_ARN",
     "COUNTERSIGN_DLQ_ARN",
     "COUNTERSIGN_CONFIG",
+    "COUNTERSIGN_CONFIG_SSM",
+    "COUNTERSIGN_CONFIG_RECHECK",
     "COUNTERSIGN_RETENTION",
 ];
 
-/// Everything a function needs besides the SDK's own settings.
+/// What one engine of a function is built from: its environment's settings and a configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub table: String,
     pub target: SchedulerTarget,
     pub config: Arc<Config>,
     pub retention: Option<SignedDuration>,
-}
-
-fn required(name: &'static str) -> Result<String, BootError> {
-    match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => Ok(v),
-        _ => Err(BootError::Missing(name)),
-    }
-}
-
-fn optional(name: &'static str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-impl Settings {
-    /// `conditions`: `Compile` in the function that gates (intake), `Defer` in the others.
-    pub fn from_env(conditions: Conditions) -> Result<Settings, BootError> {
-        // Parsed, then the deed keys it names read from this function's environment.
-        let config = Config::from_toml_with(&required("COUNTERSIGN_CONFIG")?, conditions)
-            .and_then(Config::read_keys)
-            .map_err(|e| BootError::Invalid("COUNTERSIGN_CONFIG", e.to_string()))?;
-        let retention = optional("COUNTERSIGN_RETENTION")
-            .map(|text| {
-                text.parse::<SignedDuration>()
-                    .ok()
-                    // Idempotency records live 24 h (SC-INT-07): their actions must outlive them.
-                    .filter(|d| *d >= SignedDuration::from_hours(24))
-                    .ok_or_else(|| {
-                        BootError::Invalid(
-                            "COUNTERSIGN_RETENTION",
-                            format!("{text:?} is not a duration of at least 24h, like \"2160h\""),
-                        )
-                    })
-            })
-            .transpose()?;
-        Ok(Settings {
-            table: required("COUNTERSIGN_TABLE")?,
-            target: SchedulerTarget {
-                schedule_group: required("COUNTERSIGN_SCHEDULE_GROUP")?,
-                resume_function_arn: required("COUNTERSIGN_RESUME_ARN")?,
-                role_arn: required("COUNTERSIGN_SCHEDULER_ROLE_ARN")?,
-                dead_letter_arn: optional("COUNTERSIGN_DLQ_ARN"),
-            },
-            config: Arc::new(config),
-            retention,
-        })
-    }
 }
 
 /// The SDK configuration from the default chain (profiles, SSO, instance metadata…), over
@@ -144,37 +110,6 @@ pub fn engine_with(
         Arc::new(waker),
         tools,
         clock,
-    ))
-}
-
-/// What the functions that run tools (intake, approve, resume) do at cold start: the engine,
-/// with every webhook secret checked and the SSM ones fetched once (SC-SEC-02). Intake gates and
-/// compiles the policy's conditions at boot (`Settings::from_env(Conditions::Compile)`);
-/// approve and resume defer them. Each function reads its settings itself, before this future,
-/// so that its choice is a constant where the call is made: the optimizer then drops the
-/// compiler of conditions (the CEL parser: ≈ 0.35 MB zipped when it was the ANTLR one) from the functions that defer
-/// (measured: BENCHMARKS.md, zips of 2 Dec 2026). Passed into this `async fn` instead, the
-/// choice was a field of its future, and every function linked the parser.
-pub async fn engine_from_env(settings: Settings) -> Result<Arc<Engine>, BootError> {
-    let sdk = sdk_config_from_env()?;
-    let secrets = load_secrets(&settings.config, &sdk).await?;
-    Ok(engine_with(
-        &settings,
-        &sdk,
-        Arc::new(Executors::with_secrets(secrets)),
-        Arc::new(SystemClock),
-    ))
-}
-
-/// What `cancel` does at cold start: it runs no tool, so it reads no webhook secret.
-pub async fn engine_without_tools_from_env() -> Result<Arc<Engine>, BootError> {
-    let settings = Settings::from_env(Conditions::Defer)?;
-    let sdk = sdk_config_from_env()?;
-    Ok(engine_with(
-        &settings,
-        &sdk,
-        Arc::new(Executors::new()),
-        Arc::new(SystemClock),
     ))
 }
 
@@ -240,15 +175,6 @@ pub fn http_handler(engine: Arc<Engine>) -> axum::Router {
     flushing(crate::api::router(engine))
 }
 
-/// One function's handler: only its routes (`api::intake_routes`, …), as API Gateway routes
-/// them to it, so that its binary links only their handlers.
-pub fn http_handler_of(
-    engine: Arc<Engine>,
-    routes: impl FnOnce(crate::api::Routes) -> crate::api::Routes,
-) -> axum::Router {
-    flushing(crate::api::served(engine, routes))
-}
-
 fn flushing(router: axum::Router) -> axum::Router {
     router.layer(axum::middleware::map_response(flushed))
 }
@@ -263,13 +189,14 @@ async fn flushed(response: axum::response::Response) -> axum::response::Response
 /// REST API's stage out of the request path (`tests/infra_template.rs` holds the template to it).
 pub const HTTP_ENV: (&str, &str) = ("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true");
 
-/// What an HTTP function does after its cold start: serve its routes' events until the
-/// runtime stops.
+/// What an HTTP function does after its cold start: serve only its routes (`api::intake_routes`,
+/// …), as API Gateway routes them to it, so that its binary links only their handlers, until
+/// the runtime stops.
 pub async fn serve_http(
-    engine: Arc<Engine>,
-    routes: impl FnOnce(crate::api::Routes) -> crate::api::Routes,
+    function: Arc<Function>,
+    routes: fn(crate::api::Routes) -> crate::api::Routes,
 ) -> Result<(), lambda_http::Error> {
-    lambda_http::run(http_handler_of(engine, routes)).await
+    lambda_http::run(function.http(routes)).await
 }
 
 /// The sweep event's body: `{"sweep":{}}` (from a recurring schedule, every minute).

@@ -3,9 +3,10 @@
 //! over this; tests start it the same way.
 
 use crate::{
-    config::Config,
+    config::{Config, ConfigError},
     domain::resume::Wake,
-    notify::{self, Notifier},
+    live::{Live, Refusal},
+    notify::Notifier,
     store::{
         postgres::{self, PostgresStore},
         sqlite::SqliteStore,
@@ -83,7 +84,9 @@ impl Default for Parts {
 /// A running embedded server.
 pub struct Server {
     pub addr: SocketAddr,
+    /// The engine it started with. After a reload, [`Server::live`] holds the current one.
     pub engine: Arc<Engine>,
+    live: Arc<Live>,
     stop: watch::Sender<bool>,
     serving: JoinHandle<std::io::Result<()>>,
     background: Vec<JoinHandle<()>>,
@@ -133,19 +136,21 @@ impl Server {
             parts.tools,
             parts.clock.clone(),
         ));
+        let live = Live::new(engine.clone());
         let (stop, stopped) = watch::channel(false);
 
-        let mut background = vec![tokio::spawn(deliver(engine.clone(), wakes))];
+        let mut background = vec![tokio::spawn(deliver(live.clone(), wakes))];
         engine.rediscover().await?;
+        // Fixed at start: a reload does not move the sweep's timer.
         let every = std::time::Duration::try_from(config.limits.sweep_interval)?;
         background.push(tokio::spawn(sweep_loop(
-            engine.clone(),
+            live.clone(),
             every,
             shared.clone(),
         )));
         if let Some(shared) = shared {
             let clock = parts.clock.clone();
-            background.push(tokio::spawn(follow(engine.clone(), shared, clock, every)));
+            background.push(tokio::spawn(follow(live.clone(), shared, clock, every)));
         }
 
         // "Address already in use" alone does not say which address.
@@ -154,9 +159,13 @@ impl Server {
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr()?;
         let page = format!("http://{addr}/ui/");
-        let notifier = Arc::new(Notifier::new(config.clone(), store, parts.clock, &page));
-        background.push(tokio::spawn(notify::run(notifier, NOTIFY_EVERY)));
-        let app = crate::api::router(engine.clone());
+        background.push(tokio::spawn(notify_loop(
+            live.clone(),
+            store,
+            parts.clock,
+            page,
+        )));
+        let app = live.serve(crate::api::all_routes);
         let serving = tokio::spawn(async move {
             let mut stopped = stopped;
             axum::serve(listener, app)
@@ -169,11 +178,27 @@ impl Server {
         Ok(Server {
             addr,
             engine,
+            live,
             stop,
             serving,
             background,
             _held: held,
         })
+    }
+
+    /// The configuration being served, swapped whole by a reload.
+    pub fn live(&self) -> &Arc<Live> {
+        &self.live
+    }
+
+    /// Reload the configuration from `path` on SIGHUP and whenever the file's content changes
+    /// (looked at every [`CONFIG_POLL`]), SC-OPS-03. `booted` is the text the server started
+    /// with. A document that does not load keeps the current one (logged, and counted as
+    /// `config_reloads{outcome="rejected"}`).
+    pub fn reload_from(&mut self, path: PathBuf, booted: &str) {
+        let file = ConfigFile::new(path, booted);
+        let task = tokio::spawn(watch_config(self.live.clone(), file, CONFIG_POLL));
+        self.background.push(task);
     }
 
     /// Graceful shutdown (SC-EDGE-05): stop serving (requests under way finish, their inline
@@ -228,13 +253,148 @@ fn hold_sqlite(path: &Path) -> Result<std::fs::File, String> {
 /// How often the embedded worker looks for notifications to deliver (an indexed read).
 const NOTIFY_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The notification worker: a pass every [`NOTIFY_EVERY`], by the notifier of the configuration
+/// now (built again when a reload changes it: endpoints and retry rule are the configuration's).
+async fn notify_loop(live: Arc<Live>, store: Arc<dyn Store>, clock: Arc<dyn Clock>, page: String) {
+    let mut tick = tokio::time::interval(NOTIFY_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut built: Option<(Arc<Config>, Arc<Notifier>)> = None;
+    loop {
+        tick.tick().await;
+        let config = live.engine().config().clone();
+        let notifier = match &built {
+            Some((of, notifier)) if Arc::ptr_eq(of, &config) => notifier.clone(),
+            _ => {
+                let notifier = Arc::new(Notifier::new(
+                    config.clone(),
+                    store.clone(),
+                    clock.clone(),
+                    &page,
+                ));
+                built = Some((config, notifier.clone()));
+                notifier
+            }
+        };
+        if let Err(e) = notifier.deliver_due().await {
+            tracing::error!(error = %e, "notification pass failed; the next tick retries");
+        }
+    }
+}
+
+/// The local server's configuration from its text: parsed, the deed keys it names read, and
+/// the secrets of its tools and notifications checked — at start and at every reload alike.
+pub fn load_config(text: &str) -> Result<Config, ConfigError> {
+    let config = Config::from_toml(text)?.read_keys()?;
+    // The process that runs tools checks its webhook secrets where it boots.
+    crate::tools::secrets::check(&config, &Default::default(), false)?;
+    // And it sends the notifications: their secrets too.
+    crate::notify::check_secrets(&config)?;
+    Ok(config)
+}
+
+/// The configuration file's text (an error names the file).
+pub fn read_config(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))
+}
+
+/// How often the local server looks at its configuration file for a change (a `stat`; the
+/// file is read and hashed only when its time or length moved).
+pub const CONFIG_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The configuration file and what it held when last looked at.
+struct ConfigFile {
+    path: PathBuf,
+    /// Modification time and length at the last look (`None`: unreadable then), and the
+    /// SHA-256 of the text last read: a `touch`, or the same text written again, is no change.
+    stat: Option<(Option<std::time::SystemTime>, u64)>,
+    digest: [u8; 32],
+}
+
+impl ConfigFile {
+    fn new(path: PathBuf, booted: &str) -> ConfigFile {
+        ConfigFile {
+            path,
+            // Unknown: the first look reads the file, in case it changed since the start.
+            stat: Some((None, u64::MAX)),
+            digest: sha256(booted),
+        }
+    }
+
+    /// Look at the file; on a change (or when `forced`: SIGHUP) load it and serve it, or keep
+    /// the current configuration if it does not load. A file that stays unreadable is
+    /// reported once, not at every look.
+    fn look(&mut self, live: &Live, forced: bool) {
+        let from = self.path.display().to_string();
+        let stat = std::fs::metadata(&self.path).map(|m| (m.modified().ok(), m.len()));
+        let text = match stat {
+            Ok(stat) if !forced && self.stat == Some(stat) => return,
+            Ok(stat) => read_config(&self.path).map(|text| (stat, text)),
+            Err(e) => Err(ConfigError(format!("cannot read {from}: {e}"))),
+        };
+        let (stat, text) = match text {
+            Ok(read) => read,
+            Err(e) => {
+                if forced || self.stat.is_some() {
+                    live.refused(&from, Refusal::Unreadable, &e);
+                }
+                self.stat = None;
+                return;
+            }
+        };
+        self.stat = Some(stat);
+        let digest = sha256(&text);
+        if !forced && digest == self.digest {
+            return;
+        }
+        self.digest = digest;
+        match load_config(&text) {
+            Ok(config) => live.apply(&from, Arc::new(config)),
+            Err(e) => live.refused(&from, Refusal::Rejected, &e),
+        }
+    }
+}
+
+fn sha256(text: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes()).into()
+}
+
+/// Look at the configuration file every `every`, and load it on every SIGHUP.
+async fn watch_config(live: Arc<Live>, mut file: ConfigFile, every: std::time::Duration) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangups = match signal(SignalKind::hangup()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGHUP; the configuration file is still watched");
+            None
+        }
+    };
+    let mut poll = tokio::time::interval(every);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let forced = tokio::select! {
+            Some(()) = hangup(&mut hangups) => true,
+            _ = poll.tick() => false,
+        };
+        file.look(&live, forced);
+    }
+}
+
+async fn hangup(hangups: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+    match hangups {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Hand each delivered wake to the engine, concurrently, until the channel closes. Wakes due
 /// together are taken together: one receive per burst, not one turn of the scheduler per wake.
-async fn deliver(engine: Arc<Engine>, mut rx: mpsc::UnboundedReceiver<Wake>) {
+async fn deliver(live: Arc<Live>, mut rx: mpsc::UnboundedReceiver<Wake>) {
     let mut wakes = Vec::with_capacity(DELIVER_AT_ONCE);
     while rx.recv_many(&mut wakes, DELIVER_AT_ONCE).await > 0 {
         for wake in wakes.drain(..) {
-            let engine = engine.clone();
+            let engine = live.engine();
             tokio::spawn(async move {
                 if let Err(e) = engine.resume(&wake).await {
                     tracing::error!(tenant = %wake.tenant, action_id = %wake.action_id, error = %e, "wake failed; the sweep will retry");
@@ -248,15 +408,12 @@ async fn deliver(engine: Arc<Engine>, mut rx: mpsc::UnboundedReceiver<Wake>) {
 const DELIVER_AT_ONCE: usize = 1024;
 
 /// Every instance sweeps each tick; on a shared store they take turns ([`sweep_turn`]).
-async fn sweep_loop(
-    engine: Arc<Engine>,
-    every: std::time::Duration,
-    shared: Option<PostgresStore>,
-) {
+async fn sweep_loop(live: Arc<Live>, every: std::time::Duration, shared: Option<PostgresStore>) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        let engine = live.engine();
         let swept = match &shared {
             None => engine.sweep().await.map(drop),
             Some(store) => sweep_turn(&engine, store, every).await.map(drop),
@@ -290,7 +447,7 @@ const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 /// for the ones due soon (what an announcement missed: this instance was starting, or its
 /// listening session was down). Each timer leads to a claim, which only one instance wins.
 async fn follow(
-    engine: Arc<Engine>,
+    live: Arc<Live>,
     store: PostgresStore,
     clock: Arc<dyn Clock>,
     sweep_every: std::time::Duration,
@@ -308,6 +465,7 @@ async fn follow(
         loop {
             tokio::select! {
                 _ = poll.tick() => {
+                    let engine = live.engine();
                     let until = clock.now().saturating_add(FOLLOW_AHEAD).unwrap_or(jiff::Timestamp::MAX);
                     if let Err(e) = engine.rediscover_until(until).await {
                         tracing::warn!(error = %e, "the due-index poll failed; the next one retries");
@@ -315,7 +473,7 @@ async fn follow(
                 }
                 ticket = next_ticket(&mut listener) => match ticket {
                     Some((tenant, id)) => {
-                        if let Err(e) = engine.arm_committed(&tenant, &id).await {
+                        if let Err(e) = live.engine().arm_committed(&tenant, &id).await {
                             tracing::warn!(%tenant, action_id = %id, error = %e, "arming an announced ticket failed; the poll retries");
                         }
                     }

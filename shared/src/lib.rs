@@ -12,6 +12,7 @@
 //! - [`invariants`] — the store-wide invariant check behind `countersign-local verify`.
 //! - [`policy_test`] — a table of calls run against a policy (`countersign-local policy test`).
 //! - [`config`] — the one TOML document: tenants, keys, policy, action kinds, tool catalog.
+//! - [`live`] — the configuration a running process serves, reloaded whole (SC-OPS-03).
 
 pub mod api;
 #[cfg(feature = "aws")]
@@ -26,6 +27,7 @@ pub mod error;
 #[cfg(feature = "faults")]
 pub mod faults;
 pub mod invariants;
+pub mod live;
 pub mod notify;
 pub mod policy_test;
 pub mod store;

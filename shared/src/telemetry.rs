@@ -24,6 +24,8 @@ pub const QUARANTINED: &str = "records_quarantined";
 pub const NOTIFICATIONS_DELIVERED: &str = "notifications_delivered";
 pub const NOTIFICATIONS_RETRYING: &str = "notifications_retrying";
 pub const NOTIFICATIONS_DEAD: &str = "notifications_dead";
+pub const CONFIG_RELOADS: &str = "config_reloads";
+pub const CONFIG_REJECTED: &str = "config_rejected";
 
 /// Every metric with its unit and meaning, for the exporters that show them.
 pub fn describe() {
@@ -84,6 +86,16 @@ pub fn describe() {
         NOTIFICATIONS_DEAD,
         Unit::Count,
         "notices parked as dead letters after their last try"
+    );
+    describe_counter!(
+        CONFIG_RELOADS,
+        Unit::Count,
+        "new configuration documents, by outcome: applied, rejected, unreadable"
+    );
+    describe_counter!(
+        CONFIG_REJECTED,
+        Unit::Count,
+        "new configuration documents that did not load (the previous one stays)"
     );
 }
 
@@ -179,6 +191,15 @@ pub fn notified(delivered: usize, retrying: usize, dead: usize) {
     counter!(NOTIFICATIONS_DELIVERED).increment(delivered as u64);
     counter!(NOTIFICATIONS_RETRYING).increment(retrying as u64);
     counter!(NOTIFICATIONS_DEAD).increment(dead as u64);
+}
+
+/// A new configuration document: `applied`, `rejected` (it does not load; the alarm series
+/// counts these too) or `unreadable` (SC-OPS-03).
+pub fn config_reload(outcome: &'static str) {
+    counter!(CONFIG_RELOADS, "outcome" => outcome).increment(1);
+    if outcome == "rejected" {
+        counter!(CONFIG_REJECTED).increment(1);
+    }
 }
 
 /// The local server's exporter: Prometheus text, served on a listen address of its own.

@@ -2,11 +2,14 @@
 //! (REST v1 or HTTP API v2 events). It serves only its own routes of the local server's router
 //! (`api::cancel_routes`), the paths API Gateway routes here. All wiring is in `countersign::aws`.
 
+use countersign::{aws, config::Conditions};
+
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    countersign::aws::init_logs();
-    // Once per cold start: clients and configuration are reused by warm invocations.
-    // It runs no tool, so it never reads a webhook secret.
-    let engine = countersign::aws::engine_without_tools_from_env().await?;
-    countersign::aws::serve_http(engine, countersign::api::cancel_routes).await
+    aws::init_logs();
+    // Once per cold start: clients and configuration are reused by warm invocations (the
+    // configuration re-read when it changes). It runs no tool, so it never reads a webhook secret.
+    let function =
+        aws::Function::start(aws::Boot::from_env(Conditions::Defer)?, aws::Runs::Nothing).await?;
+    aws::serve_http(function, countersign::api::cancel_routes).await
 }

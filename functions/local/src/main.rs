@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 use countersign::{
     config::Config,
     domain::deed,
-    embedded::{Database, Parts, Server},
+    embedded::{self, Database, Parts, Server},
     store::postgres,
 };
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
@@ -140,11 +140,8 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let config = Arc::new(Config::from_file(&args.config)?);
-    // The process that runs tools checks its webhook secrets where it boots.
-    countersign::tools::secrets::check(&config, &Default::default(), false)?;
-    // And it sends the notifications: their secrets too.
-    countersign::notify::check_secrets(&config)?;
+    let text = embedded::read_config(&args.config)?;
+    let config = Arc::new(embedded::load_config(&text)?);
     let database = args.database();
     match &database {
         // The URL may carry a password: it is never logged.
@@ -163,7 +160,9 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
         tracing::info!(addr = %listener.local_addr()?, "serving metrics at /metrics");
         tokio::spawn(countersign::telemetry::prometheus::serve(listener, handle));
     }
-    let server = Server::start_on(config, &database, args.listen, Parts::default()).await?;
+    let mut server = Server::start_on(config, &database, args.listen, Parts::default()).await?;
+    // SIGHUP or a changed file reloads it; one that does not load keeps the running one.
+    server.reload_from(args.config.clone(), &text);
     server.run_until(shutdown_signal()).await?;
     tracing::info!("stopped; committed tickets stay in the store and are rediscovered on start");
     Ok(())

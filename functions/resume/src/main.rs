@@ -9,18 +9,17 @@ use lambda_runtime::{service_fn, LambdaEvent};
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     aws::init_logs();
-    // Once per cold start: clients and configuration are reused by warm invocations.
-    let engine = aws::engine_from_env(countersign::aws::Settings::from_env(
-        countersign::config::Conditions::Defer,
-    )?)
-    .await?;
-    // The sweep sends the notifications: their secrets must be here (errors name the entry).
-    countersign::notify::check_secrets(engine.config())?;
+    // Once per cold start: clients and configuration are reused by warm invocations (the
+    // configuration re-read when it changes). The sweep sends the notifications: their
+    // secrets are checked with the tools' (errors name the entry).
+    let boot = aws::Boot::from_env(countersign::config::Conditions::Defer)?;
+    let function = aws::Function::start(boot, aws::Runs::ToolsAndNotifications).await?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<ResumeEvent>| {
-        let engine = engine.clone();
+        let function = function.clone();
         async move {
             // The invocation's deadline (ms since the epoch) bounds what the sweep starts.
             let deadline = jiff::Timestamp::from_millisecond(event.context.deadline as i64).ok();
+            let engine = function.engine().await;
             aws::resume(&engine, event.payload, deadline).await
         }
     }))

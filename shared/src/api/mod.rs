@@ -20,7 +20,9 @@ pub mod ui;
 pub mod view;
 
 pub use auth::Caller;
-pub use router::{approve_routes, cancel_routes, intake_routes, router, served, Routes};
+pub use router::{
+    all_routes, approve_routes, cancel_routes, intake_routes, router, served, Routes,
+};
 
 /// Largest accepted request body.
 pub const MAX_BODY: usize = 256 * 1024;

@@ -17,7 +17,12 @@ pub type Routes = Router<Arc<Engine>>;
 
 /// Every route: the local server's router (and the in-process tests' Lambda handler).
 pub fn router(engine: Arc<Engine>) -> Router {
-    served(engine, |r| cancel_routes(approve_routes(intake_routes(r))))
+    served(engine, all_routes)
+}
+
+/// Every function's routes together (the local server serves them all).
+pub fn all_routes(r: Routes) -> Routes {
+    cancel_routes(approve_routes(intake_routes(r)))
 }
 
 /// A router serving only `routes` (one function's): each Lambda binary names its own, so that

@@ -42,8 +42,9 @@ pub struct Engine {
     clock: Arc<dyn Clock>,
     /// Lease owner name of this process (fencing is by version; this is for the audit).
     worker_id: String,
-    /// The runs under way, for a graceful shutdown (SC-EDGE-05).
-    runs: runs::Runs,
+    /// The runs under way, for a graceful shutdown (SC-EDGE-05); shared by every
+    /// configuration of this engine ([`Engine::with_config`]).
+    runs: Arc<runs::Runs>,
     /// The notification worker over the same store, built on first use (the AWS sweep).
     notifier: std::sync::OnceLock<Arc<crate::notify::Notifier>>,
 }
@@ -64,9 +65,31 @@ impl Engine {
             tools,
             clock,
             worker_id,
-            runs: runs::Runs::new(),
+            runs: Arc::new(runs::Runs::new()),
             notifier: std::sync::OnceLock::new(),
         }
+    }
+
+    /// This engine under another configuration (a reload, SC-OPS-03): the same store, waker,
+    /// tools, clock, worker name and runs. The configuration is never changed in place: an
+    /// operation that holds an engine sees one configuration from start to end, and a reload
+    /// swaps in a whole new engine (`crate::live`). A drain waits for the runs of every one.
+    pub fn with_config(&self, config: Arc<Config>) -> Engine {
+        Engine {
+            config,
+            store: self.store.clone(),
+            waker: self.waker.clone(),
+            tools: self.tools.clone(),
+            clock: self.clock.clone(),
+            worker_id: self.worker_id.clone(),
+            runs: self.runs.clone(),
+            notifier: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// With other tools (the AWS functions fetch the secrets a new configuration names).
+    pub fn with_tools(self, tools: Arc<dyn ToolRunner>) -> Engine {
+        Engine { tools, ..self }
     }
 
     /// Graceful shutdown (SC-EDGE-05): from now on nothing new is claimed (a wake or sweep
@@ -105,7 +128,8 @@ impl Engine {
         format!("{}/{}", self.worker_id, ulid::Ulid::new())
     }
 
-    pub fn config(&self) -> &Config {
+    /// The configuration this engine runs under, for its whole life.
+    pub fn config(&self) -> &Arc<Config> {
         &self.config
     }
 

@@ -192,12 +192,12 @@ impl Server {
     }
 
     /// Reload the configuration from `path` on SIGHUP and whenever the file's content changes
-    /// (looked at every [`CONFIG_POLL`]), SC-OPS-03. `booted` is the text the server started
-    /// with. A document that does not load keeps the current one (logged, and counted as
-    /// `config_reloads{outcome="rejected"}`).
-    pub fn reload_from(&mut self, path: PathBuf, booted: &str) {
+    /// (looked at `every`: [`CONFIG_POLL`] in `countersign-local`), SC-OPS-03. `booted` is the
+    /// text the server started with. A document that does not load keeps the current one
+    /// (logged, and counted as `config_reloads{outcome="rejected"}`).
+    pub fn reload_from(&mut self, path: PathBuf, booted: &str, every: std::time::Duration) {
         let file = ConfigFile::new(path, booted);
-        let task = tokio::spawn(watch_config(self.live.clone(), file, CONFIG_POLL));
+        let task = tokio::spawn(watch_config(self.live.clone(), file, every));
         self.background.push(task);
     }
 

@@ -249,7 +249,7 @@ impl AwsWorld {
         };
         let tools = ToolServer::start().await;
         let text = countersign_tests::config_toml(&tools, "1m", "5s") + extra;
-        // As a function boots: parsed, then the deed keys it names read (Settings::from_env).
+        // As a function boots: parsed, then the deed keys it names read (aws::Boot::from_env).
         let config = Config::from_toml(&text)
             .and_then(Config::read_keys)
             .expect("test config");

@@ -26,7 +26,8 @@ struct Args {
     /// Address to serve the API on.
     #[arg(long, env = "COUNTERSIGN_LISTEN", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
-    /// The configuration document (tenants, keys, policy, tools).
+    /// The configuration document (tenants, keys, policy, tools). Reloaded on SIGHUP and when
+    /// the file changes; one that does not load keeps the running one.
     #[arg(
         long,
         env = "COUNTERSIGN_CONFIG_FILE",
@@ -162,7 +163,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
     }
     let mut server = Server::start_on(config, &database, args.listen, Parts::default()).await?;
     // SIGHUP or a changed file reloads it; one that does not load keeps the running one.
-    server.reload_from(args.config.clone(), &text);
+    server.reload_from(args.config.clone(), &text, embedded::CONFIG_POLL);
     server.run_until(shutdown_signal()).await?;
     tracing::info!("stopped; committed tickets stay in the store and are rediscovered on start");
     Ok(())

@@ -395,11 +395,16 @@ impl AwsWorld {
 }
 
 pub async fn http_event(engine: &Arc<Engine>, event: Value) -> Reply {
+    http_event_to(aws::http_handler(engine.clone()), event).await
+}
+
+/// Feed an API Gateway event to an HTTP handler (e.g. a function's, `aws::Function::http`).
+pub async fn http_event_to(handler: axum::Router, event: Value) -> Reply {
     let request: LambdaRequest =
         serde_json::from_value(event.clone()).expect("lambda_http accepts the event");
     // The adapter itself is not `Send`; its answer future is (as in `lambda_runtime`).
     let answer = {
-        let mut adapter = Adapter::from(aws::http_handler(engine.clone()));
+        let mut adapter = Adapter::from(handler);
         adapter.call(LambdaEvent::new(request, Context::default()))
     };
     let response = answer.await.expect("the handler answers");

@@ -21,7 +21,10 @@ use crate::{
 };
 use aws_config::SdkConfig;
 use jiff::SignedDuration;
-use std::{sync::Arc, time::Instant};
+use std::{
+    sync::Arc,
+    time::{Instant, SystemTime},
+};
 use tower::ServiceExt;
 
 /// A function's document parser, chosen where it boots ([`Boot::from_env`]).
@@ -147,9 +150,17 @@ impl Function {
         let (text, serving) = match &boot.source {
             ConfigSource::Inline(text) => (text.clone(), Vec::new()),
             ConfigSource::Ssm { path, .. } => {
-                let document = source::read(&ssm, path)
-                    .await
-                    .map_err(BootError::Unreadable)?;
+                let mut document = source::read(&ssm, path).await;
+                // Parts being written now: read them again once they have settled.
+                if let Some(left) = document
+                    .as_ref()
+                    .ok()
+                    .and_then(|d| d.settling(SystemTime::now()))
+                {
+                    tokio::time::sleep(left).await;
+                    document = source::read(&ssm, path).await;
+                }
+                let document = document.map_err(BootError::Unreadable)?;
                 (document.text, document.versions)
             }
         };
@@ -219,6 +230,13 @@ impl Function {
             Err(e) => return self.live.refused(path, Refusal::Unreadable, &e),
         };
         if document.versions == looked.serving {
+            return;
+        }
+        if let Some(left) = document.settling(SystemTime::now()) {
+            // Still being written: look again once it has settled.
+            looked.at = Instant::now()
+                .checked_sub(recheck.saturating_sub(left))
+                .unwrap_or(looked.at);
             return;
         }
         match prepare(&self.boot, self.runs, &self.sdk, &document.text).await {

@@ -8,12 +8,19 @@
 //! ones 8 KB; one parameter under the path is the simple case). A function reads them at cold
 //! start and looks again at most every `COUNTERSIGN_CONFIG_RECHECK` (default 60 s): one
 //! `GetParametersByPath`, whose versions say whether anything changed.
+//!
+//! The parts are written one `PutParameter` at a time, so a look between two writes would see
+//! half of each document — possibly a valid TOML mixing both. A changed document is therefore
+//! served only once its newest part is [`SETTLE`] old: an operator's writes come seconds apart.
 
 use super::BootError;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// How often a function looks for a changed document when none is given.
 pub const DEFAULT_RECHECK: Duration = Duration::from_secs(60);
+
+/// How old the newest part of a document must be before it is served.
+pub const SETTLE: Duration = Duration::from_secs(5);
 
 /// Where the document comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +105,8 @@ pub struct Part {
     pub name: String,
     pub version: i64,
     pub value: String,
+    /// When it was last written (`LastModifiedDate`).
+    pub modified: Option<SystemTime>,
 }
 
 /// The document the parts make, and their versions: what a recheck compares.
@@ -105,6 +114,8 @@ pub struct Part {
 pub struct Document {
     pub text: String,
     pub versions: Vec<(String, i64)>,
+    /// When its newest part was written.
+    pub written: Option<SystemTime>,
 }
 
 impl Document {
@@ -117,8 +128,15 @@ impl Document {
         parts.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Document {
             text: parts.iter().map(|p| p.value.as_str()).collect(),
+            written: parts.iter().filter_map(|p| p.modified).max(),
             versions: parts.into_iter().map(|p| (p.name, p.version)).collect(),
         })
+    }
+
+    /// How long until the document has settled ([`SETTLE`]) as of `now`; `None`: it has.
+    pub fn settling(&self, now: SystemTime) -> Option<Duration> {
+        let age = now.duration_since(self.written?).unwrap_or_default();
+        SETTLE.checked_sub(age).filter(|left| !left.is_zero())
     }
 }
 
@@ -156,6 +174,9 @@ pub async fn read(ssm: &aws_sdk_ssm::Client, path: &str) -> Result<Document, Str
             parts.push(Part {
                 version: p.version(),
                 value: p.value().unwrap_or_default().to_owned(),
+                modified: p
+                    .last_modified_date()
+                    .and_then(|d| SystemTime::try_from(*d).ok()),
                 name,
             });
         }
@@ -241,11 +262,16 @@ mod tests {
 
     /// The parts join in name order, exactly: a file split at line ends comes back whole.
     #[test]
-    fn sc_ops_03_parts_join_in_name_order() {
+    fn sc_ops_03_parts_join_in_name_order_and_settle_before_they_serve() {
+        let at = |secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
         let part = |name: &str, value: &str| Part {
             name: name.into(),
             version: 1,
             value: value.into(),
+            modified: Some(at(match name {
+                "/cs/01" => 1_000_003,
+                _ => 1_000_000,
+            })),
         };
         let doc = Document::of(
             "/cs",
@@ -267,6 +293,18 @@ mod tests {
         assert_eq!(
             Document::of("/cs", vec![]).unwrap_err(),
             "no parameters under /cs"
+        );
+        // Served once the newest part (01, written at +3 s) is SETTLE old.
+        assert_eq!(doc.written, Some(at(1_000_003)));
+        assert_eq!(
+            doc.settling(at(1_000_004)),
+            Some(SETTLE - Duration::from_secs(1))
+        );
+        assert_eq!(doc.settling(at(1_000_003) + SETTLE), None);
+        assert_eq!(
+            doc.settling(at(1_000_000)),
+            Some(SETTLE),
+            "a clock behind SSM's waits"
         );
     }
 }

@@ -302,8 +302,7 @@ async fn issue4_localstack_sam_transform_expands_one_invoke_permission_per_route
     let sdk: SdkConfig = aws_support::sdk().await;
     let cfn = Cfn::new(&sdk);
     let mut t = template();
-    // What `sam deploy` does before CloudFormation sees the template: code is in S3. The SSM
-    // parameter type needs SSM, which this LocalStack does not run: a plain string stands in.
+    // What `sam deploy` does before CloudFormation sees the template: code is in S3.
     let mut functions = BTreeMap::new();
     for (id, r) in t["Resources"].as_object_mut().unwrap() {
         if r["Type"] == "AWS::Serverless::Function" {
@@ -316,7 +315,6 @@ async fn issue4_localstack_sam_transform_expands_one_invoke_permission_per_route
             functions.insert(id.clone(), name);
         }
     }
-    t["Parameters"]["ConfigDocument"] = json!({"Type": "String", "Default": "[tenants]"});
 
     let stack = aws_support::unique("sam");
     cfn.create_change_set()

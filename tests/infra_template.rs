@@ -282,9 +282,17 @@ fn issue4_every_env_var_a_function_reads_is_set_for_it() {
             get_att("WakeDeadLetterQueue", "Arn"),
             "{name}"
         );
+        // The document is in SSM under ConfigPath (SC-OPS-03): the variable that would hold
+        // it whole stays empty (Lambda's 4 KB of environment cannot).
+        assert_eq!(env["COUNTERSIGN_CONFIG"], "", "{name}");
         assert_eq!(
-            env["COUNTERSIGN_CONFIG"],
-            reference("ConfigDocument"),
+            env["COUNTERSIGN_CONFIG_SSM"],
+            reference("ConfigPath"),
+            "{name}"
+        );
+        assert_eq!(
+            env["COUNTERSIGN_CONFIG_RECHECK"],
+            reference("ConfigRecheck"),
             "{name}"
         );
         assert_eq!(
@@ -392,6 +400,8 @@ fn issue4_each_function_is_allowed_exactly_the_aws_calls_its_code_makes() {
     );
     let secret_parameters =
         sub("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/countersign/*");
+    let config_path =
+        sub("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ConfigPath}");
     // Wake schedules are named cs-<correlation id>: the policies' cs-* covers them.
     let name = countersign::wake::scheduler::schedule_name(&countersign::domain::resume::Wake {
         tenant: "t".into(),
@@ -438,8 +448,13 @@ fn issue4_each_function_is_allowed_exactly_the_aws_calls_its_code_makes() {
                                     .is_some_and(|i| indexes.contains(i))
                         }
                         "scheduler" => *r == group_schedules,
-                        // Webhook secrets (secret_ssm): the /countersign/ parameters only.
-                        "ssm" => *r == secret_parameters,
+                        // Webhook secrets (secret_ssm): the /countersign/ parameters only;
+                        // the configuration: its path only (SC-OPS-03).
+                        "ssm" => match action.as_str() {
+                            "ssm:GetParameter" => *r == secret_parameters,
+                            "ssm:GetParametersByPath" => *r == config_path,
+                            _ => false,
+                        },
                         // The on-failure destination of resume's asynchronous invocations.
                         "sqs" => *r == get_att("WakeDeadLetterQueue", "Arn"),
                         "iam" => {
@@ -654,10 +669,17 @@ fn issue4_outputs_name_the_api_url_and_the_table() {
         sub("https://${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}")
     );
     assert_eq!(outputs["TableName"]["Value"], reference("Table"));
-    // The configuration document comes from SSM (see infra/README.md for why).
+    // The configuration document comes from SSM, read by the functions themselves (see
+    // infra/README.md for why): the path and how often they look are parameters.
+    let path = &t["Parameters"]["ConfigPath"];
     assert_eq!(
-        t["Parameters"]["ConfigDocument"]["Type"],
-        "AWS::SSM::Parameter::Value<String>"
+        (&path["Type"], &path["Default"]),
+        (&json!("String"), &json!("/countersign/config"))
+    );
+    let recheck = &t["Parameters"]["ConfigRecheck"];
+    assert_eq!(
+        (&recheck["Type"], &recheck["Default"]),
+        (&json!("String"), &json!("60s"))
     );
 }
 

@@ -94,11 +94,40 @@ fn emf_documents(log: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
+/// Where the functions under `watch` read their configuration document.
+enum Source {
+    /// `COUNTERSIGN_CONFIG`: the document itself.
+    Inline,
+    /// `COUNTERSIGN_CONFIG_SSM`: its path in SSM Parameter Store, as the template sets it
+    /// (SC-OPS-03), the document in one String parameter under it.
+    Ssm,
+}
+
 /// The functions under `cargo lambda watch` on `port`, configured as the template configures
 /// them, with the world's table, schedule group and tools; its log file.
-fn watch(cargo_lambda: &std::path::Path, w: &AwsWorld, port: u16) -> (Watch, PathBuf) {
+async fn watch(
+    cargo_lambda: &std::path::Path,
+    w: &AwsWorld,
+    port: u16,
+    source: Source,
+) -> (Watch, PathBuf) {
     let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let config = countersign_tests::config_toml(&w.tools, "1m", "5s");
+    let (variable, value) = match source {
+        Source::Inline => ("COUNTERSIGN_CONFIG", config),
+        Source::Ssm => {
+            let path = format!("/countersign/{}/config", aws_support::unique("binary"));
+            aws_sdk_ssm::Client::new(&w.sdk)
+                .put_parameter()
+                .name(format!("{path}/00"))
+                .value(config)
+                .r#type(aws_sdk_ssm::types::ParameterType::String)
+                .send()
+                .await
+                .expect("PutParameter");
+            ("COUNTERSIGN_CONFIG_SSM", path)
+        }
+    };
     let log = std::env::temp_dir().join(format!("countersign-cargo-lambda-{port}.log"));
     let mut cmd = Command::new(cargo_lambda);
     cmd.current_dir(workspace)
@@ -114,7 +143,7 @@ fn watch(cargo_lambda: &std::path::Path, w: &AwsWorld, port: u16) -> (Watch, Pat
         .env("COUNTERSIGN_SCHEDULE_GROUP", &w.group)
         .env("COUNTERSIGN_RESUME_ARN", RESUME_ARN)
         .env("COUNTERSIGN_SCHEDULER_ROLE_ARN", ROLE_ARN)
-        .env("COUNTERSIGN_CONFIG", &config)
+        .env(variable, &value)
         // As infra/template.yaml sets it for every function (tests/infra_template.rs).
         .env(aws::HTTP_ENV.0, aws::HTTP_ENV.1)
         .env(SECRET_ENV, SECRET)
@@ -174,7 +203,7 @@ async fn compiled_functions_run_under_a_local_lambda_runtime() {
     let input = w.wake_input(&id).await;
 
     let port = free_port();
-    let (_watch, log) = watch(&cargo_lambda, &w, port);
+    let (_watch, log) = watch(&cargo_lambda, &w, port, Source::Inline).await;
 
     let started = Instant::now();
     let wait = (Timestamp::now()
@@ -375,13 +404,15 @@ fn wake_due(action: &Value) -> Timestamp {
 /// allowed call runs inside the intake invocation; a countersigned call becomes a task, is
 /// approved over the API, armed on EventBridge Scheduler (LocalStack), run by the wake's
 /// delivery to the resume binary, and then read back as completed through `tasks/get`,
-/// `tasks/result` and `countersign_status`.
+/// `tasks/result` and `countersign_status`. The binaries read their configuration from SSM
+/// Parameter Store (`COUNTERSIGN_CONFIG_SSM`), as the template deploys them (SC-OPS-03).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sc_mcp_05_mcp_flows_through_the_compiled_functions_scheduler_wake_included() {
     let cargo_lambda = cargo_lambda();
     let w = AwsWorld::new("mcp-binary").await;
     let port = free_port();
-    let (_watch, _log) = watch(&cargo_lambda, &w, port);
+    // The document in SSM, as the template deploys it (SC-OPS-03).
+    let (_watch, _log) = watch(&cargo_lambda, &w, port, Source::Ssm).await;
     let intake = |key: &'static str, method: &'static str, path: String, body: Option<Value>| {
         invoke_http(port, key, method, path, body)
     };

@@ -14,7 +14,7 @@ mod aws_support;
 mod reload_support;
 
 use aws_sdk_ssm::types::ParameterType;
-use aws_support::{apigw_v2, http_event_to, AwsWorld, Reply, RESUME_ARN, ROLE_ARN};
+use aws_support::{apigw_v2, function_event, AwsWorld, Reply, RESUME_ARN, ROLE_ARN};
 use countersign::{
     api::{self, Routes},
     aws::{self, Boot, BootError, Function, ResumeEvent, Runs},
@@ -95,7 +95,7 @@ async fn http(
     key: &str,
     body: Option<Value>,
 ) -> Reply {
-    http_event_to(f.http(routes), apigw_v2(method, path, key, body, &[])).await
+    function_event(f, routes, apigw_v2(method, path, key, body, &[])).await
 }
 
 /// The names `tools/list` answers (MCP 2025-11-25) through the intake function.

@@ -395,21 +395,38 @@ impl AwsWorld {
 }
 
 pub async fn http_event(engine: &Arc<Engine>, event: Value) -> Reply {
-    http_event_to(aws::http_handler(engine.clone()), event).await
-}
-
-/// Feed an API Gateway event to an HTTP handler (e.g. a function's, `aws::Function::http`).
-pub async fn http_event_to(handler: axum::Router, event: Value) -> Reply {
-    let request: LambdaRequest =
-        serde_json::from_value(event.clone()).expect("lambda_http accepts the event");
     // The adapter itself is not `Send`; its answer future is (as in `lambda_runtime`).
     let answer = {
-        let mut adapter = Adapter::from(handler);
-        adapter.call(LambdaEvent::new(request, Context::default()))
+        let mut adapter = Adapter::from(aws::http_handler(engine.clone()));
+        adapter.call(lambda_event(event))
     };
     let response = answer.await.expect("the handler answers");
-    // What the runtime sends back to API Gateway.
-    let wire = serde_json::to_value(&response).unwrap();
+    reply(serde_json::to_value(&response).unwrap())
+}
+
+/// Feed an API Gateway event to a function's HTTP handler (`aws::Function::http` over `routes`).
+pub async fn function_event(
+    function: &Arc<aws::Function>,
+    routes: fn(countersign::api::Routes) -> countersign::api::Routes,
+    event: Value,
+) -> Reply {
+    let answer = {
+        let mut adapter = Adapter::from(function.http(routes));
+        adapter.call(lambda_event(event))
+    };
+    let response = answer.await.expect("the handler answers");
+    reply(serde_json::to_value(&response).unwrap())
+}
+
+/// An API Gateway event (JSON, as API Gateway sends it) as `lambda_http` hands it to a handler.
+fn lambda_event(event: Value) -> LambdaEvent<LambdaRequest> {
+    let request: LambdaRequest =
+        serde_json::from_value(event).expect("lambda_http accepts the event");
+    LambdaEvent::new(request, Context::default())
+}
+
+/// What the runtime sends back to API Gateway, read.
+fn reply(wire: Value) -> Reply {
     let status = wire["statusCode"].as_u64().unwrap() as u16;
     let body = match wire["body"].as_str() {
         Some(text) if !text.is_empty() => serde_json::from_str(text).expect("a JSON body"),

@@ -14,7 +14,11 @@ use countersign::{
     embedded::{self, Server},
     telemetry,
 };
-use countersign_tests::{child_server, config_toml, in_secs, keys, temp_db, Api, ToolServer};
+use countersign_tests::{
+    child_server, config_toml, in_secs, keys,
+    receiver::{notify_toml, Mode, Receiver},
+    temp_db, Api, ToolServer,
+};
 use reload_support::{broken, changed, write_atomically, NEW_AGENT};
 use serde_json::{json, Value};
 use std::{path::PathBuf, process::Command, sync::Arc, time::Duration};
@@ -323,6 +327,55 @@ async fn sc_ops_03_a_changed_file_is_served_and_a_broken_one_keeps_the_last_good
         counted("rejected"),
         rejected + 1.0,
         "refused once, not at every look"
+    );
+    server.shutdown().await.unwrap();
+}
+
+/// A reload reaches the notifications too: an endpoint the new document adds is sent the notices
+/// of what happens after it (the local server's notifier follows the configuration).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_ops_03_an_endpoint_a_reload_adds_is_notified() {
+    let tools = ToolServer::start().await;
+    let receiver = Receiver::start(Mode::Up).await;
+    let first = config_toml(&tools, "10s", "5s");
+    let file = temp_db("reload-notify").with_extension("toml");
+    write_atomically(&file, &first);
+    let text = embedded::read_config(&file).unwrap();
+    let config = Arc::new(embedded::load_config(&text).unwrap());
+    let mut server = Server::start(
+        config,
+        &temp_db("reload-notify"),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    server.reload_from(file.clone(), &text, Duration::from_millis(200));
+    let api = Api::new(server.addr);
+
+    write_atomically(
+        &file,
+        &(first.clone() + &notify_toml(&receiver.url(), "1s", 3)),
+    );
+    let served = || async { server.live().engine().config().tenants["acme"].notify.len() == 1 };
+    assert!(eventually(10, served).await, "the endpoint is served");
+    let (s, pending) = api
+        .submit(
+            keys::AGENT,
+            json!({"tool": "mail.send", "args": {"to": "x@example.com"}}),
+        )
+        .await;
+    assert_eq!(s, 202, "{pending}");
+    let id = pending["id"].as_str().unwrap().to_owned();
+    assert!(
+        eventually(15, || async {
+            receiver
+                .seen()
+                .iter()
+                .any(|d| d.status == 200 && d.signature_ok && d.body.to_string().contains(&id))
+        })
+        .await,
+        "the new endpoint was notified of {id}: {:?}",
+        receiver.seen()
     );
     server.shutdown().await.unwrap();
 }

@@ -6,7 +6,7 @@ use crate::{
     config::{Config, ConfigError},
     domain::resume::Wake,
     live::{Live, Refusal},
-    notify::Notifier,
+    notify::{self, Notifier},
     store::{
         postgres::{self, PostgresStore},
         sqlite::SqliteStore,
@@ -159,12 +159,8 @@ impl Server {
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr()?;
         let page = format!("http://{addr}/ui/");
-        background.push(tokio::spawn(notify_loop(
-            live.clone(),
-            store,
-            parts.clock,
-            page,
-        )));
+        let notifier = notifier_of(live.clone(), store, parts.clock, page);
+        background.push(tokio::spawn(notify::run(notifier, NOTIFY_EVERY)));
         let app = live.serve(crate::api::all_routes);
         let serving = tokio::spawn(async move {
             let mut stopped = stopped;
@@ -253,16 +249,18 @@ fn hold_sqlite(path: &Path) -> Result<std::fs::File, String> {
 /// How often the embedded worker looks for notifications to deliver (an indexed read).
 const NOTIFY_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// The notification worker: a pass every [`NOTIFY_EVERY`], by the notifier of the configuration
-/// now (built again when a reload changes it: endpoints and retry rule are the configuration's).
-async fn notify_loop(live: Arc<Live>, store: Arc<dyn Store>, clock: Arc<dyn Clock>, page: String) {
-    let mut tick = tokio::time::interval(NOTIFY_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+/// The notifier of the configuration now, built again when a reload changed it (endpoints and
+/// retry rule are the configuration's).
+fn notifier_of(
+    live: Arc<Live>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    page: String,
+) -> impl FnMut() -> Arc<Notifier> {
     let mut built: Option<(Arc<Config>, Arc<Notifier>)> = None;
-    loop {
-        tick.tick().await;
+    move || {
         let config = live.engine().config().clone();
-        let notifier = match &built {
+        match &built {
             Some((of, notifier)) if Arc::ptr_eq(of, &config) => notifier.clone(),
             _ => {
                 let notifier = Arc::new(Notifier::new(
@@ -274,9 +272,6 @@ async fn notify_loop(live: Arc<Live>, store: Arc<dyn Store>, clock: Arc<dyn Cloc
                 built = Some((config, notifier.clone()));
                 notifier
             }
-        };
-        if let Err(e) = notifier.deliver_due().await {
-            tracing::error!(error = %e, "notification pass failed; the next tick retries");
         }
     }
 }

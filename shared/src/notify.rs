@@ -226,13 +226,14 @@ pub fn check_secrets(config: &Config) -> Result<(), crate::config::ConfigError> 
     Ok(())
 }
 
-/// The embedded worker: a pass every `every`, forever.
-pub async fn run(notifier: Arc<Notifier>, every: Duration) {
+/// The embedded worker: a pass every `every`, forever, each by the notifier `current` gives
+/// then (the local server's follows its configuration's reloads).
+pub async fn run(mut current: impl FnMut() -> Arc<Notifier>, every: Duration) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Err(e) = notifier.deliver_due().await {
+        if let Err(e) = current().deliver_due().await {
             tracing::error!(error = %e, "notification pass failed; the next tick retries");
         }
     }

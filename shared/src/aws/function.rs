@@ -147,23 +147,7 @@ impl Function {
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Function>, BootError> {
         let ssm = aws_sdk_ssm::Client::new(&sdk);
-        let (text, serving) = match &boot.source {
-            ConfigSource::Inline(text) => (text.clone(), Vec::new()),
-            ConfigSource::Ssm { path, .. } => {
-                let mut document = source::read(&ssm, path).await;
-                // Parts being written now: read them again once they have settled.
-                if let Some(left) = document
-                    .as_ref()
-                    .ok()
-                    .and_then(|d| d.settling(SystemTime::now()))
-                {
-                    tokio::time::sleep(left).await;
-                    document = source::read(&ssm, path).await;
-                }
-                let document = document.map_err(BootError::Unreadable)?;
-                (document.text, document.versions)
-            }
-        };
+        let (text, serving) = first_read(&ssm, &boot.source).await?;
         let (config, tools) = prepare(&boot, runs, &sdk, &text).await?;
         let settings = Settings {
             table: boot.table.clone(),
@@ -250,6 +234,29 @@ impl Function {
             Err(e) => self.live.refused(path, Refusal::Rejected, &e),
         }
     }
+}
+
+/// The document at cold start, and the versions of its parts (none for `COUNTERSIGN_CONFIG`).
+/// Parts written in the last [`source::SETTLE`] are read again once they have settled.
+async fn first_read(
+    ssm: &aws_sdk_ssm::Client,
+    from: &ConfigSource,
+) -> Result<(String, Vec<(String, i64)>), BootError> {
+    let path = match from {
+        ConfigSource::Inline(text) => return Ok((text.clone(), Vec::new())),
+        ConfigSource::Ssm { path, .. } => path,
+    };
+    let mut document = source::read(ssm, path).await;
+    let settling = document
+        .as_ref()
+        .ok()
+        .and_then(|d| d.settling(SystemTime::now()));
+    if let Some(left) = settling {
+        tokio::time::sleep(left).await;
+        document = source::read(ssm, path).await;
+    }
+    let document = document.map_err(BootError::Unreadable)?;
+    Ok((document.text, document.versions))
 }
 
 /// The document parsed and checked for this function: its deed keys read, the webhook secrets

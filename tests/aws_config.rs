@@ -17,8 +17,7 @@ use aws_sdk_ssm::types::ParameterType;
 use aws_support::{apigw_v2, function_event, AwsWorld, Reply, RESUME_ARN, ROLE_ARN};
 use countersign::{
     api::{self, Routes},
-    aws::{self, Boot, BootError, Function, ResumeEvent, Runs},
-    config::Conditions,
+    aws::{self, Approve, Boot, BootError, Cancel, Duties, Function, Intake, Resume, ResumeEvent},
     telemetry, SystemClock,
 };
 use countersign_tests::{in_secs, keys};
@@ -27,7 +26,7 @@ use serde_json::{json, Value};
 use std::{sync::Arc, time::Duration};
 
 /// The environment `infra/template.yaml` gives every function, the document under `path`.
-fn boot(w: &AwsWorld, path: &str, recheck: &str, conditions: Conditions) -> Boot {
+fn boot(w: &AwsWorld, path: &str, recheck: &str) -> Boot {
     let vars = [
         ("COUNTERSIGN_TABLE", w.table.clone()),
         ("COUNTERSIGN_SCHEDULE_GROUP", w.group.clone()),
@@ -38,7 +37,7 @@ fn boot(w: &AwsWorld, path: &str, recheck: &str, conditions: Conditions) -> Boot
         ("COUNTERSIGN_CONFIG_SSM", path.to_owned()),
         ("COUNTERSIGN_CONFIG_RECHECK", recheck.to_owned()),
     ];
-    Boot::from_lookup(conditions, &|name| {
+    Boot::from_lookup(&|name| {
         vars.iter()
             .find(|(k, _)| *k == name)
             .map(|(_, v)| v.clone())
@@ -46,8 +45,9 @@ fn boot(w: &AwsWorld, path: &str, recheck: &str, conditions: Conditions) -> Boot
     .expect("the template's environment")
 }
 
-async fn start(boot: Boot, runs: Runs, w: &AwsWorld) -> Result<Arc<Function>, BootError> {
-    Function::start_with(boot, runs, w.sdk.clone(), Arc::new(SystemClock)).await
+/// A function with `D`'s duties, started as its `main` starts it.
+async fn start<D: Duties>(boot: Boot, w: &AwsWorld) -> Result<Arc<Function<D>>, BootError> {
+    Function::<D>::start_with(boot, w.sdk.clone(), Arc::new(SystemClock)).await
 }
 
 /// Store `text` under `path` as infra/README.md says: split at line ends into standard (4 KB)
@@ -87,8 +87,8 @@ async fn put_document(ssm: &aws_sdk_ssm::Client, path: &str, text: &str) -> usiz
     parts.len()
 }
 
-async fn http(
-    f: &Arc<Function>,
+async fn http<D: Duties>(
+    f: &Arc<Function<D>>,
     routes: fn(Routes) -> Routes,
     method: &str,
     path: &str,
@@ -99,7 +99,7 @@ async fn http(
 }
 
 /// The names `tools/list` answers (MCP 2025-11-25) through the intake function.
-async fn listed(intake: &Arc<Function>) -> Vec<String> {
+async fn listed(intake: &Arc<Function<Intake>>) -> Vec<String> {
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
     let r = http(
         intake,
@@ -157,22 +157,12 @@ async fn sc_ops_03_a_20_kb_config_in_ssm_loads_and_reloads_without_a_redeploy() 
     let parts = put_document(&ssm, &path, &first).await;
     assert!(parts >= 5, "{parts} parts");
 
-    let intake = start(boot(&w, &path, "1s", Conditions::Compile), Runs::Tools, &w)
+    let intake = start::<Intake>(boot(&w, &path, "1s"), &w)
         .await
         .expect("the 20 KB document loads");
-    let approve = start(boot(&w, &path, "1s", Conditions::Defer), Runs::Tools, &w)
-        .await
-        .unwrap();
-    let resume = start(
-        boot(&w, &path, "1s", Conditions::Defer),
-        Runs::ToolsAndNotifications,
-        &w,
-    )
-    .await
-    .unwrap();
-    let hourly = start(boot(&w, &path, "1h", Conditions::Compile), Runs::Tools, &w)
-        .await
-        .unwrap();
+    let approve = start::<Approve>(boot(&w, &path, "1s"), &w).await.unwrap();
+    let resume = start::<Resume>(boot(&w, &path, "1s"), &w).await.unwrap();
+    let hourly = start::<Intake>(boot(&w, &path, "1h"), &w).await.unwrap();
     let names = listed(&intake).await;
     assert_eq!(
         names
@@ -355,7 +345,7 @@ async fn sc_ops_03_a_20_kb_config_in_ssm_loads_and_reloads_without_a_redeploy() 
     )
     .await;
     assert_eq!(still.status, 201, "{:?}", still.body);
-    match start(boot(&w, &path, "1s", Conditions::Compile), Runs::Tools, &w).await {
+    match start::<Intake>(boot(&w, &path, "1s"), &w).await {
         Err(BootError::Invalid("COUNTERSIGN_CONFIG_SSM", m)) => {
             assert!(m.contains("mail.archive"), "{m}")
         }
@@ -372,7 +362,7 @@ async fn sc_ops_03_a_cold_start_reads_string_parameters_only_and_fails_closed() 
     let w = AwsWorld::new("ssm-cold").await;
     let ssm = aws_sdk_ssm::Client::new(&w.sdk);
     let path = format!("/countersign/{}/config", aws_support::unique("cold"));
-    match start(boot(&w, &path, "1s", Conditions::Defer), Runs::Nothing, &w).await {
+    match start::<Cancel>(boot(&w, &path, "1s"), &w).await {
         Err(BootError::Unreadable(m)) => assert!(m.contains("no parameters under"), "{m}"),
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("nothing to load"),
@@ -386,7 +376,7 @@ async fn sc_ops_03_a_cold_start_reads_string_parameters_only_and_fails_closed() 
         .send()
         .await
         .unwrap();
-    match start(boot(&w, &path, "1s", Conditions::Defer), Runs::Nothing, &w).await {
+    match start::<Cancel>(boot(&w, &path, "1s"), &w).await {
         Err(BootError::Unreadable(m)) => {
             assert!(
                 m.contains(&format!("{path}/99")) && m.contains("SecureString"),
@@ -398,7 +388,7 @@ async fn sc_ops_03_a_cold_start_reads_string_parameters_only_and_fails_closed() 
     }
 
     // The document itself in the environment, as before.
-    let inline = Boot::from_lookup(Conditions::Defer, &|name| match name {
+    let inline = Boot::from_lookup(&|name| match name {
         "COUNTERSIGN_TABLE" => Some(w.table.clone()),
         "COUNTERSIGN_SCHEDULE_GROUP" => Some(w.group.clone()),
         "COUNTERSIGN_RESUME_ARN" => Some(RESUME_ARN.into()),
@@ -407,7 +397,7 @@ async fn sc_ops_03_a_cold_start_reads_string_parameters_only_and_fails_closed() 
         _ => None,
     })
     .unwrap();
-    let cancel = start(inline, Runs::Nothing, &w).await.unwrap();
+    let cancel = start::<Cancel>(inline, &w).await.unwrap();
     let dead = http(
         &cancel,
         api::cancel_routes,

@@ -37,7 +37,7 @@ mod function;
 pub mod http;
 pub mod sdk;
 pub mod source;
-pub use function::{Boot, Function, Runs};
+pub use function::{Approve, Boot, Cancel, Duties, Function, Intake, Resume};
 pub use sdk::sdk_config_from_env;
 
 #[derive(Debug, thiserror::Error)]
@@ -192,8 +192,8 @@ pub const HTTP_ENV: (&str, &str) = ("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "tru
 /// What an HTTP function does after its cold start: serve only its routes (`api::intake_routes`,
 /// …), as API Gateway routes them to it, so that its binary links only their handlers, until
 /// the runtime stops.
-pub async fn serve_http(
-    function: Arc<Function>,
+pub async fn serve_http<D: Duties>(
+    function: Arc<Function<D>>,
     routes: fn(crate::api::Routes) -> crate::api::Routes,
 ) -> Result<(), lambda_http::Error> {
     lambda_http::run(function.http(routes)).await

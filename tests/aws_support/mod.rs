@@ -405,8 +405,8 @@ pub async fn http_event(engine: &Arc<Engine>, event: Value) -> Reply {
 }
 
 /// Feed an API Gateway event to a function's HTTP handler (`aws::Function::http` over `routes`).
-pub async fn function_event(
-    function: &Arc<aws::Function>,
+pub async fn function_event<D: aws::Duties>(
+    function: &Arc<aws::Function<D>>,
     routes: fn(countersign::api::Routes) -> countersign::api::Routes,
     event: Value,
 ) -> Reply {

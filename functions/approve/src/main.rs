@@ -2,14 +2,13 @@
 //! (REST v1 or HTTP API v2 events). It serves only its own routes of the local server's router
 //! (`api::approve_routes`), the paths API Gateway routes here. All wiring is in `countersign::aws`.
 
-use countersign::{aws, config::Conditions};
+use countersign::aws;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     aws::init_logs();
     // Once per cold start: clients and configuration are reused by warm invocations (the
     // configuration re-read when it changes).
-    let function =
-        aws::Function::start(aws::Boot::from_env(Conditions::Defer)?, aws::Runs::Tools).await?;
+    let function = aws::Function::<aws::Approve>::start(aws::Boot::from_env()?).await?;
     aws::serve_http(function, countersign::api::approve_routes).await
 }

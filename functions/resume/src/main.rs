@@ -12,8 +12,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // Once per cold start: clients and configuration are reused by warm invocations (the
     // configuration re-read when it changes). The sweep sends the notifications: their
     // secrets are checked with the tools' (errors name the entry).
-    let boot = aws::Boot::from_env(countersign::config::Conditions::Defer)?;
-    let function = aws::Function::start(boot, aws::Runs::ToolsAndNotifications).await?;
+    let function = aws::Function::<aws::Resume>::start(aws::Boot::from_env()?).await?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<ResumeEvent>| {
         let function = function.clone();
         async move {

@@ -22,24 +22,97 @@ use crate::{
 use aws_config::SdkConfig;
 use jiff::SignedDuration;
 use std::{
+    future::Future,
+    marker::PhantomData,
     sync::Arc,
     time::{Instant, SystemTime},
 };
 use tower::ServiceExt;
 
-/// A function's document parser, chosen where it boots ([`Boot::from_env`]).
-type Parse = fn(&str) -> Result<Config, ConfigError>;
+/// What a function's configuration must give it, by what the function does. Each `main` names
+/// its own as a type ([`Function`]`::<Intake>`…), so that its binary links only its own: the
+/// CEL compiler only where conditions are compiled (intake), the fetching of webhook secrets
+/// only where tools run. A choice held as a value — in a struct, or in an `async fn`'s future —
+/// kept every branch linked (BENCHMARKS.md, zips of 2 Dec 2026: the CEL parser in approve and
+/// resume; measured again for the reload: +0.7 MB in approve's binary, +1.4 MB in cancel's).
+pub trait Duties: Send + Sync + 'static {
+    /// The document parsed, the deed keys it names read, and the secrets this function needs
+    /// from its environment checked.
+    fn parse(text: &str) -> Result<Config, ConfigError>;
 
-/// Parsed with the policy's conditions compiled (the function that gates), then the deed keys
-/// it names read from this function's environment.
-fn parse_compiling(text: &str) -> Result<Config, ConfigError> {
-    Config::from_toml_with(text, Conditions::Compile)?.read_keys()
+    /// The tools it runs under `config`, with the `secret_ssm` secrets they need fetched.
+    fn tools(
+        config: &Config,
+        sdk: &SdkConfig,
+    ) -> impl Future<Output = Result<Arc<dyn ToolRunner>, BootError>> + Send;
 }
 
-/// As [`parse_compiling`], the conditions left for their first use (the functions that never
-/// gate skip the compiler).
-fn parse_deferring(text: &str) -> Result<Config, ConfigError> {
-    Config::from_toml_with(text, Conditions::Defer)?.read_keys()
+/// `intake`: gates (its policy's conditions compiled at load) and runs allowed calls' tools.
+pub struct Intake;
+/// `approve`: runs the tools of approvals already due; never gates.
+pub struct Approve;
+/// `cancel`: runs no tool and sends no notification, so it reads no secret.
+pub struct Cancel;
+/// `resume`: runs tools, and its sweep sends the notifications.
+pub struct Resume;
+
+impl Duties for Intake {
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml_with(text, Conditions::Compile)?.read_keys()
+    }
+
+    fn tools(
+        config: &Config,
+        sdk: &SdkConfig,
+    ) -> impl Future<Output = Result<Arc<dyn ToolRunner>, BootError>> + Send {
+        with_secrets(config, sdk)
+    }
+}
+
+impl Duties for Approve {
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml_with(text, Conditions::Defer)?.read_keys()
+    }
+
+    fn tools(
+        config: &Config,
+        sdk: &SdkConfig,
+    ) -> impl Future<Output = Result<Arc<dyn ToolRunner>, BootError>> + Send {
+        with_secrets(config, sdk)
+    }
+}
+
+impl Duties for Cancel {
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml_with(text, Conditions::Defer)?.read_keys()
+    }
+
+    async fn tools(_: &Config, _: &SdkConfig) -> Result<Arc<dyn ToolRunner>, BootError> {
+        Ok(Arc::new(Executors::new()))
+    }
+}
+
+impl Duties for Resume {
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        let config = Config::from_toml_with(text, Conditions::Defer)?.read_keys()?;
+        // The sweep sends the notifications: their secrets must be here.
+        crate::notify::check_secrets(&config)?;
+        Ok(config)
+    }
+
+    fn tools(
+        config: &Config,
+        sdk: &SdkConfig,
+    ) -> impl Future<Output = Result<Arc<dyn ToolRunner>, BootError>> + Send {
+        with_secrets(config, sdk)
+    }
+}
+
+/// The tools over every `secret_ssm` the catalog names, fetched and checked.
+async fn with_secrets(config: &Config, sdk: &SdkConfig) -> Result<Arc<dyn ToolRunner>, BootError> {
+    Ok(Arc::new(Executors::with_secrets(
+        load_secrets(config, sdk).await?,
+    )))
 }
 
 /// What a function reads from its environment at cold start besides the SDK's settings.
@@ -49,26 +122,15 @@ pub struct Boot {
     pub target: SchedulerTarget,
     pub retention: Option<SignedDuration>,
     pub source: ConfigSource,
-    parse: Parse,
 }
 
 impl Boot {
-    /// `conditions`: `Compile` in the function that gates (intake), `Defer` in the others.
-    /// Each function calls this itself, before any `async fn`, so that its choice is a
-    /// constant where the call is made and only its parser is linked: the optimizer drops the
-    /// compiler of conditions (the CEL parser: ≈ 0.35 MB zipped when it was the ANTLR one)
-    /// from the functions that defer (measured: BENCHMARKS.md, zips of 2 Dec 2026). Passed
-    /// into an `async fn` instead, the choice was a field of its future, and every function
-    /// linked the parser.
-    pub fn from_env(conditions: Conditions) -> Result<Boot, BootError> {
-        Self::from_lookup(conditions, &|name| std::env::var(name).ok())
+    pub fn from_env() -> Result<Boot, BootError> {
+        Self::from_lookup(&|name| std::env::var(name).ok())
     }
 
     /// As [`Boot::from_env`], each variable from `get` (a test's table).
-    pub fn from_lookup(
-        conditions: Conditions,
-        get: &dyn Fn(&'static str) -> Option<String>,
-    ) -> Result<Boot, BootError> {
+    pub fn from_lookup(get: &dyn Fn(&'static str) -> Option<String>) -> Result<Boot, BootError> {
         let optional = |name| get(name).filter(|v: &String| !v.trim().is_empty());
         let required = |name| optional(name).ok_or(BootError::Missing(name));
         let retention = optional("COUNTERSIGN_RETENTION")
@@ -85,10 +147,6 @@ impl Boot {
                     })
             })
             .transpose()?;
-        let parse: Parse = match conditions {
-            Conditions::Compile => parse_compiling,
-            Conditions::Defer => parse_deferring,
-        };
         Ok(Boot {
             table: required("COUNTERSIGN_TABLE")?,
             target: SchedulerTarget {
@@ -99,27 +157,15 @@ impl Boot {
             },
             retention,
             source: ConfigSource::from_lookup(get)?,
-            parse,
         })
     }
 }
 
-/// What a function does besides answering: which secrets its configuration needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Runs {
-    /// `cancel`: no tool and no notification; it reads no secret.
-    Nothing,
-    /// `intake`, `approve`: tools, whose webhook secrets are fetched (`secret_ssm`) and checked.
-    Tools,
-    /// `resume`: tools, and the sweep's notifications, whose secrets are checked too.
-    ToolsAndNotifications,
-}
-
 /// A warm function: the configuration it serves, and where to look for a new one.
-pub struct Function {
+pub struct Function<D: Duties> {
     live: Arc<Live>,
     boot: Boot,
-    runs: Runs,
+    duties: PhantomData<D>,
     sdk: SdkConfig,
     ssm: aws_sdk_ssm::Client,
     looked: tokio::sync::Mutex<Looked>,
@@ -131,24 +177,23 @@ struct Looked {
     serving: Vec<(String, i64)>,
 }
 
-impl Function {
+impl<D: Duties> Function<D> {
     /// The cold start: the SDK's settings from the environment, the document from its source
     /// and the secrets it names, the engine over it. Any failure fails the cold start, naming
     /// the variable, the parameter or the entry.
-    pub async fn start(boot: Boot, runs: Runs) -> Result<Arc<Function>, BootError> {
-        Self::start_with(boot, runs, sdk_config_from_env()?, Arc::new(SystemClock)).await
+    pub async fn start(boot: Boot) -> Result<Arc<Self>, BootError> {
+        Self::start_with(boot, sdk_config_from_env()?, Arc::new(SystemClock)).await
     }
 
     /// As [`Function::start`], over `sdk` and `clock` (tests).
     pub async fn start_with(
         boot: Boot,
-        runs: Runs,
         sdk: SdkConfig,
         clock: Arc<dyn Clock>,
-    ) -> Result<Arc<Function>, BootError> {
+    ) -> Result<Arc<Self>, BootError> {
         let ssm = aws_sdk_ssm::Client::new(&sdk);
         let (text, serving) = first_read(&ssm, &boot.source).await?;
-        let (config, tools) = prepare(&boot, runs, &sdk, &text).await?;
+        let (config, tools) = load::<D>(&boot.source, &sdk, &text).await?;
         let settings = Settings {
             table: boot.table.clone(),
             target: boot.target.clone(),
@@ -164,7 +209,7 @@ impl Function {
         Ok(Arc::new(Function {
             live: Live::new(engine),
             boot,
-            runs,
+            duties: PhantomData,
             sdk,
             ssm,
             looked: tokio::sync::Mutex::new(Looked {
@@ -223,7 +268,7 @@ impl Function {
                 .unwrap_or(looked.at);
             return;
         }
-        match prepare(&self.boot, self.runs, &self.sdk, &document.text).await {
+        match load::<D>(&self.boot.source, &self.sdk, &document.text).await {
             Ok((config, tools)) => {
                 self.live
                     .replace(path, |now| now.with_config(config).with_tools(tools));
@@ -259,25 +304,13 @@ async fn first_read(
     Ok((document.text, document.versions))
 }
 
-/// The document parsed and checked for this function: its deed keys read, the webhook secrets
-/// of a function that runs tools fetched and checked, the notification secrets of the one that
-/// notifies checked. The tools it runs with are built over those secrets.
-async fn prepare(
-    boot: &Boot,
-    runs: Runs,
+/// The document loaded for a function with `D`'s duties: parsed and checked, its tools built.
+async fn load<D: Duties>(
+    from: &ConfigSource,
     sdk: &SdkConfig,
     text: &str,
 ) -> Result<(Arc<Config>, Arc<dyn ToolRunner>), BootError> {
-    let invalid = |e: ConfigError| BootError::Invalid(boot.source.variable(), e.to_string());
-    let config = (boot.parse)(text).map_err(invalid)?;
-    let tools: Arc<dyn ToolRunner> = match runs {
-        Runs::Nothing => Arc::new(Executors::new()),
-        Runs::Tools | Runs::ToolsAndNotifications => {
-            Arc::new(Executors::with_secrets(load_secrets(&config, sdk).await?))
-        }
-    };
-    if runs == Runs::ToolsAndNotifications {
-        crate::notify::check_secrets(&config).map_err(invalid)?;
-    }
+    let config = D::parse(text).map_err(|e| BootError::Invalid(from.variable(), e.to_string()))?;
+    let tools = D::tools(&config, sdk).await?;
     Ok((Arc::new(config), tools))
 }

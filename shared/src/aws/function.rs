@@ -33,8 +33,9 @@ use tower::ServiceExt;
 /// its own as a type ([`Function`]`::<Intake>`…), so that its binary links only its own: the
 /// CEL compiler only where conditions are compiled (intake), the fetching of webhook secrets
 /// only where tools run. A choice held as a value — in a struct, or in an `async fn`'s future —
-/// kept every branch linked (BENCHMARKS.md, zips of 2 Dec 2026: the CEL parser in approve and
-/// resume; measured again for the reload: +0.7 MB in approve's binary, +1.4 MB in cancel's).
+/// keeps every branch linked (BENCHMARKS.md, zips of 2 Dec 2026). Measured again here: with
+/// the duties a value, the CEL parser's strings were in the release binaries of approve and
+/// cancel; as types, they are in neither (and cancel links no `GetParameter`).
 pub trait Duties: Send + Sync + 'static {
     /// The document parsed, the deed keys it names read, and the secrets this function needs
     /// from its environment checked.

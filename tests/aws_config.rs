@@ -167,12 +167,12 @@ async fn sc_ops_03_a_20_kb_config_in_ssm_loads_and_reloads_without_a_redeploy() 
     assert_eq!(
         names
             .iter()
-            .filter(|n| n.starts_with("search.crm_"))
+            .filter(|n| n.starts_with("search_crm_"))
             .count(),
         30,
         "{names:?}"
     );
-    assert!(names.contains(&"search.web".to_owned()));
+    assert!(names.contains(&"search_web".to_owned()));
 
     // Two tickets committed under the first document, due in a few seconds.
     let window = json!({"not_before": in_secs(10), "not_after": in_secs(300)});
@@ -250,11 +250,11 @@ async fn sc_ops_03_a_20_kb_config_in_ssm_loads_and_reloads_without_a_redeploy() 
         "the change is served without a redeploy"
     );
     let names = listed(&intake).await;
-    assert!(!names.contains(&"search.web".to_owned()), "{names:?}");
+    assert!(!names.contains(&"search_web".to_owned()), "{names:?}");
     assert_eq!(
         names
             .iter()
-            .filter(|n| n.starts_with("search.crm_"))
+            .filter(|n| n.starts_with("search_crm_"))
             .count(),
         30
     );

@@ -148,5 +148,9 @@ async fn issue30_the_root_redirects_to_the_page() {
     let p = page().await;
     let (status, h, _) = p.get("/").await;
     assert_eq!(status, 308);
-    assert_eq!(header(&h, "location"), "ui/", "relative: behind any path prefix");
+    assert_eq!(
+        header(&h, "location"),
+        "ui/",
+        "relative: behind any path prefix"
+    );
 }

@@ -267,14 +267,14 @@ async fn sc_not_01_dynamodb_a_crash_right_after_the_transition_still_notifies() 
         to: Some(State::Denied),
         ..Matching::default()
     };
-    store.inject(seal.of(&action.id), Fault::StopAfter, 1);
+    store.inject(seal.of(&action.id()), Fault::StopAfter, 1);
     let call = tokio::spawn({
-        let (engine, id) = (dying.clone(), action.id.clone());
+        let (engine, id) = (dying.clone(), action.id().to_owned());
         async move { engine.deny(&approver, &id, "no").await }
     });
     let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while dynamo
-        .load("acme", &action.id)
+        .load("acme", &action.id())
         .await
         .unwrap()
         .unwrap()
@@ -290,7 +290,7 @@ async fn sc_not_01_dynamodb_a_crash_right_after_the_transition_still_notifies() 
 
     // The resume function's next sweep (another process) delivers both.
     w.deliver(SWEEP).await.unwrap();
-    let ids: Vec<String> = notices_of(&w, &action.id)
+    let ids: Vec<String> = notices_of(&w, &action.id())
         .await
         .into_iter()
         .map(|(id, _)| id)
@@ -407,7 +407,7 @@ async fn sc_not_01_outbox_lands_with_its_transition_or_not_at_all_on_both_stores
         let clock = Arc::new(ManualClock::new(now));
         let a = pending(store.clone(), clock.clone(), 1).await;
         let due = store.outbox_due(now, 100).await.unwrap();
-        let mine: Vec<&OutboxEntry> = due.iter().filter(|e| e.action_id == a.id).collect();
+        let mine: Vec<&OutboxEntry> = due.iter().filter(|e| e.action_id == a.id()).collect();
         assert_eq!(mine.len(), 1, "{name}: the create wrote its notice");
         let requested = mine[0].clone();
         assert_eq!((requested.seq, requested.attempts), (1, 0), "{name}");
@@ -421,14 +421,14 @@ async fn sc_not_01_outbox_lands_with_its_transition_or_not_at_all_on_both_stores
             "{name}"
         );
         assert_eq!(
-            store.outbox_entry("acme", &a.id, 2).await.unwrap(),
+            store.outbox_entry("acme", &a.id(), 2).await.unwrap(),
             None,
             "{name}: a lost write leaves no notice"
         );
         // The winning one does, beside the first.
         store.commit(&stale).await.unwrap();
         let sealed = store
-            .outbox_entry("acme", &a.id, 2)
+            .outbox_entry("acme", &a.id(), 2)
             .await
             .unwrap()
             .expect("the seal's notice");
@@ -454,13 +454,13 @@ async fn sc_not_01_outbox_lands_with_its_transition_or_not_at_all_on_both_stores
         );
         store.outbox_settle(&sealed, None).await.unwrap();
         assert_eq!(
-            store.outbox_entry("acme", &a.id, 2).await.unwrap(),
+            store.outbox_entry("acme", &a.id(), 2).await.unwrap(),
             None,
             "{name}: delivered, removed"
         );
         let listed = store.outbox_dead("acme", 10).await.unwrap();
         assert!(
-            listed.iter().any(|e| e.action_id == a.id && e.seq == 1),
+            listed.iter().any(|e| e.action_id == a.id() && e.seq == 1),
             "{name}: the dead letter is listed: {listed:?}"
         );
         assert!(
@@ -469,7 +469,7 @@ async fn sc_not_01_outbox_lands_with_its_transition_or_not_at_all_on_both_stores
                 .await
                 .unwrap()
                 .iter()
-                .all(|e| e.action_id != a.id),
+                .all(|e| e.action_id != a.id()),
             "{name}: a dead letter is not due"
         );
         let revived = dead.revived(now);
@@ -480,7 +480,7 @@ async fn sc_not_01_outbox_lands_with_its_transition_or_not_at_all_on_both_stores
                 .await
                 .unwrap()
                 .iter()
-                .any(|e| e.action_id == a.id),
+                .any(|e| e.action_id == a.id()),
             "{name}: redelivered, due again"
         );
         assert!(
@@ -489,7 +489,7 @@ async fn sc_not_01_outbox_lands_with_its_transition_or_not_at_all_on_both_stores
                 .await
                 .unwrap()
                 .iter()
-                .all(|e| e.action_id != a.id),
+                .all(|e| e.action_id != a.id()),
             "{name}"
         );
     }

@@ -63,7 +63,7 @@ async fn in_process_early_wakes_rearm_in_the_future(backend: Backend) {
     let req = submission(json!({"tool": "report.build", "args": {},
         "schedule": {"not_before": in_secs(4), "not_after": in_secs(60)}}));
     let action = engine.submit(&agent, req, None).await.unwrap().action;
-    let not_before = action.schedule.unwrap().not_before;
+    let not_before = action.call().schedule().unwrap().not_before;
 
     let (mut early, mut ran) = (0, false);
     while !ran {
@@ -84,7 +84,7 @@ async fn in_process_early_wakes_rearm_in_the_future(backend: Backend) {
             other => panic!("{other:?}"),
         }
     }
-    let calls = tools.calls_for(&action.id);
+    let calls = tools.calls_for(&action.id());
     assert_eq!(calls.len(), 1);
     assert!(calls[0].at >= not_before, "never before not_before");
     assert!(early >= 1, "the skew made the first wake early");
@@ -138,11 +138,11 @@ async fn sc_edge_09_scheduler_early_wake_replaces_the_fired_schedule_with_a_late
     let req = submission(json!({"tool": "report.build", "args": {},
         "schedule": {"not_before": at(33).to_string(), "not_after": at(600).to_string()}}));
     let action = engine.submit(&agent, req, None).await.unwrap().action;
-    let not_before = action.schedule.unwrap().not_before;
+    let not_before = action.call().schedule().unwrap().not_before;
     let ticket = action.ticket().unwrap();
     let wake = Wake {
-        tenant: action.tenant.clone(),
-        action_id: action.id.clone(),
+        tenant: action.tenant().to_owned(),
+        action_id: action.id().to_owned(),
         correlation_id: ticket.correlation_id().to_owned(),
     };
     let instant = |s: &aws_sdk_scheduler::operation::get_schedule::GetScheduleOutput| {
@@ -169,7 +169,7 @@ async fn sc_edge_09_scheduler_early_wake_replaces_the_fired_schedule_with_a_late
         matches!(outcome, ResumeOutcome::Waiting { until } if until == not_before),
         "early by the function's clock: {outcome:?}"
     );
-    assert_eq!(w.tools.count_for(&action.id), 0, "never runs early");
+    assert_eq!(w.tools.count_for(&action.id()), 0, "never runs early");
 
     let rearmed = w.schedule(&wake).await.expect("a wake is armed");
     assert!(

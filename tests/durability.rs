@@ -79,7 +79,7 @@ async fn sc_edge_03_answered_transitions_survive_kill_9() {
             .unwrap()
             .expect("committed");
         assert_eq!(a.state().as_str(), state);
-        assert_eq!(a.version, v["version"].as_u64().unwrap());
+        assert_eq!(a.version(), v["version"].as_u64().unwrap());
     }
 }
 

@@ -108,7 +108,7 @@ async fn holds_to_main(store: &dyn Store, records: &[Expected]) {
 /// The approval context built again from the loaded call is the one main stored, to the byte
 /// of its digest: intake asks for the same countersignature it did.
 fn shows_the_same_context(action: &Action, name: &str) {
-    let Some(approval) = &action.approval else {
+    let Some(approval) = &action.approval() else {
         return;
     };
     let rule = approval.context.get("policy").map(|p| Matched {
@@ -117,11 +117,7 @@ fn shows_the_same_context(action: &Action, name: &str) {
     });
     let tz = jiff::tz::TimeZone::get("Europe/Berlin").unwrap();
     let (context, digest) = approval_context(&ContextInput {
-        tool: &action.tool,
-        args: &action.args,
-        agent_id: &action.agent_id,
-        action_kind: action.action_kind.as_deref(),
-        schedule: action.schedule.as_ref(),
+        call: action.call(),
         time_zone: &tz,
         time_zone_name: "Europe/Berlin",
         rule: rule.as_ref(),

@@ -396,15 +396,15 @@ async fn a_crash_right_after_the_transition_still_notifies(backend: Backend) {
         to: Some(State::Denied),
         ..Matching::default()
     };
-    store.inject(seal.of(&action.id), Fault::StopAfter, 1);
+    store.inject(seal.of(&action.id()), Fault::StopAfter, 1);
     let dying = tokio::spawn({
-        let (engine, id) = (engine.clone(), action.id.clone());
+        let (engine, id) = (engine.clone(), action.id().to_owned());
         async move { engine.deny(&approver, &id, "no").await }
     });
     let stored = open(&db).await;
     let until = std::time::Instant::now() + Duration::from_secs(30);
     while stored
-        .load("acme", &action.id)
+        .load("acme", &action.id())
         .await
         .unwrap()
         .unwrap()
@@ -420,7 +420,7 @@ async fn a_crash_right_after_the_transition_still_notifies(backend: Backend) {
     // The next process delivers both notices the dead one committed.
     let receiver = Receiver::serve(listener, Mode::Up);
     let (server, api) = start(config, &db).await;
-    let notices = expected_notices(&api, &action.id).await;
+    let notices = expected_notices(&api, &action.id()).await;
     let ids: Vec<String> = notices.iter().map(|(id, _)| id.clone()).collect();
     assert_eq!(
         notices.iter().map(|(_, k)| *k).collect::<Vec<_>>(),
@@ -434,7 +434,7 @@ async fn a_crash_right_after_the_transition_still_notifies(backend: Backend) {
     assert!(requested.signature_ok);
     assert_eq!(
         requested.body["data"]["context_digest"],
-        json!(action.approval.unwrap().context_digest)
+        json!(action.approval().unwrap().context_digest)
     );
     let sealed = &receiver.taken(&ids[1])[0];
     assert!(sealed.signature_ok);
@@ -631,14 +631,14 @@ async fn signed_at_the_engines_clock_over_the_dedupe_key(backend: Backend) {
     ));
     let report = notifier.deliver_due().await.unwrap();
     assert_eq!(report.delivered, 1, "{report:?}");
-    let id = format!("ntf_{}_1", action.id.strip_prefix("act_").unwrap());
+    let id = format!("ntf_{}_1", action.id().strip_prefix("act_").unwrap());
     let taken = &receiver.taken(&id)[0];
     let sent = taken.signature.clone().unwrap();
     let t = sent.strip_prefix("t=").and_then(|r| r.split(',').next());
     assert_eq!(t, Some(day_ahead.as_second().to_string().as_str()));
     assert!(taken.signature_ok);
     assert_eq!(taken.body["id"], json!(id));
-    assert_eq!(taken.body["action_id"], json!(action.id));
+    assert_eq!(taken.body["action_id"], json!(action.id()));
     let mut other = taken.body.clone();
     other["id"] = json!(format!("{id}0"));
     let forged = serde_json::to_vec(&other).unwrap();

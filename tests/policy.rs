@@ -139,8 +139,8 @@ impl Rig {
         a
     }
     async fn approve(&self, key: &str, a: &Action) -> Result<Action, Error> {
-        let digest = &a.approval.as_ref().unwrap().context_digest;
-        self.engine.approve(&self.who(key), &a.id, digest).await
+        let digest = &a.approval().unwrap().context_digest;
+        self.engine.approve(&self.who(key), &a.id(), digest).await
     }
     async fn load(&self, id: &str) -> Action {
         self.store.load("acme", id).await.unwrap().unwrap()
@@ -166,7 +166,7 @@ async fn conditions_decide_by_the_call(backend: Backend) {
     let big = r
         .pending("payments.transfer", json!({"amount": 5000}))
         .await;
-    let context = &big.approval.as_ref().unwrap().context;
+    let context = &big.approval().unwrap().context;
     assert_eq!(
         context["policy"],
         json!({"rule": 1, "label": "transfers above 1,000 EUR", "approver_groups": ["finance"]})
@@ -174,7 +174,7 @@ async fn conditions_decide_by_the_call(backend: Backend) {
     let huge = r
         .pending("payments.transfer", json!({"amount": 60000}))
         .await;
-    assert_eq!(huge.approval.as_ref().unwrap().context["policy"]["rule"], 0);
+    assert_eq!(huge.approval().unwrap().context["policy"]["rule"], 0);
     assert_eq!(still_needed(&huge), 2);
     let inside = json!({"to": ["a@acme.example", "b@acme.example"]});
     assert_eq!(
@@ -208,7 +208,7 @@ async fn a_failing_condition_denies_with_the_reason(backend: Backend) {
     assert_eq!(error["kind"], "condition_error");
     assert_eq!(error["rule"], 0);
     assert!(error["message"].as_str().unwrap().contains('>'), "{error}");
-    let events = r.engine.events(&r.who(ADMIN), &a.id).await.unwrap();
+    let events = r.engine.events(&r.who(ADMIN), &a.id()).await.unwrap();
     assert_eq!(
         events.last().unwrap().reason.as_deref(),
         Some("condition_error")
@@ -228,9 +228,13 @@ async fn only_the_rules_groups_decide(backend: Backend) {
             matches!(r.approve(key, a).await, Err(Error::Forbidden(_))),
             "{key}"
         );
-        let deny = r.engine.deny(&r.who(key), &a.id, "no").await;
+        let deny = r.engine.deny(&r.who(key), &a.id(), "no").await;
         assert!(matches!(deny, Err(Error::Forbidden(_))), "{key}");
-        assert_eq!(r.load(&a.id).await.version, a.version, "nothing changed");
+        assert_eq!(
+            r.load(&a.id()).await.version(),
+            a.version(),
+            "nothing changed"
+        );
     }
     let listed = |key: &'static str| {
         let r = &r;
@@ -240,11 +244,13 @@ async fn only_the_rules_groups_decide(backend: Backend) {
                 ..Default::default()
             };
             let (page, _) = r.engine.list(&r.who(key), f).await.unwrap();
-            page.into_iter().map(|a| a.id).collect::<Vec<_>>()
+            page.into_iter()
+                .map(|a| a.id().to_owned())
+                .collect::<Vec<_>>()
         }
     };
-    assert_eq!(listed(SRE).await, [deploy.id.as_str()]);
-    assert_eq!(listed(FINANCE_2).await, [transfer.id.as_str()]);
+    assert_eq!(listed(SRE).await, [deploy.id()]);
+    assert_eq!(listed(FINANCE_2).await, [transfer.id()]);
     assert_eq!(
         listed(ADMIN).await.len(),
         2,
@@ -264,24 +270,28 @@ async fn a_quorum_commits_on_the_last_distinct_approval(backend: Backend) {
     let a = r
         .pending("payments.transfer", json!({"amount": 60000}))
         .await;
-    let digest = a.approval.as_ref().unwrap().context_digest.clone();
+    let digest = a.approval().unwrap().context_digest.clone();
     let once = r.approve(FINANCE_1, &a).await.unwrap();
     assert_eq!(once.state(), State::PendingApproval);
     assert_eq!(still_needed(&once), 1);
     assert_eq!(once.approvals().len(), 1);
     let again = r.approve(FINANCE_1, &a).await.unwrap();
-    assert_eq!(again.version, once.version, "the same approver counts once");
+    assert_eq!(
+        again.version(),
+        once.version(),
+        "the same approver counts once"
+    );
     let done = r.approve(FINANCE_2, &a).await.unwrap();
     assert!(
         matches!(done.state(), State::Executing | State::Succeeded),
         "{}",
         done.state()
     );
-    let sealed = r.load(&a.id).await;
+    let sealed = r.load(&a.id()).await;
     assert_eq!(sealed.state(), State::Succeeded);
-    let signed = sealed.approval.as_ref().unwrap().quorum.approvers();
+    let signed = sealed.approval().unwrap().quorum.approvers();
     assert_eq!(signed, ["fin-1", "fin-2"]);
-    let events = r.engine.events(&r.who(ADMIN), &a.id).await.unwrap();
+    let events = r.engine.events(&r.who(ADMIN), &a.id()).await.unwrap();
     audit::verify(&sealed, &events).unwrap();
     let approvals: Vec<_> = events
         .iter()
@@ -311,7 +321,7 @@ async fn a_quorum_commits_on_the_last_distinct_approval(backend: Backend) {
     r.approve(FINANCE_1, &b).await.unwrap();
     let denied = r
         .engine
-        .deny(&r.who(FINANCE_2), &b.id, "not this one")
+        .deny(&r.who(FINANCE_2), &b.id(), "not this one")
         .await
         .unwrap();
     assert_eq!(denied.state(), State::Denied);
@@ -477,10 +487,10 @@ async fn the_last_approval_racing_a_cancel_has_one_winner(backend: Backend) {
                 let half = r.approve(FINANCE_1, &a).await.unwrap();
                 assert_eq!(still_needed(&half), 1);
                 let agent = r.who(AGENT);
-                let cancel = r.engine.cancel(&agent, &a.id);
+                let cancel = r.engine.cancel(&agent, &a.id());
                 let (approve, cancel) = tokio::join!(r.approve(FINANCE_2, &a), cancel);
-                let events = r.engine.events(&r.who(ADMIN), &a.id).await.unwrap();
-                (approve, cancel, r.load(&a.id).await, events)
+                let events = r.engine.events(&r.who(ADMIN), &a.id()).await.unwrap();
+                (approve, cancel, r.load(&a.id()).await, events)
             }
         });
         for (approve, cancel, end, events) in futures_join(pairs).await {

@@ -271,7 +271,7 @@ async fn sc_can_03_postgres_claims_committed_together_skip_a_ticket_whose_cancel
     let tx = other.transaction().await.unwrap();
     tx.execute(
         "SELECT 1 FROM actions WHERE tenant = 'acme' AND id = $1 FOR UPDATE",
-        &[&held.id],
+        &[&held.id()],
     )
     .await
     .unwrap();
@@ -320,14 +320,14 @@ async fn sc_can_03_postgres_claims_committed_together_skip_a_ticket_whose_cancel
         (Ok(()), Err(StoreError::Conflict)) | (Err(StoreError::Conflict), Ok(())) => {}
         other => panic!("exactly one of the claim and the cancel lands: {other:?}"),
     }
-    let stored = store.load("acme", &held.id).await.unwrap().unwrap();
+    let stored = store.load("acme", &held.id()).await.unwrap().unwrap();
     let want = if claimed.is_ok() {
         "executing"
     } else {
         "cancelled"
     };
     assert_eq!(stored.state().to_string(), want);
-    let events = store.events("acme", &held.id).await.unwrap();
+    let events = store.events("acme", &held.id()).await.unwrap();
     assert_eq!(
         events
             .iter()
@@ -338,12 +338,12 @@ async fn sc_can_03_postgres_claims_committed_together_skip_a_ticket_whose_cancel
     );
 
     // The others: each claimed once, with its event, in fewer transactions than claims.
-    let claimed_ids: Vec<&str> = tickets[1..].iter().map(|t| t.id.as_str()).collect();
+    let claimed_ids: Vec<&str> = tickets[1..].iter().map(|t| t.id()).collect();
     for id in &claimed_ids {
         let a = store.load("acme", id).await.unwrap().unwrap();
         assert_eq!(a.state().to_string(), "executing");
         let events = store.events("acme", id).await.unwrap();
-        assert_eq!(events.last().unwrap().hash, a.chain_head);
+        assert_eq!(events.last().unwrap().hash, a.chain_head());
     }
     let row = other
         .query_one(
@@ -401,7 +401,14 @@ async fn sc_rec_01_postgres_sweep_holds_nothing_across_tool_runs() {
     for q in 0..2 {
         let call = submission(json!({"tool": "report.build", "args": {"q": q},
             "schedule": {"not_before": in_secs(1), "not_after": in_secs(120)}}));
-        ids.push(a.submit(agent, call, None).await.unwrap().action.id);
+        ids.push(
+            a.submit(agent, call, None)
+                .await
+                .unwrap()
+                .action
+                .id()
+                .to_owned(),
+        );
     }
     tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
     let turn = std::time::Duration::from_secs(1);

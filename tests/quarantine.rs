@@ -276,7 +276,15 @@ async fn sweep_quarantines_and_goes_on(store: Arc<dyn Store>, damage: Damage) {
     for k in ["good", "deep"] {
         let req = submission(json!({"tool": "report.build", "args": {"k": k},
             "schedule": {"not_before": at(60), "not_after": at(600)}}));
-        ids.push(engine.submit(&agent, req, None).await.unwrap().action.id);
+        ids.push(
+            engine
+                .submit(&agent, req, None)
+                .await
+                .unwrap()
+                .action
+                .id()
+                .to_owned(),
+        );
     }
     damage(ids[1].clone()).await;
     clock.advance(SignedDuration::from_secs(61));

@@ -12,7 +12,8 @@ use countersign::{
         audit::{self, ChainError},
         canonical,
         transition::TicketTerms,
-        Action, Actor, Creation, Decision, Lease, SealReason, Stage, State, Transition, Window,
+        Action, Actor, Call, Creation, Decision, Lease, SealReason, Stage, State, Transition,
+        Window,
     },
     store::{
         dynamodb::DynamoStore, sqlite::SqliteStore, IdempotencyRecord, ListQuery, Stop, Store,
@@ -42,32 +43,40 @@ fn tenant(label: &str) -> String {
 
 /// A pending action (not yet committed) whose approval lapses at `expires_at`.
 fn pending(tenant: &str, agent: &str, expires_at: Timestamp) -> Action {
-    Action {
-        id: format!("act_{}", ulid::Ulid::new()),
-        tenant: tenant.into(),
-        agent_id: agent.into(),
-        tool: "mail.send".into(),
-        args: json!({"to": "a@example.com"}),
-        args_digest: "sha256:00".into(),
-        action_kind: None,
-        run: None,
-        schedule: None,
-        decision: Decision::RequireApproval,
-        stage: Stage::PendingApproval { approvals: vec![] },
-        approval: Some(Approval {
-            context: json!({"tool": "mail.send"}),
-            context_digest: "sha256:ctx".into(),
-            expires_at,
-            approver: None,
-            decided_at: None,
-            quorum: Default::default(),
-        }),
-        actor: Actor::agent(agent),
-        version: 0,
-        created_at: t0(),
-        updated_at: t0(),
-        chain_head: String::new(),
-    }
+    let call = Call::for_test(
+        &format!("act_{}", ulid::Ulid::new()),
+        "mail.send",
+        json!({"to": "a@example.com"}),
+    )
+    .with_caller(tenant, agent);
+    let approval = Approval {
+        context: json!({"tool": "mail.send"}),
+        context_digest: "sha256:ctx".into(),
+        expires_at,
+        approver: None,
+        decided_at: None,
+        quorum: Default::default(),
+    };
+    let stage = Stage::PendingApproval { approvals: vec![] };
+    Action::first(call, Decision::RequireApproval, stage, Some(approval), t0())
+}
+
+/// `a` with its stored record edited: how a test outside the domain forges one.
+fn edited(a: &Action, edit: impl FnOnce(&mut serde_json::Value)) -> Action {
+    let mut record: serde_json::Value = serde_json::from_slice(&a.to_stored()).unwrap();
+    edit(&mut record);
+    Action::from_stored(&serde_json::to_vec(&record).unwrap()).unwrap()
+}
+
+/// `a` waiting for the countersignature of the context intake would show: its own call.
+fn showing_its_call(a: &Action) -> Action {
+    let call = a.call();
+    let shown = json!({"tool": call.tool(), "args": call.args(), "agent_id": call.agent_id(),
+        "action_kind": call.action_kind()});
+    edited(a, |r| {
+        r["approval"]["context_digest"] = json!(canonical::digest(&shown));
+        r["approval"]["context"] = shown;
+    })
 }
 
 async fn create_pending(
@@ -88,7 +97,8 @@ async fn create_pending(
 
 fn approve(a: &Action, due_at: Timestamp, deadline: Timestamp, now: Timestamp) -> Transition {
     let terms = TicketTerms {
-        catalog_fingerprint: "sha256:tool",
+        correlation_id: format!("cor_{}", ulid::Ulid::new()),
+        catalog_fingerprint: "sha256:tool".into(),
         due_at,
         deadline,
     };
@@ -121,11 +131,11 @@ async fn conflicts(store: &dyn Store) {
     );
     store.create(&t, None).await.unwrap();
     assert_eq!(
-        store.load(&tn, &t.action.id).await.unwrap(),
+        store.load(&tn, &t.action.id()).await.unwrap(),
         Some(t.action.clone())
     );
     assert_eq!(
-        store.events(&tn, &t.action.id).await.unwrap(),
+        store.events(&tn, &t.action.id()).await.unwrap(),
         vec![t.event.clone()]
     );
     assert!(
@@ -133,7 +143,7 @@ async fn conflicts(store: &dyn Store) {
         "same id twice"
     );
     assert_eq!(
-        store.load("someone-else", &t.action.id).await.unwrap(),
+        store.load("someone-else", &t.action.id()).await.unwrap(),
         None,
         "tenant is part of the key"
     );
@@ -146,25 +156,25 @@ async fn conflicts(store: &dyn Store) {
         Err(StoreError::Conflict)
     ));
     let mut wrong_state = approve(&base, plus(t0(), 60), plus(t0(), 3600), t0());
-    wrong_state.expected = (State::Approved, base.version);
+    wrong_state.expected = (State::Approved, base.version());
     assert!(matches!(
         store.commit(&wrong_state).await,
         Err(StoreError::Conflict)
     ));
     assert_eq!(
-        store.load(&tn, &base.id).await.unwrap(),
+        store.load(&tn, &base.id()).await.unwrap(),
         Some(base.clone()),
         "a lost write changes nothing"
     );
-    assert_eq!(store.events(&tn, &base.id).await.unwrap().len(), 1);
+    assert_eq!(store.events(&tn, &base.id()).await.unwrap().len(), 1);
 
     let good = approve(&base, plus(t0(), 60), plus(t0(), 3600), t0());
     store.commit(&good).await.unwrap();
     assert_eq!(
-        store.load(&tn, &base.id).await.unwrap(),
+        store.load(&tn, &base.id()).await.unwrap(),
         Some(good.action.clone())
     );
-    let events = store.events(&tn, &base.id).await.unwrap();
+    let events = store.events(&tn, &base.id()).await.unwrap();
     assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
     assert_eq!(events[1], good.event);
     assert!(
@@ -188,21 +198,21 @@ async fn event_and_transition_are_atomic(store: &dyn Store) {
         Err(StoreError::Conflict)
     ));
     assert_eq!(
-        store.load(&tn, &a.id).await.unwrap(),
+        store.load(&tn, &a.id()).await.unwrap(),
         Some(approved.action.clone()),
         "the action did not move"
     );
-    assert_eq!(store.events(&tn, &a.id).await.unwrap().len(), 2);
+    assert_eq!(store.events(&tn, &a.id()).await.unwrap().len(), 2);
 
     let claim =
         Transition::claim(&approved.action, "wrk_1", plus(t0(), 120), plus(t0(), 61)).unwrap();
     store.commit(&claim).await.unwrap();
     let done = Transition::finish(&claim.action, Ok(json!({"ok": true})), plus(t0(), 62));
     store.commit(&done).await.unwrap();
-    let stored = store.load(&tn, &a.id).await.unwrap().unwrap();
+    let stored = store.load(&tn, &a.id()).await.unwrap().unwrap();
     assert_eq!(stored.state(), State::Succeeded);
-    assert_eq!(stored.chain_head, done.event.hash);
-    let events = store.events(&tn, &a.id).await.unwrap();
+    assert_eq!(stored.chain_head(), done.event.hash);
+    let events = store.events(&tn, &a.id()).await.unwrap();
     assert_eq!(
         events.iter().map(|e| e.to).collect::<Vec<_>>(),
         [
@@ -235,17 +245,18 @@ async fn racing_commits_have_one_winner(store: Arc<dyn Store>) {
         assert!(x.is_ok() != y.is_ok(), "exactly one winner: {x:?} {y:?}");
         let loser = if x.is_ok() { y } else { x };
         assert!(matches!(loser, Err(StoreError::Conflict)), "{loser:?}");
-        let winner = if store.load(&tn, &a.id).await.unwrap().unwrap().state() == State::Cancelled {
+        let winner = if store.load(&tn, &a.id()).await.unwrap().unwrap().state() == State::Cancelled
+        {
             &cancel
         } else {
             &deny
         };
         assert_eq!(
-            store.load(&tn, &a.id).await.unwrap(),
+            store.load(&tn, &a.id()).await.unwrap(),
             Some(winner.action.clone())
         );
         assert_eq!(
-            store.events(&tn, &a.id).await.unwrap().len(),
+            store.events(&tn, &a.id()).await.unwrap().len(),
             2,
             "one event per committed transition"
         );
@@ -292,7 +303,7 @@ async fn concurrent_writes_each_get_their_own_outcome(store: Arc<dyn Store>) {
             won == &["cancel"] || won == &["deny"],
             "exactly one of cancel/deny, never the colliding write: {won:?}"
         );
-        let stored = store.load(&tn, &a.id).await.unwrap().unwrap();
+        let stored = store.load(&tn, &a.id()).await.unwrap().unwrap();
         assert_eq!(
             stored.state().to_string(),
             if won[0] == "cancel" {
@@ -301,9 +312,9 @@ async fn concurrent_writes_each_get_their_own_outcome(store: Arc<dyn Store>) {
                 "denied"
             }
         );
-        let events = store.events(&tn, &a.id).await.unwrap();
+        let events = store.events(&tn, &a.id()).await.unwrap();
         assert_eq!(events.len(), 2, "one event per committed transition");
-        assert_eq!(events[1].hash, stored.chain_head);
+        assert_eq!(events[1].hash, stored.chain_head());
     }
 }
 
@@ -318,7 +329,7 @@ async fn listing(store: &dyn Store) {
     }
     create_pending(store, &other, "a1", far()).await;
 
-    let mut newest_first: Vec<String> = ids.iter().map(|a| a.id.clone()).collect();
+    let mut newest_first: Vec<String> = ids.iter().map(|a| a.id().to_owned()).collect();
     newest_first.sort();
     newest_first.reverse();
     let page = |before: Option<String>, limit: usize| ListQuery {
@@ -332,7 +343,7 @@ async fn listing(store: &dyn Store) {
     loop {
         let got = store.list(&tn, &page(before.clone(), 3)).await.unwrap();
         assert!(got.actions.len() <= 3);
-        seen.extend(got.actions.iter().map(|a| a.id.clone()));
+        seen.extend(got.actions.iter().map(|a| a.id().to_owned()));
         match got.next {
             Some(next) => {
                 assert_eq!(got.actions.len(), 3, "a cursor only after a full read");
@@ -373,7 +384,7 @@ async fn quarantine(store: &dyn Store) {
     let bad = create_pending(store, &tn, "a1", far()).await;
     let unreadable = Unreadable {
         tenant: tn.clone(),
-        action_id: bad.id.clone(),
+        action_id: bad.id().to_owned(),
         reason: "malformed action record: recursion limit exceeded".into(),
     };
     store.quarantine(&unreadable, t0()).await.unwrap();
@@ -391,30 +402,26 @@ async fn quarantine(store: &dyn Store) {
         .await
         .unwrap();
     assert_eq!(
-        listed
-            .actions
-            .iter()
-            .map(|a| a.id.as_str())
-            .collect::<Vec<_>>(),
-        [kept.id.as_str()]
+        listed.actions.iter().map(|a| a.id()).collect::<Vec<_>>(),
+        [kept.id()]
     );
     assert!(listed.unreadable.is_empty());
     let due = store.sweep_due(Timestamp::MAX, 100_000).await.unwrap();
-    assert!(due.iter().any(|r| r.action_id == kept.id));
+    assert!(due.iter().any(|r| r.action_id == kept.id()));
     assert!(
-        !due.iter().any(|r| r.action_id == bad.id),
+        !due.iter().any(|r| r.action_id == bad.id()),
         "out of the sweep"
     );
     let q = store.quarantined(&tn).await.unwrap();
     assert_eq!(q.len(), 1, "{q:?}");
-    assert_eq!(q[0].action_id, bad.id);
+    assert_eq!(q[0].action_id, bad.id());
     assert_eq!(q[0].reason, unreadable.reason);
     assert!(store
         .quarantined(&tenant("other"))
         .await
         .unwrap()
         .is_empty());
-    assert!(store.load(&tn, &bad.id).await.unwrap().is_some());
+    assert!(store.load(&tn, &bad.id()).await.unwrap().is_some());
 }
 
 /// SC-INT-07: the record commits with the action, is scoped to tenant + agent + key, lapses,
@@ -426,7 +433,7 @@ async fn idempotency(store: &dyn Store) {
         agent_id: "a1".into(),
         key: "order-4711".into(),
         payload_digest: digest.into(),
-        action_id: action.id.clone(),
+        action_id: action.id().to_owned(),
         expires_at,
     };
     let first = Creation::new(pending(&tn, "a1", far()), Actor::agent("a1"), None, t0());
@@ -481,9 +488,9 @@ async fn idempotency(store: &dyn Store) {
         store.create(&second, Some(&rec2)).await,
         Err(StoreError::Conflict)
     ));
-    assert_eq!(store.load(&tn, &second.action.id).await.unwrap(), None);
+    assert_eq!(store.load(&tn, &second.action.id()).await.unwrap(), None);
     assert!(store
-        .events(&tn, &second.action.id)
+        .events(&tn, &second.action.id())
         .await
         .unwrap()
         .is_empty());
@@ -579,7 +586,7 @@ async fn sweep(store: &dyn Store) {
     // end on every claim: Store::defer_sweep); nothing else comes early. Deferred, it waits.
     let early = ids(store.sweep_due(plus(b, 60), 10).await.unwrap());
     assert!(
-        early.iter().all(|id| *id == running.action.id),
+        early.iter().all(|id| *id == running.action.id()),
         "nothing else due yet: {early:?}"
     );
     store.defer_sweep(&running.action).await.unwrap();
@@ -593,14 +600,17 @@ async fn sweep(store: &dyn Store) {
     assert_eq!(
         ids(due),
         [
-            running.action.id.clone(),
-            waiting.action.id.clone(),
-            lapsing.id.clone()
+            running.action.id().to_owned(),
+            waiting.action.id().to_owned(),
+            lapsing.id().to_owned()
         ]
     );
     assert_eq!(
         ids(store.sweep_due(plus(b, 660), 2).await.unwrap()),
-        [running.action.id.clone(), waiting.action.id.clone()]
+        [
+            running.action.id().to_owned(),
+            waiting.action.id().to_owned()
+        ]
     );
 
     // Sealing removes it from the index.
@@ -615,18 +625,18 @@ async fn sweep(store: &dyn Store) {
         .unwrap();
     assert_eq!(
         ids(store.sweep_due(plus(b, 660), 10).await.unwrap()),
-        [running.action.id.clone(), lapsing.id.clone()]
+        [running.action.id().to_owned(), lapsing.id().to_owned()]
     );
     // Deferring a version that has moved on changes nothing.
     store.defer_sweep(&waiting.action).await.unwrap();
     assert_eq!(
         ids(store.sweep_due(plus(b, 660), 10).await.unwrap()),
-        [running.action.id.clone(), lapsing.id.clone()]
+        [running.action.id().to_owned(), lapsing.id().to_owned()]
     );
     // Rediscovery reads every waiting ticket, however far.
     let all = ids(store.sweep_due(Timestamp::MAX, 100_000).await.unwrap());
-    assert!(all.contains(&later.action.id));
-    assert!(!all.contains(&sealed.id));
+    assert!(all.contains(&later.action.id().to_owned()));
+    assert!(!all.contains(&sealed.id().to_owned()));
 }
 
 /// SC-APP-04 with a window: a scheduled approval may be listed from its window's start (where
@@ -638,10 +648,12 @@ async fn sweep_scheduled_approval(store: &dyn Store) {
     let b = plus(t0(), 2 * 365 * 86_400);
     let tn = tenant("sweep_sched");
     let scheduled = |expires_at| {
-        let mut a = pending(&tn, "a1", expires_at);
-        a.schedule = Some(Window {
+        let window = Window {
             not_before: plus(b, 100),
             not_after: plus(b, 700),
+        };
+        let a = edited(&pending(&tn, "a1", expires_at), |r| {
+            r["schedule"] = json!(window)
         });
         Creation::new(a, Actor::agent("a1"), Some("approval_required"), b)
     };
@@ -665,22 +677,22 @@ async fn sweep_scheduled_approval(store: &dyn Store) {
     store.commit(&approved).await.unwrap();
     let at_start = mine(plus(b, 100)).await;
     assert!(
-        at_start.contains(&approved.action.id),
+        at_start.contains(&approved.action.id().to_owned()),
         "the approved ticket is due at the window's start: {at_start:?}"
     );
     assert!(
-        at_start.len() == 1 || at_start.contains(&late.action.id),
+        at_start.len() == 1 || at_start.contains(&late.action.id().to_owned()),
         "{at_start:?}"
     );
     store.defer_sweep(&late.action).await.unwrap();
     assert_eq!(
         mine(plus(b, 649)).await,
-        std::slice::from_ref(&approved.action.id),
+        std::slice::from_ref(&approved.action.id()),
         "deferred, the late approval waits for its expiry"
     );
     assert_eq!(
         mine(plus(b, 650)).await,
-        [approved.action.id.clone(), late.action.id.clone()]
+        [approved.action.id().to_owned(), late.action.id().to_owned()]
     );
 }
 
@@ -693,14 +705,8 @@ async fn tampered_chains_fail(store: &dyn Store) {
     let tn = tenant("chain");
     // A new action as intake commits it (real digests), and its denial.
     let real = || {
-        let mut a = pending(&tn, "a1", far());
-        a.args_digest = canonical::digest(&a.args);
         // The context as intake builds it: the call the approver is shown.
-        let shown =
-            json!({"tool": a.tool, "args": a.args, "agent_id": a.agent_id, "action_kind": null});
-        let approval = a.approval.as_mut().unwrap();
-        approval.context = shown;
-        approval.context_digest = canonical::digest(&approval.context);
+        let a = showing_its_call(&pending(&tn, "a1", far()));
         let created = Creation::new(a, Actor::agent("a1"), Some("approval_required"), t0());
         let denied = Transition::seal(
             &created.action,
@@ -723,7 +729,7 @@ async fn tampered_chains_fail(store: &dyn Store) {
     };
     create(chain.0.clone()).await;
     write(chain.1.clone()).await;
-    let id = chain.0.action.id.clone();
+    let id = chain.0.action.id().to_owned();
     assert_eq!(
         verified(id.clone()).await,
         Ok(()),
@@ -733,16 +739,16 @@ async fn tampered_chains_fail(store: &dyn Store) {
     // Moved: the record and its events stored under another id.
     let moved = format!("act_{}", ulid::Ulid::new());
     let mut forged = chain.0.clone();
-    forged.action.id.clone_from(&moved);
+    forged.action = edited(&forged.action, |r| r["id"] = json!(moved));
     create(forged).await;
     let mut forged = chain.1.clone();
-    forged.action.id.clone_from(&moved);
+    forged.action = edited(&forged.action, |r| r["id"] = json!(moved));
     write(forged).await;
     assert_eq!(verified(moved).await, Err(ChainError::Hash { seq: 1 }));
 
     // Cut: the record counts two events, the store holds the first and a later one.
     let (first, mut last) = real();
-    let cut = first.action.id.clone();
+    let cut = first.action.id().to_owned();
     create(first).await;
     last.event.seq = 3;
     write(last).await;
@@ -757,11 +763,12 @@ async fn tampered_chains_fail(store: &dyn Store) {
     // Edited args: the record rewritten with other args and their digest, chained onto the
     // stored head as a next event would be.
     let (first, _) = real();
-    let edited = first.action.id.clone();
+    let edited_id = first.action.id().to_owned();
     create(first.clone()).await;
-    let mut rewritten = first.action.clone();
-    rewritten.args = json!({"to": "attacker@example.com"});
-    rewritten.args_digest = canonical::digest(&rewritten.args);
+    let rewritten = self::edited(&first.action, |r| {
+        r["args"] = json!({"to": "attacker@example.com"});
+        r["args_digest"] = json!(canonical::digest(&r["args"]));
+    });
     let mut forged = Transition::seal(
         &rewritten,
         Actor::user("approver-1"),
@@ -770,7 +777,7 @@ async fn tampered_chains_fail(store: &dyn Store) {
     );
     forged.expected = (State::PendingApproval, 1);
     write(forged).await;
-    assert_eq!(verified(edited).await, Err(ChainError::Hash { seq: 1 }));
+    assert_eq!(verified(edited_id).await, Err(ChainError::Hash { seq: 1 }));
 
     assert_eq!(verified(id).await, Ok(()), "the real chain is untouched");
 }
@@ -811,19 +818,14 @@ async fn store_conformance_postgres() {
 /// (state, version) loses.
 async fn approve_and_claim_record_the_approval(store: &dyn Store) {
     let tn = tenant("approve_claim");
-    let mut a = pending(&tn, "a1", far());
-    a.args_digest = canonical::digest(&a.args);
     // The context shows the record's own call, as intake builds it: `verify` holds it to that.
-    let context = json!({"tool": a.tool, "args": a.args, "agent_id": a.agent_id,
-        "action_kind": a.action_kind});
-    let approval = a.approval.as_mut().unwrap();
-    approval.context = context;
-    approval.context_digest = canonical::digest(&approval.context);
+    let a = showing_its_call(&pending(&tn, "a1", far()));
     let created = Creation::new(a, Actor::agent("a1"), Some("approval_required"), t0());
     store.create(&created, None).await.unwrap();
     let a = created.action.clone();
     let terms = TicketTerms {
-        catalog_fingerprint: "sha256:tool",
+        correlation_id: format!("cor_{}", ulid::Ulid::new()),
+        catalog_fingerprint: "sha256:tool".into(),
         due_at: t0(),
         deadline: plus(t0(), 60),
     };
@@ -835,8 +837,8 @@ async fn approve_and_claim_record_the_approval(store: &dyn Store) {
     let claimed = Transition::approve_claimed(&a, "approver-1", terms, lease, plus(t0(), 1));
     store.commit(&claimed).await.unwrap();
 
-    let loaded = store.load(&tn, &a.id).await.unwrap().unwrap();
-    let events = store.events(&tn, &a.id).await.unwrap();
+    let loaded = store.load(&tn, &a.id()).await.unwrap().unwrap();
+    let events = store.events(&tn, &a.id()).await.unwrap();
     let trail: Vec<_> = events
         .iter()
         .map(|e| (e.from, e.to, e.reason.as_deref(), e.actor.clone()))
@@ -864,9 +866,9 @@ async fn approve_and_claim_record_the_approval(store: &dyn Store) {
             ),
         ]
     );
-    let digest = &a.approval.as_ref().unwrap().context_digest;
+    let digest = &a.approval().unwrap().context_digest;
     assert_eq!(events[1].context_digest.as_ref(), Some(digest));
-    assert_eq!((loaded.state(), loaded.version), (State::Executing, 3));
+    assert_eq!((loaded.state(), loaded.version()), (State::Executing, 3));
     assert_eq!(audit::verify(&loaded, &events), Ok(()));
     let again = approve(&a, t0(), plus(t0(), 60), plus(t0(), 2));
     assert!(matches!(
@@ -953,7 +955,7 @@ async fn dynamodb_ttl_retention_and_fail_closed() {
         }
     };
     let expected = (plus(t0(), 10).as_second() + 90 * 86_400).to_string();
-    for sk in [format!("A#{}", a.id), format!("A#{}#S", a.id)] {
+    for sk in [format!("A#{}", a.id()), format!("A#{}#S", a.id())] {
         let item = get(sk.clone()).await;
         assert_eq!(
             item.get("ttl"),
@@ -968,8 +970,8 @@ async fn dynamodb_ttl_retention_and_fail_closed() {
 
     // A call item alone (its state item never committed) is not an action.
     let orphan = pending(&tn, "a1", far());
-    let mut call = get(format!("A#{}", a.id)).await;
-    call.insert("sk".into(), AttributeValue::S(format!("A#{}", orphan.id)));
+    let mut call = get(format!("A#{}", a.id())).await;
+    call.insert("sk".into(), AttributeValue::S(format!("A#{}", orphan.id())));
     client
         .put_item()
         .table_name(&table)
@@ -977,8 +979,8 @@ async fn dynamodb_ttl_retention_and_fail_closed() {
         .send()
         .await
         .unwrap();
-    assert_eq!(store.load(&tn, &orphan.id).await.unwrap(), None);
-    assert!(store.events(&tn, &orphan.id).await.unwrap().is_empty());
+    assert_eq!(store.load(&tn, &orphan.id()).await.unwrap(), None);
+    assert!(store.events(&tn, &orphan.id()).await.unwrap().is_empty());
     let listed = store
         .list(
             &tn,
@@ -989,8 +991,8 @@ async fn dynamodb_ttl_retention_and_fail_closed() {
         )
         .await
         .unwrap();
-    let ids: Vec<&str> = listed.actions.iter().map(|x| x.id.as_str()).collect();
-    assert_eq!(ids, [a.id.as_str()]);
+    let ids: Vec<&str> = listed.actions.iter().map(|x| x.id()).collect();
+    assert_eq!(ids, [a.id()]);
 
     // Fail closed: a record whose ticket is inconsistent with its state is refused.
     let waiting = create_pending(&store, &tn, "a1", far()).await;
@@ -1000,7 +1002,7 @@ async fn dynamodb_ttl_retention_and_fail_closed() {
         .update_item()
         .table_name(&table)
         .key("pk", AttributeValue::S(pk.clone()))
-        .key("sk", AttributeValue::S(format!("A#{}#S", waiting.id)))
+        .key("sk", AttributeValue::S(format!("A#{}#S", waiting.id())))
         .update_expression("SET #s = :p")
         .expression_attribute_names("#s", "s")
         .expression_attribute_values(":p", AttributeValue::S("p".into()))
@@ -1008,7 +1010,7 @@ async fn dynamodb_ttl_retention_and_fail_closed() {
         .await
         .unwrap();
     assert!(matches!(
-        store.load(&tn, &waiting.id).await,
+        store.load(&tn, &waiting.id()).await,
         Err(StoreError::Malformed(_))
     ));
 }

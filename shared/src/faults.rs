@@ -82,7 +82,7 @@ impl Matching {
     fn matches(&self, write: Write, t: Option<Written<'_>>) -> bool {
         let from = t.and_then(|t| t.from);
         let to = t.map(|t| t.change.action.state());
-        let id = t.map(|t| t.change.action.id.as_str());
+        let id = t.map(|t| t.change.action.id());
         self.write.is_none_or(|w| w == write)
             && self.from.is_none_or(|f| Some(f) == from)
             && self.to.is_none_or(|s| Some(s) == to)

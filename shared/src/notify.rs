@@ -145,7 +145,7 @@ impl Notifier {
             kind: entry.kind,
             action: &action,
             event,
-            page_url: format!("{}#action={}", self.page, action.id),
+            page_url: format!("{}#action={}", self.page, action.id()),
         };
         let (mut took, mut failure) = (Vec::new(), None);
         for endpoint in endpoints {

@@ -116,9 +116,9 @@ pub fn submitted(decision: Decision) {
 /// was due.
 pub fn landed(action: &Action) {
     counter!(TRANSITIONS, "to" => action.state().as_str()).increment(1);
-    match &action.stage {
+    match &action.stage() {
         Stage::Executing { ticket, .. } => {
-            let late = action.updated_at.duration_since(ticket.due_at());
+            let late = action.updated_at().duration_since(ticket.due_at());
             histogram!(WAKE_LATENESS).record(late.as_secs_f64().max(0.0));
         }
         Stage::Sealed { state, outcome, .. } => {

@@ -387,8 +387,8 @@ impl AwsWorld {
             .correlation_id()
             .to_owned();
         Wake {
-            tenant: action.tenant,
-            action_id: action.id,
+            tenant: action.tenant().to_owned(),
+            action_id: action.id().to_owned(),
             correlation_id,
         }
     }

@@ -828,7 +828,7 @@ async fn all_actions(store: &dyn Store) -> Vec<Action> {
 fn latest_arrival(all: &[Action], attempts: &[Attempt]) -> Option<String> {
     let windows: HashMap<&str, Timestamp> = all
         .iter()
-        .filter_map(|a| a.schedule.map(|w| (a.id.as_str(), w.not_after)))
+        .filter_map(|a| a.call().schedule().map(|w| (a.id(), w.not_after)))
         .collect();
     let (late, a) = attempts
         .iter()
@@ -847,7 +847,13 @@ fn latest_arrival(all: &[Action], attempts: &[Attempt]) -> Option<String> {
 fn actions_per_kind(all: &[Action]) -> BTreeMap<String, usize> {
     let mut per_kind = BTreeMap::new();
     for a in all {
-        let kind = a.tool.split('.').nth(1).unwrap_or_default().to_owned();
+        let kind = a
+            .call()
+            .tool()
+            .split('.')
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
         *per_kind.entry(kind).or_default() += 1;
     }
     per_kind
@@ -875,7 +881,7 @@ async fn check_outcomes(
     let (mut unknown, mut reached_tool, mut across_kill) = (0, 0, 0);
     for a in all.iter().filter(|a| a.reason() == Some("outcome_unknown")) {
         unknown += 1;
-        let events = store.events(&a.tenant, &a.id).await.unwrap_or_default();
+        let events = store.events(&a.tenant(), &a.id()).await.unwrap_or_default();
         let claimed = events
             .iter()
             .find(|e| e.to == State::Executing)
@@ -890,23 +896,23 @@ async fn check_outcomes(
         // No SIGKILL: the worker that sent an attempt lived to read its answer (or its
         // timeout). An answer the tool gave is never left unknown — a client hanging up does not
         // end the run (SC-EDGE-12).
-        let mine: Vec<&Attempt> = attempts.iter().filter(|t| t.action_id == a.id).collect();
+        let mine: Vec<&Attempt> = attempts.iter().filter(|t| t.action_id == a.id()).collect();
         if let Some(t) = mine.iter().find(|t| t.answered.is_some()) {
             broken.push(format!(
                 "{}: sealed outcome_unknown, but the tool answered attempt {} at {:?} and no SIGKILL fell while it was claimed",
-                a.id, t.attempt, t.answered
+                a.id(), t.attempt, t.answered
             ));
         } else if !mine.is_empty() {
             reached_tool += 1;
         } else {
             broken.push(format!(
                 "{}: sealed outcome_unknown, but no attempt reached the tool and no SIGKILL fell while it was claimed (claimed {claimed:?}, sealed {sealed:?})",
-                a.id
+                a.id()
             ));
         }
     }
     for id in cancel_refused {
-        if let Some(a) = all.iter().find(|a| &a.id == id) {
+        if let Some(a) = all.iter().find(|a| &a.id() == id) {
             if a.state() == State::Cancelled && a.reason() == Some("cancelled") {
                 broken.push(format!(
                     "{id}: its cancel was answered 409, yet a cancel sealed it"
@@ -930,7 +936,7 @@ fn check_mcp_answers(all: &[Action]) -> Vec<String> {
     let mut broken = Vec::new();
     let (mut open, mut open_timeouts) = (0, 0);
     for a in all.iter().filter(|a| a.state().is_sealed()) {
-        let kind = a.tool.split('.').nth(1).unwrap_or_default();
+        let kind = a.call().tool().split('.').nth(1).unwrap_or_default();
         let error = a
             .outcome()
             .and_then(|o| o.error.as_ref())
@@ -943,11 +949,11 @@ fn check_mcp_answers(all: &[Action]) -> Vec<String> {
         match kind {
             "mcperror" if a.state() == State::Succeeded => broken.push(format!(
                 "{}: an MCP tool answered isError, yet the action succeeded",
-                a.id
+                a.id()
             )),
             "mcpopen" | "mcpcrlf" if error == "mcp_invalid_response" => broken.push(format!(
                 "{}: an MCP tool's {kind} answer was read as an invalid response",
-                a.id
+                a.id()
             )),
             _ => {}
         }
@@ -979,10 +985,16 @@ async fn check_attempts(
             ));
             continue;
         };
-        let retry_tool = action.tool.starts_with("report.");
-        let kind = action.tool.split('.').nth(1).unwrap_or_default().to_owned();
+        let retry_tool = action.call().tool().starts_with("report.");
+        let kind = action
+            .call()
+            .tool()
+            .split('.')
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
         *per_kind.entry(kind).or_default() += tries.len();
-        if let Some(w) = action.schedule {
+        if let Some(w) = action.call().schedule() {
             for a in &tries {
                 if a.at < w.not_before {
                     broken.push(format!(
@@ -991,7 +1003,7 @@ async fn check_attempts(
                     ));
                 }
                 // An MCP attempt carries no signature: its arrival is held to the deadline below.
-                let mcp = action.tool.contains(".mcp");
+                let mcp = action.call().tool().contains(".mcp");
                 if !mcp && a.signed.is_none_or(|t| t > w.not_after) {
                     broken.push(format!(
                         "{id}: attempt {} signed at {:?}, after the deadline {} (or unsigned)",
@@ -1006,7 +1018,7 @@ async fn check_attempts(
                 }
             }
         }
-        if let (Some(stop), true) = (stop_answered, action.agent_id == STOPPED_AGENT) {
+        if let (Some(stop), true) = (stop_answered, action.call().agent_id() == STOPPED_AGENT) {
             for a in &tries {
                 if a.at > stop.checked_add(TRANSIT).unwrap() {
                     broken.push(format!(

@@ -67,7 +67,7 @@ pub(super) async fn submit(
     let call = read_json::<SubmitRequest>(body).await?.into_submission()?;
     let key = key.map(idempotency_key).transpose()?;
     let submitted = engine.submit(&who, call, key).await?;
-    let status = match submitted.action.decision {
+    let status = match submitted.action.decision() {
         crate::domain::Decision::RequireApproval => StatusCode::ACCEPTED,
         crate::domain::Decision::Schedule => StatusCode::CREATED,
         _ => StatusCode::OK,

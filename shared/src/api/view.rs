@@ -13,6 +13,9 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 /// An action (SPEC §2): the record without its ticket, lease and chain internals.
+// The call's members are listed here, not flattened from `domain::Call`: the OpenAPI document
+// describes them one by one (a flattened member would become an `allOf`), and the view is one of
+// the three places a new member of the call is written (with the call and its DynamoDB mapping).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ActionView {
     /// `act_` + a ULID.
@@ -52,26 +55,27 @@ pub struct ActionView {
 
 impl From<&Action> for ActionView {
     fn from(a: &Action) -> Self {
+        let call = a.call();
         ActionView {
-            id: a.id.clone(),
-            tenant: a.tenant.clone(),
-            agent_id: a.agent_id.clone(),
-            tool: a.tool.clone(),
-            args: a.args.clone(),
-            args_digest: a.args_digest.clone(),
-            action_kind: a.action_kind.clone(),
-            run: a.run.clone(),
-            schedule: a.schedule,
-            decision: a.decision,
+            id: call.id().to_owned(),
+            tenant: call.tenant().to_owned(),
+            agent_id: call.agent_id().to_owned(),
+            tool: call.tool().to_owned(),
+            args: call.args().clone(),
+            args_digest: call.args_digest().to_owned(),
+            action_kind: call.action_kind().map(str::to_owned),
+            run: call.run().cloned(),
+            schedule: call.schedule(),
+            decision: a.decision(),
             state: a.state(),
             next_action: a.next_action(),
-            approval: a.approval.clone(),
+            approval: a.approval().cloned(),
             approvals: a.approvals().to_vec(),
             outcome: a.outcome().cloned(),
-            actor: a.actor.clone(),
-            version: a.version,
-            created_at: a.created_at,
-            updated_at: a.updated_at,
+            actor: a.actor().clone(),
+            version: a.version(),
+            created_at: a.created_at(),
+            updated_at: a.updated_at(),
             sealed_at: a.sealed_at(),
         }
     }

@@ -1,7 +1,8 @@
 //! The action record: what the API returns and what the store keeps.
 
+pub use super::call::RunRef;
 pub use super::quorum::{Quorum, Signoff};
-use super::{ticket::Ticket, window::Window};
+use super::{call::Call, ticket::Ticket};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -71,18 +72,6 @@ pub enum Decision {
     SetResult,
     RequireApproval,
     Schedule,
-}
-
-/// Caller-side identifiers an agent may attach, echoed back untouched.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RunRef {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thread_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub call_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -186,44 +175,29 @@ pub enum Stage {
 }
 
 /// An action record: the committed call, where it stands, and its audit head. Stored and
-/// answered in one flat JSON shape (`state`, `ticket`, `lease`, `outcome`, `sealed_at` beside
-/// the call); [`Stage`] is how the code holds it.
+/// answered in one flat JSON shape (the call's members, then `state`, `ticket`, `lease`,
+/// `outcome`, `sealed_at`); [`Stage`] is how the code holds it. Its fields are the domain's:
+/// others read them, and only the domain's transitions change them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Action {
-    pub id: String,
-    pub tenant: String,
-    pub agent_id: String,
-    pub tool: String,
-    pub args: Value,
-    pub args_digest: String,
-    pub action_kind: Option<String>,
-    pub run: Option<RunRef>,
-    pub schedule: Option<Window>,
-    pub decision: Decision,
-    pub stage: Stage,
+    pub(super) call: Call,
+    pub(super) decision: Decision,
+    pub(super) stage: Stage,
     /// The countersignature: asked for while pending, kept once decided.
-    pub approval: Option<Approval>,
-    pub actor: Actor,
-    pub version: u64,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
+    pub(super) approval: Option<Approval>,
+    pub(super) actor: Actor,
+    pub(super) version: u64,
+    pub(super) created_at: Timestamp,
+    pub(super) updated_at: Timestamp,
     /// Hash of the last audit event: the next event chains onto it.
-    pub chain_head: String,
+    pub(super) chain_head: String,
 }
 
 /// The stored shape of an action, as read: checked into an [`Action`] by `TryFrom`.
 #[derive(Deserialize)]
 struct Stored {
-    id: String,
-    tenant: String,
-    agent_id: String,
-    tool: String,
-    args: Value,
-    args_digest: String,
-    action_kind: Option<String>,
-    #[serde(default)]
-    run: Option<RunRef>,
-    schedule: Option<Window>,
+    #[serde(flatten)]
+    call: Call,
     decision: Decision,
     state: State,
     #[serde(default)]
@@ -252,16 +226,8 @@ struct Stored {
 /// The stored shape of an action, as written (borrowed: no copy of the args).
 #[derive(Serialize)]
 struct StoredRef<'a> {
-    id: &'a str,
-    tenant: &'a str,
-    agent_id: &'a str,
-    tool: &'a str,
-    args: &'a Value,
-    args_digest: &'a str,
-    action_kind: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    run: &'a Option<RunRef>,
-    schedule: &'a Option<Window>,
+    #[serde(flatten)]
+    call: &'a Call,
     decision: Decision,
     state: State,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -289,15 +255,7 @@ struct StoredRef<'a> {
 impl Serialize for Action {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         StoredRef {
-            id: &self.id,
-            tenant: &self.tenant,
-            agent_id: &self.agent_id,
-            tool: &self.tool,
-            args: &self.args,
-            args_digest: &self.args_digest,
-            action_kind: &self.action_kind,
-            run: &self.run,
-            schedule: &self.schedule,
+            call: &self.call,
             decision: self.decision,
             state: self.state(),
             approval: &self.approval,
@@ -353,15 +311,7 @@ impl TryFrom<Stored> for Action {
             }
         };
         let action = Action {
-            id: r.id,
-            tenant: r.tenant,
-            agent_id: r.agent_id,
-            tool: r.tool,
-            args: r.args,
-            args_digest: r.args_digest,
-            action_kind: r.action_kind,
-            run: r.run,
-            schedule: r.schedule,
+            call: r.call,
             decision: r.decision,
             stage,
             approval: r.approval,
@@ -389,6 +339,70 @@ pub struct Held<'a> {
 pub struct Malformed(pub String);
 
 impl Action {
+    /// The first form of an action, before its first commit: [`super::Creation::new`] numbers
+    /// it, stamps it and starts its chain. Intake's is built by [`super::admission`].
+    pub fn first(
+        call: Call,
+        decision: Decision,
+        stage: Stage,
+        approval: Option<Approval>,
+        now: Timestamp,
+    ) -> Action {
+        Action {
+            actor: Actor::agent(call.agent_id()),
+            call,
+            decision,
+            stage,
+            approval,
+            version: 0,
+            created_at: now,
+            updated_at: now,
+            // Set by the first transition (the chain's genesis binds this action).
+            chain_head: String::new(),
+        }
+    }
+
+    /// The committed call: the same in every state.
+    pub fn call(&self) -> &Call {
+        &self.call
+    }
+    /// The action id (the call's).
+    pub fn id(&self) -> &str {
+        self.call.id()
+    }
+    pub fn tenant(&self) -> &str {
+        self.call.tenant()
+    }
+    /// The policy gate's outcome at intake.
+    pub fn decision(&self) -> Decision {
+        self.decision
+    }
+    pub fn stage(&self) -> &Stage {
+        &self.stage
+    }
+    /// The countersignature: asked for while pending, kept once decided.
+    pub fn approval(&self) -> Option<&Approval> {
+        self.approval.as_ref()
+    }
+    /// Who made the last transition.
+    pub fn actor(&self) -> &Actor {
+        &self.actor
+    }
+    /// One per transition; equals the number of audit events.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+    pub fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+    pub fn updated_at(&self) -> Timestamp {
+        self.updated_at
+    }
+    /// Hash of the last audit event: the next event chains onto it.
+    pub fn chain_head(&self) -> &str {
+        &self.chain_head
+    }
+
     /// Load a stored record, failing closed on anything inconsistent (SPEC §1.2).
     pub fn from_stored(bytes: &[u8]) -> Result<Action, Malformed> {
         let stored: Stored = serde_json::from_slice(bytes).map_err(|e| Malformed(e.to_string()))?;
@@ -459,19 +473,20 @@ impl Action {
     /// action's call, and that a pending action has its approval context.
     fn check_invariants(&self) -> Result<(), Malformed> {
         if let Some(ticket) = self.ticket() {
-            if ticket.action_id() != self.id || ticket.tenant() != self.tenant {
+            let call = &self.call;
+            if ticket.action_id() != call.id() || ticket.tenant() != call.tenant() {
                 return Err(Malformed("ticket belongs to another action".into()));
             }
-            if ticket.pending_tool() != self.tool || ticket.target().args != self.args {
+            if ticket.pending_tool() != call.tool() || ticket.target().args != *call.args() {
                 return Err(Malformed("ticket call differs from the action".into()));
             }
-            let call_id = self.run.as_ref().and_then(|r| r.call_id.as_deref());
-            if ticket.call_id() != call_id.unwrap_or(&self.id) {
+            let call_id = call.run().and_then(|r| r.call_id.as_deref());
+            if ticket.call_id() != call_id.unwrap_or(call.id()) {
                 return Err(Malformed("ticket call id differs from the action".into()));
             }
             // A ticket never runs past the window the action was submitted with.
-            if self
-                .schedule
+            if call
+                .schedule()
                 .is_some_and(|w| ticket.deadline() != w.not_after)
             {
                 return Err(Malformed("ticket deadline differs from the window".into()));

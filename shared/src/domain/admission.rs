@@ -1,9 +1,19 @@
 //! Intake's decision as a pure function (SPEC §4 Intake): stop, capability, then policy — in
 //! that order, each over facts the engine read just before. What it answers is what the first
-//! commit of the action will be; nothing here reads a store or a clock.
+//! commit of the action will be, and [`first_form`] builds that commit; nothing here reads a
+//! store or a clock.
 
-use super::{policy::Gate, window::Window, Decision, SealReason};
-use jiff::{SignedDuration, Timestamp};
+use super::{
+    action::{Actor, Approval, Lease, Outcome, Quorum, Stage, State},
+    call::Call,
+    context::{approval_context, ContextInput},
+    policy::Gate,
+    ticket::{span, Terms, Ticket},
+    transition::Creation,
+    window::Window,
+    Action, Decision, SealReason,
+};
+use jiff::{tz::TimeZone, SignedDuration, Timestamp};
 use serde_json::Value;
 
 /// What intake knows when it decides.
@@ -81,18 +91,16 @@ pub fn admit(f: &IntakeFacts<'_>) -> Admission {
                 Admission::Refused(SealReason::ScheduleNeedsApproval)
             }
             // Runs now, even if the window opens within the minute; the window stays recorded.
-            window => Admission::Ticket {
-                due_at: f.now,
-                deadline: window.map_or_else(|| later(f.run_deadline), |w| w.not_after).max(f.now),
-                reason: "policy_allow",
-            },
+            window => {
+                let (due_at, deadline) = span(window, true, f.now, f.run_deadline);
+                Admission::Ticket { due_at, deadline, reason: "policy_allow" }
+            }
         },
         Decision::Schedule => match f.window {
-            Some(w) => Admission::Ticket {
-                due_at: w.not_before.max(f.now),
-                deadline: w.not_after,
-                reason: "policy_schedule",
-            },
+            Some(w) => {
+                let (due_at, deadline) = span(Some(w), false, f.now, f.run_deadline);
+                Admission::Ticket { due_at, deadline, reason: "policy_schedule" }
+            }
             None => Admission::Invalid {
                 param: "schedule",
                 message: "this tool runs unattended only inside a window: give schedule {not_before, not_after}".into(),
@@ -102,6 +110,115 @@ pub fn admit(f: &IntakeFacts<'_>) -> Admission {
         Decision::RequireApproval => Admission::Approval {
             expires_at: f.window.map_or_else(|| later(f.approval_ttl), |w| w.not_after),
         },
+    }
+}
+
+/// What the first form needs besides the call and its admission: what the engine read or made.
+pub struct Making<'a> {
+    pub gate: &'a Gate,
+    /// The tool's catalog fingerprint, if the tool is in the catalog.
+    pub catalog_fingerprint: Option<String>,
+    /// `cor_` + a ULID, for a ticket committed at intake.
+    pub correlation_id: String,
+    /// A claim taken at once on a ticket due now, run by the request (SC-EDGE-07).
+    pub lease: Option<Lease>,
+    /// The tenant's time zone, for the window's sentence in the approval context (SC-INT-06).
+    pub time_zone: &'a TimeZone,
+    pub time_zone_name: &'a str,
+    pub now: Timestamp,
+}
+
+/// The first commit of an action: its call in the form `admission` decided, with the reason of
+/// its first event. A ticket committed by policy is the system's decision (SC-INT-09); the rest
+/// is the agent's. `Err` for an admission that makes no action (`Invalid`, or a ticket for a
+/// tool not in the catalog, which [`admit`] never answers).
+pub fn first_form(call: Call, admission: Admission, m: Making<'_>) -> Result<Creation, String> {
+    let sealed = |state, outcome| Stage::Sealed {
+        state,
+        outcome,
+        at: m.now,
+    };
+    let (decision, stage, approval, reason) = match admission {
+        Admission::Refused(reason) => (
+            Decision::Deny,
+            sealed(reason.state(), reason.outcome()),
+            None,
+            reason.to_string(),
+        ),
+        Admission::SetResult(result) => {
+            let outcome = Outcome {
+                result,
+                ..SealReason::SetResult.outcome()
+            };
+            let stage = sealed(State::Succeeded, outcome);
+            (
+                m.gate.decision,
+                stage,
+                None,
+                SealReason::SetResult.to_string(),
+            )
+        }
+        Admission::Ticket {
+            due_at,
+            deadline,
+            reason,
+        } => {
+            let Some(catalog_fingerprint) = m.catalog_fingerprint else {
+                return Err(format!(
+                    "a ticket for {:?}, which is not in the catalog",
+                    call.tool()
+                ));
+            };
+            let terms = Terms {
+                correlation_id: m.correlation_id,
+                catalog_fingerprint,
+                due_at,
+                deadline,
+            };
+            let ticket = Ticket::commit(&call, &terms);
+            let stage = match m.lease {
+                Some(lease) => Stage::Executing { ticket, lease },
+                None => Stage::Approved { ticket },
+            };
+            (m.gate.decision, stage, None, reason.to_owned())
+        }
+        Admission::Approval { expires_at } => {
+            let approval = asked(&call, expires_at, &m);
+            let stage = Stage::PendingApproval { approvals: vec![] };
+            let reason = "approval_required".to_owned();
+            (m.gate.decision, stage, Some(approval), reason)
+        }
+        Admission::Invalid { param, message } => return Err(format!("{param}: {message}")),
+    };
+    let actor = match &stage {
+        Stage::Approved { .. } | Stage::Executing { .. } => Actor::system(),
+        _ => Actor::agent(call.agent_id()),
+    };
+    let first = Action::first(call, decision, stage, approval, m.now);
+    Ok(Creation::new(first, actor, Some(&reason), m.now))
+}
+
+/// The countersignature asked for: the context the approver is shown, and its digest.
+fn asked(call: &Call, expires_at: Timestamp, m: &Making<'_>) -> Approval {
+    let quorum = Quorum {
+        required: m.gate.countersigners.approvals.max(1),
+        groups: m.gate.countersigners.groups.clone(),
+        signed: Vec::new(),
+    };
+    let (context, context_digest) = approval_context(&ContextInput {
+        call,
+        time_zone: m.time_zone,
+        time_zone_name: m.time_zone_name,
+        rule: m.gate.rule.as_ref(),
+        quorum: &quorum,
+    });
+    Approval {
+        context,
+        context_digest,
+        expires_at,
+        approver: None,
+        decided_at: None,
+        quorum,
     }
 }
 

@@ -6,6 +6,7 @@
 
 use super::{
     action::{Action, Actor, Decision, Outcome, RunRef, State},
+    call::Call,
     canonical,
     window::Window,
 };
@@ -69,17 +70,22 @@ pub struct Origin<'a> {
 }
 
 impl<'a> Origin<'a> {
+    /// The genesis of `action`: its call and its decision, in the chain's hashed form.
     pub fn of(action: &'a Action) -> Self {
+        Self::of_call(&action.call, action.decision)
+    }
+
+    pub fn of_call(call: &'a Call, decision: Decision) -> Self {
         Origin {
-            tenant: &action.tenant,
-            action_id: &action.id,
-            agent_id: &action.agent_id,
-            tool: &action.tool,
-            args_digest: &action.args_digest,
-            action_kind: action.action_kind.as_deref(),
-            schedule: action.schedule.as_ref(),
-            decision: action.decision,
-            run: action.run.as_ref(),
+            tenant: call.tenant(),
+            action_id: call.id(),
+            agent_id: call.agent_id(),
+            tool: call.tool(),
+            args_digest: call.args_digest(),
+            action_kind: call.action_kind(),
+            schedule: call.schedule_ref(),
+            decision,
+            run: call.run(),
         }
     }
 }
@@ -193,7 +199,7 @@ pub enum ChainError {
 pub fn verify(action: &Action, events: &[Event]) -> Result<(), ChainError> {
     Chain {
         origin: Origin::of(action),
-        args: &action.args,
+        args: action.call.args(),
         approval: action
             .approval
             .as_ref()
@@ -347,7 +353,8 @@ mod tests {
     fn claimed(id: &str) -> (Action, Vec<Event>) {
         let pending = pending(id, json!({"to": "ops@example.com"}));
         let terms = TicketTerms {
-            catalog_fingerprint: "sha256:tool",
+            correlation_id: "cor_1".into(),
+            catalog_fingerprint: "sha256:tool".into(),
             due_at: at(1),
             deadline: at(600),
         };
@@ -397,12 +404,12 @@ mod tests {
             ),
             (
                 "moved: the record renamed to another id",
-                Box::new(|a, _| a.id = "act_C".into()),
+                Box::new(|a, _| a.call.id = "act_C".into()),
                 ChainError::Hash { seq: 1 },
             ),
             (
                 "moved: to another tenant",
-                Box::new(|a, _| a.tenant = "globex".into()),
+                Box::new(|a, _| a.call.tenant = "globex".into()),
                 ChainError::Hash { seq: 1 },
             ),
             (
@@ -439,24 +446,24 @@ mod tests {
             ),
             (
                 "edited args, digest left",
-                Box::new(|a, _| a.args = json!({"to": "attacker@example.com"})),
+                Box::new(|a, _| a.call.args = json!({"to": "attacker@example.com"})),
                 ChainError::ArgsDigest,
             ),
             (
                 "edited args, digest recomputed",
                 Box::new(|a, _| {
-                    a.args = json!({"to": "attacker@example.com"});
-                    a.args_digest = canonical::digest(&a.args);
+                    a.call.args = json!({"to": "attacker@example.com"});
+                    a.call.args_digest = canonical::digest(&a.call.args);
                 }),
                 ChainError::Hash { seq: 1 },
             ),
             (
                 "edited args and context, both digests recomputed",
                 Box::new(|a, _| {
-                    a.args = json!({"to": "attacker@example.com"});
-                    a.args_digest = canonical::digest(&a.args);
+                    a.call.args = json!({"to": "attacker@example.com"});
+                    a.call.args_digest = canonical::digest(&a.call.args);
                     let approval = a.approval.as_mut().unwrap();
-                    approval.context["args"] = a.args.clone();
+                    approval.context["args"] = a.call.args.clone();
                     approval.context_digest = canonical::digest(&approval.context);
                 }),
                 ChainError::Hash { seq: 1 },
@@ -525,23 +532,23 @@ mod tests {
         let cases: Vec<(&str, Tamper, ChainError)> = vec![
             (
                 "tool",
-                Box::new(|a, _| a.tool = "mail.other".into()),
+                Box::new(|a, _| a.call.tool = "mail.other".into()),
                 hash_1.clone(),
             ),
             (
                 "agent",
-                Box::new(|a, _| a.agent_id = "agent-2".into()),
+                Box::new(|a, _| a.call.agent_id = "agent-2".into()),
                 hash_1.clone(),
             ),
             (
                 "kind",
-                Box::new(|a, _| a.action_kind = Some("email".into())),
+                Box::new(|a, _| a.call.action_kind = Some("email".into())),
                 hash_1.clone(),
             ),
             (
                 "window",
                 Box::new(|a, _| {
-                    a.schedule = Some(Window {
+                    a.call.schedule = Some(Window {
                         not_before: at(10),
                         not_after: at(900),
                     })
@@ -556,7 +563,7 @@ mod tests {
             (
                 "run ids",
                 Box::new(|a, _| {
-                    a.run = Some(RunRef {
+                    a.call.run = Some(RunRef {
                         run_id: Some("run-9".into()),
                         ..RunRef::default()
                     })

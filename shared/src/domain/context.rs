@@ -1,17 +1,14 @@
 //! The approval context: what the person countersigns. Its digest binds the approval to
 //! exactly this call and window (SC-INT-06, SC-APP-02).
 
-use super::{action::Quorum, canonical, policy::Matched, window::Window};
+use super::{action::Quorum, call::Call, canonical, policy::Matched, window::Window};
 use jiff::tz::TimeZone;
 use serde::Serialize;
 use serde_json::Value;
 
+/// What the context is made of: the call, shown as the tenant reads time, and the rule.
 pub struct ContextInput<'a> {
-    pub tool: &'a str,
-    pub args: &'a Value,
-    pub agent_id: &'a str,
-    pub action_kind: Option<&'a str>,
-    pub schedule: Option<&'a Window>,
+    pub call: &'a Call,
     pub time_zone: &'a TimeZone,
     pub time_zone_name: &'a str,
     /// The rule that asked for the countersignature, and who must give it (SC-POL-05).
@@ -63,21 +60,22 @@ pub struct ShownWindow {
 
 /// The context document and its `context_digest`.
 pub fn approval_context(input: &ContextInput<'_>) -> (Value, String) {
+    let call = input.call;
     let context = ApprovalContext {
-        tool: input.tool,
-        args: input.args,
-        agent_id: input.agent_id,
-        action_kind: input.action_kind,
+        tool: call.tool(),
+        args: call.args(),
+        agent_id: call.agent_id(),
+        action_kind: call.action_kind(),
         policy: input.rule.map(|rule| ShownRule {
             rule: rule.index,
             label: &rule.label,
             approvals: (input.quorum.required > 1).then_some(input.quorum.required),
             approver_groups: &input.quorum.groups,
         }),
-        schedule: input.schedule.map(|window| ShownWindow {
-            window: *window,
+        schedule: call.schedule().map(|window| ShownWindow {
+            window,
             time_zone: input.time_zone_name.to_owned(),
-            summary: window_sentence(window, input.time_zone, input.time_zone_name),
+            summary: window_sentence(&window, input.time_zone, input.time_zone_name),
         }),
     };
     let context = serde_json::to_value(&context).expect("a context serializes");
@@ -155,12 +153,9 @@ mod tests {
         let w1 = window("2026-10-21T15:30:00Z", "2026-10-21T17:30:00Z");
         let w2 = window("2026-10-21T15:31:00Z", "2026-10-21T17:30:00Z");
         let ctx = |w: Option<&Window>| {
+            let call = Call::for_test("act_1", "mail.send", args.clone()).with_schedule(w.copied());
             approval_context(&ContextInput {
-                tool: "mail.send",
-                args: &args,
-                agent_id: "a1",
-                action_kind: None,
-                schedule: w,
+                call: &call,
                 time_zone: &tz,
                 time_zone_name: "UTC",
                 rule: None,
@@ -190,13 +185,10 @@ mod tests {
             groups: vec!["finance".into()],
             signed: vec![],
         };
+        let call = Call::for_test("act_1", "payments.transfer", args.clone());
         let ctx = |rule, quorum| {
             approval_context(&ContextInput {
-                tool: "payments.transfer",
-                args: &args,
-                agent_id: "a1",
-                action_kind: None,
-                schedule: None,
+                call: &call,
                 time_zone: &tz,
                 time_zone_name: "UTC",
                 rule,

@@ -54,7 +54,8 @@ pub struct Deed {
     pub chain_head: String,
 }
 
-/// The exact call the agent submitted.
+/// The exact call the agent submitted, as deeds of format v2 hold it (the action's id, tenant
+/// and window are the deed's own members).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Call {
@@ -64,6 +65,19 @@ pub struct Call {
     pub args_digest: String,
     pub action_kind: Option<String>,
     pub run: Option<RunRef>,
+}
+
+impl From<&super::call::Call> for Call {
+    fn from(call: &super::call::Call) -> Call {
+        Call {
+            agent_id: call.agent_id().to_owned(),
+            tool: call.tool().to_owned(),
+            args: call.args().clone(),
+            args_digest: call.args_digest().to_owned(),
+            action_kind: call.action_kind().map(str::to_owned),
+            run: call.run().cloned(),
+        }
+    }
 }
 
 /// The approval as countersigned: the context the approver saw, its digest, and who.
@@ -179,16 +193,9 @@ impl Deed {
         Some(Deed {
             format: FORMAT.to_owned(),
             kid: kid.to_owned(),
-            tenant: action.tenant.clone(),
-            action_id: action.id.clone(),
-            call: Call {
-                agent_id: action.agent_id.clone(),
-                tool: action.tool.clone(),
-                args: action.args.clone(),
-                args_digest: action.args_digest.clone(),
-                action_kind: action.action_kind.clone(),
-                run: action.run.clone(),
-            },
+            tenant: action.tenant().to_owned(),
+            action_id: action.id().to_owned(),
+            call: Call::from(action.call()),
             decision: action.decision,
             approval: action.approval.as_ref().map(|a| Countersignature {
                 context: a.context.clone(),
@@ -197,7 +204,7 @@ impl Deed {
                 decided_at: a.decided_at,
                 approvers: a.quorum.signed.clone(),
             }),
-            schedule: action.schedule,
+            schedule: action.call().schedule(),
             state: action.state(),
             outcome: action.outcome().cloned(),
             version: action.version,

@@ -1,7 +1,8 @@
 //! Test fixtures shared by the domain's unit tests.
 
 use super::{
-    action::{Action, Actor, Approval, Decision, Stage},
+    action::{Action, Approval, Decision, Stage},
+    call::Call,
     canonical,
 };
 use jiff::Timestamp;
@@ -17,30 +18,19 @@ pub fn pending(id: &str, args: Value) -> Action {
     // As intake builds it (domain::context): the call the approver is shown.
     let context =
         json!({"tool": "mail.send", "args": args, "agent_id": "agent-1", "action_kind": null});
-    Action {
-        id: id.into(),
-        tenant: "acme".into(),
-        agent_id: "agent-1".into(),
-        tool: "mail.send".into(),
-        args_digest: canonical::digest(&args),
-        args,
-        action_kind: None,
-        run: None,
-        schedule: None,
-        decision: Decision::RequireApproval,
-        stage: Stage::PendingApproval { approvals: vec![] },
-        approval: Some(Approval {
-            context_digest: canonical::digest(&context),
-            context,
-            expires_at: at(3600),
-            approver: None,
-            decided_at: None,
-            quorum: Default::default(),
-        }),
-        actor: Actor::agent("agent-1"),
-        version: 0,
-        created_at: at(0),
-        updated_at: at(0),
-        chain_head: String::new(),
-    }
+    let approval = Approval {
+        context_digest: canonical::digest(&context),
+        context,
+        expires_at: at(3600),
+        approver: None,
+        decided_at: None,
+        quorum: Default::default(),
+    };
+    Action::first(
+        Call::for_test(id, "mail.send", args),
+        Decision::RequireApproval,
+        Stage::PendingApproval { approvals: vec![] },
+        Some(approval),
+        at(0),
+    )
 }

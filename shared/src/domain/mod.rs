@@ -3,6 +3,7 @@
 pub mod action;
 pub mod admission;
 pub mod audit;
+pub mod call;
 pub mod canonical;
 pub mod condition;
 pub mod context;
@@ -22,6 +23,7 @@ pub use action::{
     Action, Actor, ActorKind, Decision, Lease, NextAction, Outcome, RunRef, Stage, State,
 };
 pub use audit::Event;
+pub use call::Call;
 pub use seal::SealReason;
 pub use submission::Submission;
 pub use ticket::{AwaitReason, Ticket};

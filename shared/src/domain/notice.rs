@@ -71,7 +71,7 @@ pub struct Notice<'a> {
 
 impl Notice<'_> {
     pub fn id(&self) -> String {
-        notice_id(&self.action.id, self.event.seq)
+        notice_id(self.action.id(), self.event.seq)
     }
 
     /// The generic signed JSON (docs/notifications.md).
@@ -79,8 +79,8 @@ impl Notice<'_> {
         json!({
             "id": self.id(),
             "type": self.kind.as_str(),
-            "tenant": self.action.tenant,
-            "action_id": self.action.id,
+            "tenant": self.action.tenant(),
+            "action_id": self.action.id(),
             "occurred_at": super::time::text(&self.event.at),
             "data": self.data(),
         })
@@ -92,9 +92,9 @@ impl Notice<'_> {
             NoticeKind::ApprovalRequested => {
                 let approval = a.approval.as_ref();
                 json!({
-                    "tool": a.tool,
-                    "args": a.args,
-                    "agent_id": a.agent_id,
+                    "tool": a.call().tool(),
+                    "args": a.call().args(),
+                    "agent_id": a.call().agent_id(),
                     "context": approval.map(|p| &p.context),
                     "context_digest": approval.map(|p| &p.context_digest),
                     "expires_at": approval.map(|p| super::time::text(&p.expires_at)),
@@ -130,13 +130,15 @@ impl Notice<'_> {
                 };
                 format!(
                     "Approval requested: `{}` from agent `{}`{window}{needed}. <{}|Review it>",
-                    a.tool, a.agent_id, self.page_url
+                    a.call().tool(),
+                    a.call().agent_id(),
+                    self.page_url
                 )
             }
             NoticeKind::ActionSealed => format!(
                 "`{}` ({}) is {}: {}",
-                a.tool,
-                a.id,
+                a.call().tool(),
+                a.id(),
                 self.event.to,
                 self.event.reason.as_deref().unwrap_or("no reason")
             ),
@@ -235,8 +237,8 @@ impl OutboxEntry {
     /// The entry of an action's event, if the event notifies.
     pub fn for_event(action: &Action, event: &Event) -> Option<OutboxEntry> {
         Some(OutboxEntry {
-            tenant: action.tenant.clone(),
-            action_id: action.id.clone(),
+            tenant: action.tenant().to_owned(),
+            action_id: action.id().to_owned(),
             seq: event.seq,
             kind: NoticeKind::of(event)?,
             attempts: 0,

@@ -93,7 +93,8 @@ mod tests {
         );
         let two = Transition::sign(&one.action, "fin-2", &[], at(2)).unwrap();
         let terms = TicketTerms {
-            catalog_fingerprint: "sha256:f",
+            correlation_id: "cor_1".into(),
+            catalog_fingerprint: "sha256:f".into(),
             due_at: at(3),
             deadline: at(60),
         };

@@ -72,7 +72,7 @@ pub fn check(wake: &Wake, facts: Facts<'_>) -> Verdict {
         return Verdict::Reject(Rejection::NoWaitingTicket);
     };
     let ticket = match &action.stage {
-        Stage::Approved { ticket } if action.tenant == wake.tenant => ticket,
+        Stage::Approved { ticket } if action.tenant() == wake.tenant => ticket,
         _ => return Verdict::Reject(Rejection::NoWaitingTicket),
     };
     // SC-RES-02
@@ -197,6 +197,8 @@ mod tests {
     use super::*;
     use crate::domain::{
         action::{Actor, Decision, Lease},
+        call::Call,
+        ticket::Ticket,
         transition::TicketTerms,
     };
 
@@ -208,40 +210,34 @@ mod tests {
 
     /// An approved action due at t(100), deadline t(200).
     fn approved() -> Action {
-        let mut a = Action {
-            id: "act_01JZ0000000000000000000000".into(),
-            tenant: "acme".into(),
-            agent_id: "agent-1".into(),
-            tool: "mail.send".into(),
-            args: serde_json::json!({"to": "x"}),
-            args_digest: String::new(),
-            action_kind: None,
-            run: None,
-            schedule: None,
-            decision: Decision::Schedule,
-            stage: Stage::PendingApproval { approvals: vec![] },
-            approval: None,
-            actor: Actor::system(),
-            version: 1,
-            created_at: t(0),
-            updated_at: t(0),
-            chain_head: String::new(),
-        };
+        let call = Call::for_test(
+            "act_01JZ0000000000000000000000",
+            "mail.send",
+            serde_json::json!({"to": "x"}),
+        );
         let terms = TicketTerms {
-            catalog_fingerprint: FP,
+            correlation_id: "cor_1".into(),
+            catalog_fingerprint: FP.into(),
             due_at: t(100),
             deadline: t(200),
         };
-        a.stage = Stage::Approved {
-            ticket: terms.build(&a),
-        };
+        let ticket = Ticket::commit(&call, &terms);
+        let mut a = Action::first(
+            call,
+            Decision::Schedule,
+            Stage::Approved { ticket },
+            None,
+            t(0),
+        );
+        a.actor = Actor::system();
+        a.version = 1;
         a
     }
 
     fn wake_of(a: &Action) -> Wake {
         Wake {
-            tenant: a.tenant.clone(),
-            action_id: a.id.clone(),
+            tenant: a.tenant().to_owned(),
+            action_id: a.id().to_owned(),
             correlation_id: a.ticket().unwrap().correlation_id().into(),
         }
     }

@@ -4,7 +4,8 @@
 //! [`Ticket::commit`], called from the commit transitions; deserialization re-checks every
 //! invariant, so a malformed stored ticket fails closed instead of running something.
 
-use jiff::Timestamp;
+use super::{call::Call, window::Window};
+use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -41,33 +42,73 @@ struct TicketRecord {
 #[serde(try_from = "TicketRecord", into = "TicketRecord")]
 pub struct Ticket(TicketRecord);
 
-/// What the commit path supplies; everything else is derived, never taken loose.
-pub(crate) struct Commit<'a> {
-    pub action_id: &'a str,
-    pub tenant: &'a str,
-    pub call_id: &'a str,
-    pub tool: &'a str,
-    pub args: &'a Value,
-    pub catalog_fingerprint: &'a str,
+/// What a ticket is committed with besides its call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Terms {
+    /// `cor_` + a ULID, made by the caller (the domain generates nothing): a wake must name it.
+    pub correlation_id: String,
+    /// The tool's catalog entry as it was when the ticket committed (SC-RES-04).
+    pub catalog_fingerprint: String,
     pub due_at: Timestamp,
     pub deadline: Timestamp,
 }
 
+impl Terms {
+    /// The terms of a ticket committed at `now` for `call` (see [`span`]).
+    pub fn new(
+        call: &Call,
+        correlation_id: String,
+        catalog_fingerprint: String,
+        at_once: bool,
+        now: Timestamp,
+        run_deadline: SignedDuration,
+    ) -> Terms {
+        let (due_at, deadline) = span(call.schedule(), at_once, now, run_deadline);
+        Terms {
+            correlation_id,
+            catalog_fingerprint,
+            due_at,
+            deadline,
+        }
+    }
+}
+
+/// When a ticket committed at `now` runs — the one rule for intake (policy) and approval alike:
+/// from the window's start, or `now` if that is later or it runs `at_once` (an allowed call
+/// whose window opens within the minute, SC-INT-05), until the window's end; without a window,
+/// from `now` until `run_deadline` later.
+pub fn span(
+    window: Option<Window>,
+    at_once: bool,
+    now: Timestamp,
+    run_deadline: SignedDuration,
+) -> (Timestamp, Timestamp) {
+    let due_at = match window {
+        Some(w) if !at_once => w.not_before.max(now),
+        _ => now,
+    };
+    let deadline = window.map_or_else(
+        || now.saturating_add(run_deadline).unwrap_or(Timestamp::MAX),
+        |w| w.not_after,
+    );
+    (due_at, deadline.max(now))
+}
+
 impl Ticket {
-    /// Build the ticket being committed, with a fresh correlation id.
-    pub(crate) fn commit(c: Commit<'_>) -> Ticket {
+    /// Build the ticket being committed for `call` on `terms`.
+    pub(crate) fn commit(call: &Call, terms: &Terms) -> Ticket {
         let record = TicketRecord {
-            correlation_id: format!("cor_{}", ulid::Ulid::new()),
-            action_id: c.action_id.to_owned(),
-            tenant: c.tenant.to_owned(),
-            catalog_fingerprint: c.catalog_fingerprint.to_owned(),
-            due_at: c.due_at,
-            deadline: c.deadline,
+            correlation_id: terms.correlation_id.clone(),
+            action_id: call.id().to_owned(),
+            tenant: call.tenant().to_owned(),
+            catalog_fingerprint: terms.catalog_fingerprint.clone(),
+            due_at: terms.due_at,
+            deadline: terms.deadline,
             target: AwaitTarget {
                 reason: AwaitReason::ScheduledAction,
-                call_id: c.call_id.to_owned(),
-                tool: c.tool.to_owned(),
-                args: c.args.clone(),
+                call_id: call.call_id().to_owned(),
+                tool: call.tool().to_owned(),
+                args: call.args().clone(),
             },
         };
         Ticket::try_from(record).expect("the commit path builds a valid ticket")
@@ -157,16 +198,14 @@ mod tests {
     use serde_json::json;
 
     fn ticket() -> Ticket {
-        Ticket::commit(Commit {
-            action_id: "act_1",
-            tenant: "acme",
-            call_id: "call_1",
-            tool: "mail.send",
-            args: &json!({"to": "a@b"}),
-            catalog_fingerprint: "sha256:ab",
+        let call = Call::for_test("act_1", "mail.send", json!({"to": "a@b"}));
+        let terms = Terms {
+            correlation_id: "cor_1".into(),
+            catalog_fingerprint: "sha256:ab".into(),
             due_at: "2026-10-21T12:00:00Z".parse().unwrap(),
             deadline: "2026-10-21T13:00:00Z".parse().unwrap(),
-        })
+        };
+        Ticket::commit(&call, &terms)
     }
 
     #[test]

@@ -7,8 +7,11 @@ use super::{
     audit::{self, Entry, Event},
     notice::{NoticeKind, OutboxEntry},
     seal::SealReason,
-    ticket::{Commit, Ticket},
+    ticket::Ticket,
 };
+
+/// What a ticket is committed with besides the action's call.
+pub use super::ticket::Terms as TicketTerms;
 use jiff::Timestamp;
 use serde_json::{json, Value};
 
@@ -171,13 +174,13 @@ impl Transition {
     }
 
     /// Countersign: `pending_approval → approved`, committing the ticket.
-    pub fn approve(
-        current: &Action,
-        approver: &str,
-        ticket: TicketTerms<'_>,
-        now: Timestamp,
-    ) -> Self {
-        Self::countersign(current, approver, ticket.build(current), now)
+    pub fn approve(current: &Action, approver: &str, ticket: TicketTerms, now: Timestamp) -> Self {
+        Self::countersign(
+            current,
+            approver,
+            Ticket::commit(&current.call, &ticket),
+            now,
+        )
     }
 
     /// Countersign a ticket that runs at once in the approving request: `pending_approval →
@@ -187,11 +190,11 @@ impl Transition {
     pub fn approve_claimed(
         current: &Action,
         approver: &str,
-        ticket: TicketTerms<'_>,
+        ticket: TicketTerms,
         lease: Lease,
         now: Timestamp,
     ) -> Self {
-        let ticket = ticket.build(current);
+        let ticket = Ticket::commit(&current.call, &ticket);
         let approved = Self::countersign(current, approver, ticket.clone(), now);
         let stage = Stage::Executing { ticket, lease };
         let mut claimed = Self::advance(
@@ -329,33 +332,5 @@ impl Transition {
             at: now,
         };
         Self::advance(current, stage, Actor::system(), Some(reason), now, |_| {})
-    }
-}
-
-/// What a ticket is committed with besides the action itself.
-pub struct TicketTerms<'a> {
-    pub catalog_fingerprint: &'a str,
-    pub due_at: Timestamp,
-    pub deadline: Timestamp,
-}
-
-impl TicketTerms<'_> {
-    pub(crate) fn build(&self, action: &Action) -> Ticket {
-        let call_id = action
-            .run
-            .as_ref()
-            .and_then(|r| r.call_id.as_deref())
-            .filter(|c| !c.trim().is_empty())
-            .unwrap_or(&action.id);
-        Ticket::commit(Commit {
-            action_id: &action.id,
-            tenant: &action.tenant,
-            call_id,
-            tool: &action.tool,
-            args: &action.args,
-            catalog_fingerprint: self.catalog_fingerprint,
-            due_at: self.due_at,
-            deadline: self.deadline,
-        })
     }
 }

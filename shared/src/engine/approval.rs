@@ -45,7 +45,7 @@ impl Engine {
     ) -> Result<Action, Error> {
         require(who, &[Role::Approver], "approve actions")?;
         let mut action = self.load_for(who, action_id).await?;
-        if action.agent_id == who.id {
+        if action.call().agent_id() == who.id {
             return Err(Error::Forbidden(
                 "an approver cannot approve an action submitted under its own identity".into(),
             ));
@@ -68,7 +68,7 @@ impl Engine {
         action: &Action,
         context_digest: &str,
     ) -> Result<Step, Error> {
-        let tenant = self.tenant(&action.tenant)?;
+        let tenant = self.tenant(&action.tenant())?;
         let now = self.clock.now();
         let approval = match awaiting(action, context_digest)? {
             Awaiting::Countersignature(approval) => approval,
@@ -99,17 +99,19 @@ impl Engine {
             };
             return self.landed(self.commit_now(&t).await?, who);
         }
-        let Some(tool) = tenant.tool(&action.tool) else {
+        let Some(tool) = tenant.tool(&action.call().tool()) else {
             return Err(self.seal_refused(action, SealReason::CatalogChanged).await);
         };
         // SC-APP-03; due now and fitting the request: committed already claimed (SC-EDGE-07).
-        let due_at = action.schedule.map_or(now, |w| w.not_before.max(now));
-        let terms = TicketTerms {
-            catalog_fingerprint: &tool.fingerprint(),
-            due_at,
-            deadline: self.deadline_of(action, now),
-        };
-        let inline = self.inline_claim(tool, due_at, now);
+        let terms = TicketTerms::new(
+            action.call(),
+            super::intake::new_id("cor"),
+            tool.fingerprint(),
+            false,
+            now,
+            self.config.limits.run_deadline,
+        );
+        let inline = self.inline_claim(tool, terms.due_at, now);
         let t = match &inline {
             Some((_, lease)) => {
                 Transition::approve_claimed(action, &who.id, terms, lease.clone(), now)
@@ -118,7 +120,7 @@ impl Engine {
         };
         match self.commit_now(&t).await? {
             Committed::Landed(approved) => {
-                tracing::info!(tenant = %approved.tenant, action_id = %approved.id, approver = %who.id, "approved; ticket committed");
+                tracing::info!(tenant = %approved.tenant(), action_id = %approved.id(), approver = %who.id, "approved; ticket committed");
                 Ok(Step::Done(
                     self.hand_off(approved, inline.map(|(running, _)| running))
                         .await,
@@ -133,7 +135,7 @@ impl Engine {
     fn landed(&self, committed: Committed, who: &Principal) -> Result<Step, Error> {
         match committed {
             Committed::Landed(signed) => {
-                tracing::info!(tenant = %signed.tenant, action_id = %signed.id, approver = %who.id, "approval recorded; more needed");
+                tracing::info!(tenant = %signed.tenant(), action_id = %signed.id(), approver = %who.id, "approval recorded; more needed");
                 Ok(Step::Done(signed))
             }
             Committed::LostTo(current) if current.state() == State::PendingApproval => {
@@ -152,7 +154,7 @@ impl Engine {
     fn lapsed(&self, action: &Action) -> Vec<String> {
         let may_still = |approver: &str| {
             self.config
-                .principals_named(&action.tenant, approver)
+                .principals_named(&action.tenant(), approver)
                 .any(|p| p.role == Role::Approver && may_decide(p, action))
         };
         action
@@ -209,7 +211,7 @@ impl Engine {
 /// (SC-POL-03). An action without an approval has nothing to decide; its state answers.
 pub(crate) fn may_decide(who: &Principal, action: &Action) -> bool {
     action
-        .approval
+        .approval()
         .as_ref()
         .is_none_or(|a| a.quorum.admits(&who.groups))
 }
@@ -219,7 +221,7 @@ fn eligible(who: &Principal, action: &Action) -> Result<(), Error> {
         return Ok(());
     }
     let groups = action
-        .approval
+        .approval()
         .as_ref()
         .map(|a| a.quorum.groups.join(", "))
         .unwrap_or_default();
@@ -237,7 +239,7 @@ enum Awaiting<'a> {
 
 /// Whether `action` waits for the countersignature of `context_digest`.
 fn awaiting<'a>(action: &'a Action, context_digest: &str) -> Result<Awaiting<'a>, Error> {
-    match (action.state(), &action.approval) {
+    match (action.state(), &action.approval()) {
         (State::PendingApproval, Some(approval)) => Ok(Awaiting::Countersignature(approval)),
         (State::Approved | State::Executing, Some(a)) if a.context_digest == context_digest => {
             Ok(Awaiting::AlreadyApproved)
@@ -254,7 +256,7 @@ fn awaiting<'a>(action: &'a Action, context_digest: &str) -> Result<Awaiting<'a>
 
 fn current_digest(action: &Action) -> String {
     action
-        .approval
+        .approval()
         .as_ref()
         .map(|a| a.context_digest.clone())
         .unwrap_or_default()

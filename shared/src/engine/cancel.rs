@@ -25,11 +25,11 @@ impl Engine {
         }
         match self.seal(&action, actor, &SealReason::Cancelled).await? {
             Committed::Landed(cancelled) => {
-                tracing::info!(tenant = %cancelled.tenant, action_id = %cancelled.id, by = %who.id, "cancelled");
+                tracing::info!(tenant = %cancelled.tenant(), action_id = %cancelled.id(), by = %who.id, "cancelled");
                 if let Some(wake) = wake_of(&action) {
                     // Best effort: a wake that still fires finds no ticket (SC-RES-01).
                     if let Err(e) = self.waker.disarm(&wake).await {
-                        tracing::warn!(tenant = %action.tenant, action_id = %action.id, error = %e, "could not delete the wake");
+                        tracing::warn!(tenant = %action.tenant(), action_id = %action.id(), error = %e, "could not delete the wake");
                     }
                 }
                 Ok(cancelled)

@@ -96,7 +96,7 @@ impl Engine {
             Sent::Committed(c) if matches!(*c, Committed::Landed(_)) => Ok(Some(c.into_action())),
             Sent::Committed(_) | Sent::Taken => match idempotency {
                 Some(_) => Ok(None),
-                None => Err(Error::Internal(format!("{} exists already", c.action.id))),
+                None => Err(Error::Internal(format!("{} exists already", c.action.id()))),
             },
         }
     }
@@ -115,7 +115,7 @@ impl Engine {
         F: Fn() -> Fut,
         Fut: Future<Output = StoreResult<()>>,
     {
-        let (tenant, id) = (&ours.action.tenant, &ours.action.id);
+        let (tenant, id) = (&ours.action.tenant(), &ours.action.id().to_owned());
         let mut pause = FIRST_PAUSE;
         loop {
             let error = match write().await {
@@ -139,7 +139,7 @@ impl Engine {
                     telemetry::landed(&current);
                     return Ok(Sent::Committed(Box::new(Committed::Landed(current))));
                 }
-                Ok(Some(current)) if expected.is_none_or(|v| current.version != v) => {
+                Ok(Some(current)) if expected.is_none_or(|v| current.version() != v) => {
                     tracing::info!(tenant = %tenant, action_id = %id, state = %current.state(), "lost a race; reporting the winner");
                     telemetry::ambiguous_resolved("theirs");
                     return Ok(Sent::Committed(Box::new(Committed::LostTo(current))));
@@ -164,9 +164,9 @@ impl Engine {
 
     async fn reload(&self, action: &Action) -> Result<Action, Error> {
         self.store
-            .load(&action.tenant, &action.id)
+            .load(&action.tenant(), &action.id())
             .await?
-            .ok_or_else(|| Error::Internal(format!("{} vanished", action.id)))
+            .ok_or_else(|| Error::Internal(format!("{} vanished", action.id())))
     }
 
     /// Seal `action` with `reason` unless someone else changed it first.
@@ -179,7 +179,7 @@ impl Engine {
         let t = Transition::seal(action, actor, reason, self.clock.now());
         let committed = self.commit_now(&t).await?;
         if let Committed::Landed(a) = &committed {
-            tracing::info!(tenant = %a.tenant, action_id = %a.id, state = %a.state(), %reason, "sealed");
+            tracing::info!(tenant = %a.tenant(), action_id = %a.id(), state = %a.state(), %reason, "sealed");
         }
         Ok(committed)
     }
@@ -227,7 +227,7 @@ impl Engine {
     fn listens(&self, change: &Change) -> bool {
         NoticeKind::of(&change.event).is_some_and(|kind| {
             self.config
-                .tenant(&change.action.tenant)
+                .tenant(&change.action.tenant())
                 .is_some_and(|tenant| tenant.notify.iter().any(|e| e.wants(kind)))
         })
     }
@@ -240,7 +240,7 @@ pub(super) fn later(now: Timestamp, d: SignedDuration) -> Timestamp {
 
 /// Our write is what the record holds: same version, same audit head, same lease.
 fn landed(ours: &Action, current: &Action) -> bool {
-    current.version == ours.version
-        && current.chain_head == ours.chain_head
+    current.version() == ours.version()
+        && current.chain_head() == ours.chain_head()
         && current.lease() == ours.lease()
 }

@@ -59,7 +59,7 @@ impl Engine {
         match self.run_claimed(&claimed, tool).await {
             Ok(performed) => performed.into_action(),
             Err(e) => {
-                tracing::error!(tenant = %claimed.tenant, action_id = %claimed.id, error = %e, "inline run failed; recovery settles the claim");
+                tracing::error!(tenant = %claimed.tenant(), action_id = %claimed.id(), error = %e, "inline run failed; recovery settles the claim");
                 claimed
             }
         }
@@ -76,7 +76,7 @@ impl Engine {
             .arm(&wake, ticket.due_at(), ticket.deadline())
             .await
         {
-            tracing::warn!(tenant = %action.tenant, action_id = %action.id, error = %e, "arming the wake failed; the sweep will pick the ticket up");
+            tracing::warn!(tenant = %action.tenant(), action_id = %action.id(), error = %e, "arming the wake failed; the sweep will pick the ticket up");
         }
     }
 
@@ -90,7 +90,7 @@ impl Engine {
             .arm_backup(&wake, ticket.due_at(), ticket.deadline())
             .await
         {
-            tracing::warn!(tenant = %action.tenant, action_id = %action.id, error = %e, "arming a stand-in wake failed; the poll and the sweep retry");
+            tracing::warn!(tenant = %action.tenant(), action_id = %action.id(), error = %e, "arming a stand-in wake failed; the poll and the sweep retry");
         }
     }
 
@@ -102,6 +102,6 @@ impl Engine {
     /// The catalog entry of the tool an action's committed ticket calls.
     pub(super) fn tool_of(&self, action: &Action) -> Option<&ToolEntry> {
         let ticket = action.ticket()?;
-        self.tool_named(&action.tenant, ticket.pending_tool())
+        self.tool_named(&action.tenant(), ticket.pending_tool())
     }
 }

@@ -153,18 +153,6 @@ impl Engine {
         }
     }
 
-    /// The latest start of a ticket committed now: the window's end, or for a call without a
-    /// window `limits.run_deadline` from now.
-    fn deadline_of(&self, action: &Action, now: jiff::Timestamp) -> jiff::Timestamp {
-        action.schedule.map_or_else(
-            || {
-                now.saturating_add(self.config.limits.run_deadline)
-                    .expect("in range")
-            },
-            |w| w.not_after,
-        )
-    }
-
     async fn stopped(&self, tenant: &str, agent_id: &str) -> Result<bool, Error> {
         Ok(!self.store.stops_for(tenant, agent_id).await?.is_empty())
     }
@@ -183,8 +171,8 @@ fn wake_of(action: &Action) -> Option<Wake> {
 
 fn wake_with(action: &Action, ticket: &crate::domain::Ticket) -> Wake {
     Wake {
-        tenant: action.tenant.clone(),
-        action_id: action.id.clone(),
+        tenant: action.tenant().to_owned(),
+        action_id: action.id().to_owned(),
         correlation_id: ticket.correlation_id().to_owned(),
     }
 }

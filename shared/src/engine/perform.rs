@@ -108,7 +108,7 @@ impl Engine {
         tool: &ToolEntry,
     ) -> Result<Performed, Error> {
         let Some(held) = claimed.held() else {
-            return Err(Error::Internal(format!("{} is not claimed", claimed.id)));
+            return Err(Error::Internal(format!("{} is not claimed", claimed.id())));
         };
         match self.run_attempts(claimed, held, tool).await? {
             Attempts::Answered(answer) => self.commit_result(claimed, held, answer).await,
@@ -125,14 +125,14 @@ impl Engine {
         else {
             return Err(Error::Internal(format!(
                 "{} has no ticket to claim",
-                action.id
+                action.id()
             )));
         };
         let give_up = super::commit::later(now, CLAIM_RETRY_FOR);
         let committed = self.commit(&t, give_up).await?;
         if let Committed::Landed(c) = &committed {
             let epoch = c.lease().map(|l| l.epoch);
-            tracing::info!(tenant = %c.tenant, action_id = %c.id, tool = %tool.name, epoch, "claimed");
+            tracing::info!(tenant = %c.tenant(), action_id = %c.id(), tool = %tool.name, epoch, "claimed");
         }
         Ok(committed)
     }
@@ -152,7 +152,9 @@ impl Engine {
         while attempt < attempts {
             let facts = AttemptFacts {
                 ticket,
-                stopped: self.stopped(&claimed.tenant, &claimed.agent_id).await?,
+                stopped: self
+                    .stopped(&claimed.tenant(), &claimed.call().agent_id())
+                    .await?,
                 lease_until: lease.until,
                 attempt_takes: tool.timeout(),
                 now: self.clock.now(),
@@ -160,7 +162,7 @@ impl Engine {
             match check_attempt(&facts) {
                 AttemptVerdict::Start => {}
                 AttemptVerdict::LeaseRunsOut => {
-                    tracing::warn!(tenant = %claimed.tenant, action_id = %claimed.id, attempt, lease_until = %lease.until, "the lease would end before this attempt could; yielding to recovery");
+                    tracing::warn!(tenant = %claimed.tenant(), action_id = %claimed.id(), attempt, lease_until = %lease.until, "the lease would end before this attempt could; yielding to recovery");
                     return Ok(Attempts::Yielded);
                 }
                 AttemptVerdict::Early(until) => {
@@ -169,7 +171,7 @@ impl Engine {
                     continue;
                 }
                 AttemptVerdict::Halt(reason) => {
-                    tracing::warn!(tenant = %claimed.tenant, action_id = %claimed.id, attempt, %reason, "attempt not started");
+                    tracing::warn!(tenant = %claimed.tenant(), action_id = %claimed.id(), attempt, %reason, "attempt not started");
                     return Ok(match last {
                         Some(answer) => Attempts::Answered(answer),
                         None => Attempts::NotStarted(reason),
@@ -178,7 +180,7 @@ impl Engine {
             }
             attempt += 1;
             let call = Call {
-                action_id: &claimed.id,
+                action_id: &claimed.id(),
                 tool,
                 args,
                 // Counts every attempt of this action across claims: 1, 2, 3 in the first
@@ -192,7 +194,7 @@ impl Engine {
             crate::telemetry::tool_attempt(sent.elapsed().as_secs_f64(), answer.kind());
             match answer {
                 ToolAnswer::Retryable(e) if attempt < attempts => {
-                    tracing::warn!(tenant = %claimed.tenant, action_id = %claimed.id, attempt, error = %e, "retryable tool failure; retrying");
+                    tracing::warn!(tenant = %claimed.tenant(), action_id = %claimed.id(), attempt, error = %e, "retryable tool failure; retrying");
                     last = Some(ToolAnswer::Retryable(e));
                     tokio::time::sleep(ToolEntry::backoff(attempt).unsigned_abs()).await;
                 }
@@ -221,11 +223,11 @@ impl Engine {
         let t = Transition::finish(claimed, result, self.clock.now());
         match self.commit(&t, held.lease.until).await? {
             Committed::Landed(done) => {
-                tracing::info!(tenant = %done.tenant, action_id = %done.id, state = %done.state(), "result committed");
+                tracing::info!(tenant = %done.tenant(), action_id = %done.id(), state = %done.state(), "result committed");
                 Ok(Performed::Ran(done))
             }
             Committed::LostTo(current) => {
-                tracing::warn!(tenant = %current.tenant, action_id = %current.id, state = %current.state(), "lease superseded; result not committed");
+                tracing::warn!(tenant = %current.tenant(), action_id = %current.id(), state = %current.state(), "lease superseded; result not committed");
                 Ok(Performed::Lost(current))
             }
         }

@@ -13,7 +13,7 @@ use crate::{
 
 /// Whether `who` may read `action` of its tenant: an agent its own, people every one.
 pub(crate) fn may_read(who: &Principal, action: &Action) -> bool {
-    who.role != Role::Agent || action.agent_id == who.id
+    who.role != Role::Agent || action.call().agent_id() == who.id
 }
 
 #[derive(Debug, Clone, Default)]
@@ -32,7 +32,10 @@ pub const SCAN_FACTOR: usize = 5;
 impl ListFilter {
     fn matches(&self, a: &Action) -> bool {
         self.state.is_none_or(|s| a.state() == s)
-            && self.agent_id.as_ref().is_none_or(|id| &a.agent_id == id)
+            && self
+                .agent_id
+                .as_ref()
+                .is_none_or(|id| &a.call().agent_id() == id)
     }
 
     /// The answer from one bounded read: up to `limit` matches, and the cursor after the last
@@ -43,7 +46,7 @@ impl ListFilter {
             if self.matches(&action) {
                 answer.push(action);
                 if answer.len() == limit {
-                    let next = answer.last().map(|a| a.id.clone());
+                    let next = answer.last().map(|a| a.id().to_owned());
                     return (answer, next);
                 }
             }
@@ -188,7 +191,7 @@ mod tests {
     #[test]
     fn sc_sec_01_an_agent_reads_its_own_people_the_tenants() {
         let action = pending("act_01J0000000000000000000000R", serde_json::json!({}));
-        assert_eq!(action.agent_id, "agent-1");
+        assert_eq!(action.call().agent_id(), "agent-1");
         let who = |role, id: &str| Principal {
             tenant: "acme".into(),
             role,

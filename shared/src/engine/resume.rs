@@ -122,7 +122,9 @@ impl Engine {
             Err(e) => return Err(e.into()),
         };
         let stopped = match &action {
-            Some(a) if a.state() == State::Approved => self.stopped(&a.tenant, &a.agent_id).await?,
+            Some(a) if a.state() == State::Approved => {
+                self.stopped(&a.tenant(), &a.call().agent_id()).await?
+            }
             _ => false,
         };
         Ok((action, stopped))
@@ -130,7 +132,7 @@ impl Engine {
 
     /// The fingerprint of the action's tool in the catalog now; `None` if it left the catalog.
     pub(super) fn fingerprint_of(&self, action: &Action) -> Option<String> {
-        self.tool_named(&action.tenant, &action.tool)
+        self.tool_named(&action.tenant(), &action.call().tool())
             .map(|t| t.fingerprint())
     }
 }

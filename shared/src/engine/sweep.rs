@@ -97,7 +97,7 @@ impl Engine {
             Loaded::Missing => return Ok(Swept::Nothing),
             Loaded::Quarantined => return Ok(Swept::Quarantined),
         };
-        match &action.stage {
+        match &action.stage() {
             // Listed before its approval lapses (an adapter may index a scheduled approval
             // from its window's start, where its ticket will be due: Store::defer_sweep).
             Stage::PendingApproval { .. }
@@ -130,12 +130,12 @@ impl Engine {
                 }
                 RecoveryVerdict::Rerun if !self.fits(&action, stop_by) => Ok(Swept::Deferred),
                 RecoveryVerdict::Rerun => {
-                    tracing::warn!(tenant = %action.tenant, action_id = %action.id, "expired lease: re-running a retry tool");
+                    tracing::warn!(tenant = %action.tenant(), action_id = %action.id(), "expired lease: re-running a retry tool");
                     self.perform(action).await?;
                     Ok(Swept::Recovered)
                 }
                 RecoveryVerdict::SealUnknown => {
-                    tracing::warn!(tenant = %action.tenant, action_id = %action.id, "expired lease: outcome unknown");
+                    tracing::warn!(tenant = %action.tenant(), action_id = %action.id(), "expired lease: outcome unknown");
                     self.seal(&action, Actor::system(), &SealReason::OutcomeUnknown)
                         .await?;
                     Ok(Swept::Recovered)
@@ -149,16 +149,18 @@ impl Engine {
     /// pass meets it early once more and leaves it again.
     async fn defer(&self, action: &Action) {
         if let Err(e) = self.store.defer_sweep(action).await {
-            tracing::warn!(tenant = %action.tenant, action_id = %action.id, error = %e, "could not defer the sweep of an action not yet due");
+            tracing::warn!(tenant = %action.tenant(), action_id = %action.id(), error = %e, "could not defer the sweep of an action not yet due");
         }
     }
 
     /// SC-REC-02: the recovery checks over fresh facts.
     async fn recovery_verdict(&self, action: &Action) -> Result<RecoveryVerdict, Error> {
         let retry_policy = self
-            .tool_named(&action.tenant, &action.tool)
+            .tool_named(&action.tenant(), &action.call().tool())
             .is_some_and(|t| t.recovery == Recovery::Retry);
-        let stopped = self.stopped(&action.tenant, &action.agent_id).await?;
+        let stopped = self
+            .stopped(&action.tenant(), &action.call().agent_id())
+            .await?;
         let fingerprint = self.fingerprint_of(action);
         Ok(check_recovery(&RecoveryFacts {
             action,

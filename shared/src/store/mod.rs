@@ -164,7 +164,9 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<(Option<Action>, Vec<Stop>)> {
         let action = self.load(tenant, action_id).await?;
         let stops = match &action {
-            Some(a) if a.state() == State::Approved => self.stops_for(tenant, &a.agent_id).await?,
+            Some(a) if a.state() == State::Approved => {
+                self.stops_for(tenant, &a.call().agent_id()).await?
+            }
             _ => Vec::new(),
         };
         Ok((action, stops))

@@ -213,7 +213,7 @@ fn insert_event(tx: &Connection, e: &Encoded) -> StoreResult<()> {
         .map_err(unavailable)?;
     for (seq, body) in &e.events {
         insert
-            .execute(params![t.action.tenant, t.action.id, seq, body])
+            .execute(params![t.action.tenant(), t.action.id(), seq, body])
             .map_err(conflict_or_unavailable)?;
     }
     outbox::insert(tx, t)
@@ -241,8 +241,8 @@ impl Store for SqliteStore {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
             .and_then(|mut s| {
-                s.execute(params![a.tenant, a.id, a.agent_id, a.state().as_str(),
-                                  a.version as i64, e.sweep_at, e.body])
+                s.execute(params![a.tenant(), a.id(), a.call().agent_id(), a.state().as_str(),
+                                  a.version() as i64, e.sweep_at, e.body])
             })
             .map_err(conflict_or_unavailable)?;
             insert_event(tx, &e)?;
@@ -250,7 +250,7 @@ impl Store for SqliteStore {
                 // A lapsed record of the same key may linger until purged: replace only that.
                 tx.execute(
                     "DELETE FROM idempotency WHERE tenant = ?1 AND agent_id = ?2 AND key = ?3 AND expires_at <= ?4",
-                    params![r.tenant, r.agent_id, r.key, instant(a.created_at)],
+                    params![r.tenant, r.agent_id, r.key, instant(a.created_at())],
                 )
                 .map_err(unavailable)?;
                 tx.execute(
@@ -279,11 +279,11 @@ impl Store for SqliteStore {
                 .and_then(|mut s| {
                     s.execute(params![
                         a.state().as_str(),
-                        a.version as i64,
+                        a.version() as i64,
                         e.sweep_at,
                         e.body,
-                        a.tenant,
-                        a.id,
+                        a.tenant(),
+                        a.id(),
                         state.as_str(),
                         version as i64
                     ])

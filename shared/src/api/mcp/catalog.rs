@@ -219,7 +219,7 @@ pub(super) async fn call(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
             .map_err(RpcError::from_engine)?,
         Err(e) => return refused(e, windowed),
     };
-    tracing::info!(tenant = %action.tenant, action_id = %action.id, state = %action.state(), version = rpc.version.as_str(), task, "mcp tools/call");
+    tracing::info!(tenant = %action.tenant(), action_id = %action.id(), state = %action.state(), version = rpc.version.as_str(), task, "mcp tools/call");
     Ok(tasks::answer(rpc, tenant, &action, task))
 }
 
@@ -313,12 +313,12 @@ async fn status(rpc: &Rpc<'_>, args: &Map<String, Value>) -> Result<Value, RpcEr
             result["isError"] = json!(false);
             result["content"] = json!([{"type": "text", "text": format!(
                 "Action {} ({}): {status}.\n{}",
-                action.id, action.tool,
+                action.id(), action.call().tool(),
                 result["content"][0]["text"].as_str().unwrap_or_default()
             )}]);
             result["structuredContent"] = json!({
-                "action_id": action.id,
-                "tool": action.tool,
+                "action_id": action.id(),
+                "tool": action.call().tool(),
                 "state": action.state(),
                 "status": status,
                 "result": action.outcome().and_then(|o| o.result.clone()),

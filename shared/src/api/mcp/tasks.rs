@@ -55,12 +55,12 @@ fn status(a: &Action, rev: Revision) -> &'static str {
 /// it could run (its window, its approval's lapse, or the run deadline), plus a day.
 fn ttl_ms(rpc: &Rpc<'_>, a: &Action) -> i64 {
     let run_deadline = a
-        .created_at
+        .created_at()
         .saturating_add(rpc.engine.config().limits.run_deadline)
-        .unwrap_or(a.created_at);
+        .unwrap_or(a.created_at());
     let last = [
-        a.schedule.map(|w| w.not_after),
-        a.approval.as_ref().map(|ap| ap.expires_at),
+        a.call().schedule().map(|w| w.not_after),
+        a.approval().map(|ap| ap.expires_at),
         Some(run_deadline),
     ]
     .into_iter()
@@ -68,7 +68,7 @@ fn ttl_ms(rpc: &Rpc<'_>, a: &Action) -> i64 {
     .max()
     .unwrap_or(run_deadline);
     let until = last.saturating_add(KEPT_AFTER).unwrap_or(last);
-    until.duration_since(a.created_at).as_millis() as i64
+    until.duration_since(a.created_at()).as_millis() as i64
 }
 
 fn task(rpc: &Rpc<'_>, tenant: &Tenant, a: &Action) -> Value {
@@ -77,11 +77,11 @@ fn task(rpc: &Rpc<'_>, tenant: &Tenant, a: &Action) -> Value {
         Revision::Modern => ("ttlMs", "pollIntervalMs"),
     };
     let mut task = json!({
-        "taskId": a.id,
+        "taskId": a.id(),
         "status": status(a, rpc.rev),
         "statusMessage": text::status_message(tenant, a),
-        "createdAt": a.created_at.to_string(),
-        "lastUpdatedAt": a.updated_at.to_string(),
+        "createdAt": a.created_at().to_string(),
+        "lastUpdatedAt": a.updated_at().to_string(),
     });
     task[ttl] = json!(ttl_ms(rpc, a));
     task[poll] = json!(POLL_MS);
@@ -132,7 +132,7 @@ pub(super) async fn result(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
         let a = read?.ok_or_else(not_found)?;
         if a.state().is_sealed() {
             let mut result = text::call_result(tenant, &a);
-            result["_meta"] = json!({"io.modelcontextprotocol/related-task": {"taskId": a.id}});
+            result["_meta"] = json!({"io.modelcontextprotocol/related-task": {"taskId": a.id()}});
             return Ok(result);
         }
         if tokio::time::Instant::now() + RESULT_POLL >= give_up {
@@ -200,11 +200,11 @@ pub(super) async fn cancel(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
     let refused = |why: &str| match rpc.rev {
         Revision::Legacy => Err(RpcError::invalid_params(format!(
             "Cannot cancel task {}: {why}",
-            a.id
+            a.id()
         ))),
         Revision::Modern => Ok(json!({})),
     };
-    match rpc.engine.cancel(rpc.who, &a.id).await {
+    match rpc.engine.cancel(rpc.who, &a.id()).await {
         Ok(cancelled) => match rpc.rev {
             Revision::Legacy => Ok(task(rpc, tenant(rpc)?, &cancelled)),
             Revision::Modern => Ok(json!({})),

@@ -33,13 +33,13 @@ pub(super) fn status_message(tenant: &Tenant, a: &Action) -> String {
     match (a.state(), a.next_action()) {
         (State::PendingApproval, _) => {
             let mut s = "waiting for a countersignature".to_owned();
-            if let Some(w) = a.schedule {
+            if let Some(w) = a.call().schedule() {
                 s += &format!(
                     "; once approved it runs {}",
                     between(tenant, w.not_before, w.not_after)
                 );
             }
-            if let Some(approval) = &a.approval {
+            if let Some(approval) = &a.approval() {
                 s += &format!(
                     " (the request lapses at {})",
                     local(tenant, approval.expires_at)
@@ -144,7 +144,7 @@ pub(super) fn call_result(tenant: &Tenant, a: &Action) -> Value {
         }
         State::Failed | State::Cancelled | State::Denied => {
             let error = a.outcome().and_then(|o| o.error.clone());
-            let mut content = json!({"code": code(a), "action_id": a.id});
+            let mut content = json!({"code": code(a), "action_id": a.id()});
             if let Some(error) = error {
                 content["error"] = error;
             }
@@ -152,7 +152,7 @@ pub(super) fn call_result(tenant: &Tenant, a: &Action) -> Value {
                 "content": text(format!(
                     "{} (action {}). {}",
                     capitalized(&status_message(tenant, a)),
-                    a.id,
+                    a.id(),
                     advice(a)
                 )),
                 "structuredContent": content,
@@ -162,10 +162,10 @@ pub(super) fn call_result(tenant: &Tenant, a: &Action) -> Value {
         State::PendingApproval | State::Approved | State::Executing => json!({
             "content": text(waiting(tenant, a)),
             "structuredContent": {
-                "action_id": a.id,
+                "action_id": a.id(),
                 "state": a.state(),
                 "status": status_message(tenant, a),
-                "follow": {"tool": STATUS_TOOL, "arguments": {"action_id": a.id}},
+                "follow": {"tool": STATUS_TOOL, "arguments": {"action_id": a.id()}},
             },
             "isError": false,
         }),
@@ -187,7 +187,7 @@ pub(super) fn waiting(tenant: &Tenant, a: &Action) -> String {
          described and nothing needs to be sent again. To see how it ended, call the \
          {STATUS_TOOL} tool with {{\"action_id\": \"{id}\"}} later.",
         status_message(tenant, a),
-        id = a.id
+        id = a.id()
     )
 }
 

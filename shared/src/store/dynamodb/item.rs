@@ -209,31 +209,32 @@ struct Call {
 const ASKED_FIELDS: [&str; 3] = ["context", "context_digest", "expires_at"];
 
 pub(super) fn call_item(a: &Action) -> Item {
-    let asked = a.approval.as_ref().map(|ap| {
+    let c = a.call();
+    let asked = a.approval().map(|ap| {
         let own = Own {
-            args: &a.args,
-            tool: &a.tool,
-            agent_id: &a.agent_id,
-            action_kind: a.action_kind.as_deref(),
-            schedule: a.schedule.as_ref(),
+            args: c.args(),
+            tool: c.tool(),
+            agent_id: c.agent_id(),
+            action_kind: c.action_kind(),
+            schedule: c.schedule_ref(),
         };
         asked::elide(ap.context.clone(), &ap.context_digest, ap.expires_at, &own)
     });
     let call = Call {
-        agent_id: a.agent_id.clone(),
-        tool: a.tool.clone(),
-        args: a.args.clone(),
-        args_digest: a.args_digest.clone(),
-        action_kind: a.action_kind.clone(),
-        run: a.run.clone(),
-        schedule: a.schedule,
-        decision: a.decision,
+        agent_id: c.agent_id().to_owned(),
+        tool: c.tool().to_owned(),
+        args: c.args().clone(),
+        args_digest: c.args_digest().to_owned(),
+        action_kind: c.action_kind().map(str::to_owned),
+        run: c.run().cloned(),
+        schedule: c.schedule(),
+        decision: a.decision(),
         asked,
-        created_at: a.created_at,
+        created_at: a.created_at(),
     };
     Item::from([
-        ("pk".into(), s(tenant_pk(&a.tenant))),
-        ("sk".into(), s(call_sk(&a.id))),
+        ("pk".into(), s(tenant_pk(a.tenant()))),
+        ("sk".into(), s(call_sk(&a.id()))),
         ("c".into(), json_text(&call)),
     ])
 }
@@ -270,17 +271,17 @@ pub(super) fn call_digest(a: &Action) -> AttributeValue {
 pub(super) fn sweep_entry(a: &Action) -> Option<(String, Timestamp, Timestamp)> {
     let exact = a.sweep_at()?;
     let due = a.ticket().map(|t| t.due_at());
-    let at = match (a.state(), due, a.schedule) {
+    let at = match (a.state(), due, a.call().schedule()) {
         (State::Executing, Some(due), _) => due.min(exact),
         (State::PendingApproval, _, Some(w)) => w.not_before.min(exact),
         _ => exact,
     };
-    let bound = [Some(at), a.schedule.map(|w| w.not_before), due]
+    let bound = [Some(at), a.call().schedule().map(|w| w.not_before), due]
         .into_iter()
         .flatten()
         .min()
         .unwrap_or(at);
-    Some((sweep_pk(sweep_shard(&a.id)), bound, at))
+    Some((sweep_pk(sweep_shard(&a.id())), bound, at))
 }
 
 /// Top-level members of the action's record that this encoding places; any other is kept in
@@ -400,7 +401,7 @@ pub(super) fn state_attributes(
 ) -> StateAttributes {
     let mut set = vec![
         ("s", state_value(a.state())),
-        ("v", n(a.version)),
+        ("v", n(a.version())),
         ("cd", call_digest(a)),
     ];
     let mut remove = Vec::new();
@@ -412,7 +413,7 @@ pub(super) fn state_attributes(
     optional("l", a.lease().map(json_text));
     optional(
         "ap",
-        a.approval
+        a.approval()
             .as_ref()
             .and_then(|ap| leftovers(to_json(ap), &ASKED_FIELDS))
             .map(|m| json_text(&m)),
@@ -421,9 +422,12 @@ pub(super) fn state_attributes(
     // Derived from the last event unless they differ.
     optional(
         "ac",
-        (a.actor != last.actor).then(|| s(actor_code(&a.actor))),
+        (*a.actor() != last.actor).then(|| s(actor_code(a.actor()))),
     );
-    optional("up", (a.updated_at != last.at).then(|| nanos(a.updated_at)));
+    optional(
+        "up",
+        (a.updated_at() != last.at).then(|| nanos(a.updated_at())),
+    );
     let sealed_default = a.state().is_sealed().then_some(last.at);
     optional(
         "sl",
@@ -432,7 +436,10 @@ pub(super) fn state_attributes(
             .flatten()
             .map(nanos),
     );
-    optional("hd", (a.chain_head != last.hash).then(|| s(&a.chain_head)));
+    optional(
+        "hd",
+        (a.chain_head() != last.hash).then(|| s(a.chain_head())),
+    );
     optional(
         "x",
         leftovers(to_json(a), &ACTION_FIELDS).map(|m| json_text(&m)),
@@ -444,16 +451,16 @@ pub(super) fn state_attributes(
     optional("ttl", expires.map(epoch_seconds));
     // The sparse `waiting` index (waiting.rs): only actions that wait for a person.
     let waiting = a.state() == State::PendingApproval;
-    optional("wp", waiting.then(|| s(tenant_pk(&a.tenant))));
-    optional("wg", waiting.then(|| s(&a.agent_id)));
+    optional("wp", waiting.then(|| s(tenant_pk(a.tenant()))));
+    optional("wg", waiting.then(|| s(a.call().agent_id())));
     StateAttributes { set, remove }
 }
 
 /// The state item of a new action (version 1, its first event).
 pub(super) fn state_item(a: &Action, first: &Event, expires: Option<Timestamp>) -> Item {
     let mut item = Item::from([
-        ("pk".into(), s(tenant_pk(&a.tenant))),
-        ("sk".into(), s(state_sk(&a.id))),
+        ("pk".into(), s(tenant_pk(a.tenant()))),
+        ("sk".into(), s(state_sk(&a.id()))),
         ("e".into(), AttributeValue::L(vec![event_value(first, 1)])),
     ]);
     let attributes = state_attributes(a, first, expires);
@@ -470,7 +477,7 @@ fn ticket_value(a: &Action, t: &crate::domain::Ticket) -> AttributeValue {
         ("d".to_owned(), nanos(t.due_at())),
         ("x".to_owned(), nanos(t.deadline())),
     ]);
-    if t.call_id() != a.id {
+    if t.call_id() != a.id() {
         m.insert("i".into(), s(t.call_id()));
     }
     let reason = to_json(&t.reason());

@@ -69,38 +69,41 @@ fn store(transitions: &[Change]) -> Item {
     state
 }
 
+fn call(schedule: Option<Window>, args: Value, agent_id: &str) -> crate::domain::Call {
+    let run = RunRef {
+        run_id: Some("run-1".into()),
+        thread_id: None,
+        call_id: None,
+    };
+    crate::domain::Call::for_test("act_01JD3N0000000000000000000A", "mail.send", args)
+        .with_caller("ac#me", agent_id)
+        .with_schedule(schedule)
+        .with_kind_and_run(Some("email"), Some(run))
+}
+
+fn submitted_with(call: crate::domain::Call, context: Value, context_digest: String) -> Action {
+    let approval = Approval {
+        context,
+        context_digest,
+        expires_at: t("2026-10-21T18:00:00Z"),
+        approver: None,
+        decided_at: None,
+        quorum: Default::default(),
+    };
+    Action::first(
+        call,
+        Decision::RequireApproval,
+        Stage::PendingApproval { approvals: vec![] },
+        Some(approval),
+        t("2026-10-21T12:00:00Z"),
+    )
+}
+
 fn submitted(schedule: Option<Window>) -> Action {
     let args = json!({"to": "ops@example.com", "n": 1.5});
-    Action {
-        id: "act_01JD3N0000000000000000000A".into(),
-        tenant: "ac#me".into(),
-        agent_id: "agent-1".into(),
-        tool: "mail.send".into(),
-        args: args.clone(),
-        args_digest: format!("sha256:{}", "0f".repeat(32)),
-        action_kind: Some("email".into()),
-        run: Some(RunRef {
-            run_id: Some("run-1".into()),
-            thread_id: None,
-            call_id: None,
-        }),
-        schedule,
-        decision: Decision::RequireApproval,
-        stage: Stage::PendingApproval { approvals: vec![] },
-        approval: Some(Approval {
-            context: json!({"tool": "mail.send", "args": args, "agent_id": "agent-1"}),
-            context_digest: format!("sha256:{}", "ab".repeat(32)),
-            expires_at: t("2026-10-21T18:00:00Z"),
-            approver: None,
-            decided_at: None,
-            quorum: Default::default(),
-        }),
-        actor: Actor::agent("agent-1"),
-        version: 0,
-        created_at: t("2026-10-21T12:00:00Z"),
-        updated_at: t("2026-10-21T12:00:00Z"),
-        chain_head: String::new(),
-    }
+    let context = json!({"tool": "mail.send", "args": args, "agent_id": "agent-1"});
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    submitted_with(call(schedule, args, "agent-1"), context, digest)
 }
 
 /// Every step of the lifecycle, the cancel path and a recovery loads back exactly as
@@ -120,7 +123,8 @@ fn actions_round_trip_through_their_two_items() {
         )
     };
     let terms = TicketTerms {
-        catalog_fingerprint: &format!("sha256:{}", "cd".repeat(32)),
+        correlation_id: "cor_1".into(),
+        catalog_fingerprint: format!("sha256:{}", "cd".repeat(32)),
         due_at: window.not_before,
         deadline: window.not_after,
     };
@@ -164,7 +168,7 @@ fn actions_round_trip_through_their_two_items() {
         for upto in 1..=path.len() {
             let state = store(&path[..upto]);
             let expected = &path[upto - 1].action;
-            let loaded = action_of(&expected.tenant, &expected.id, &call, &state).unwrap();
+            let loaded = action_of(&expected.tenant(), &expected.id(), &call, &state).unwrap();
             assert_eq!(&loaded, expected, "after {upto} transitions");
             let events: Vec<Event> = path[..upto].iter().map(|t| t.event.clone()).collect();
             assert_eq!(events_of(&state).unwrap(), events);
@@ -203,9 +207,8 @@ fn issue19_the_call_item_keeps_one_copy_of_what_the_context_repeats() {
         not_before: t("2026-10-21T16:00:00.123456Z"),
         not_after: t("2026-10-21T18:00:00Z"),
     };
-    let mut a = submitted(Some(window));
-    a.args = json!({"to": "ops@example.com", "subject": "s", "body": "x".repeat(250)});
-    a.agent_id = "billing-agent-with-a-longer-name".into();
+    let args = json!({"to": "ops@example.com", "subject": "s", "body": "x".repeat(250)});
+    let the_call = call(Some(window), args, "billing-agent-with-a-longer-name");
     let tz = jiff::tz::TimeZone::get("Europe/Berlin").unwrap();
     let rule = Matched {
         index: 3,
@@ -217,19 +220,13 @@ fn issue19_the_call_item_keeps_one_copy_of_what_the_context_repeats() {
         ..Default::default()
     };
     let (shown, digest) = context::approval_context(&context::ContextInput {
-        tool: &a.tool,
-        args: &a.args,
-        agent_id: &a.agent_id,
-        action_kind: a.action_kind.as_deref(),
-        schedule: a.schedule.as_ref(),
+        call: &the_call,
         time_zone: &tz,
         time_zone_name: "Europe/Berlin",
         rule: Some(&rule),
         quorum: &quorum,
     });
-    let ap = a.approval.as_mut().unwrap();
-    ap.context = shown.clone();
-    ap.context_digest = digest.clone();
+    let a = submitted_with(the_call, shown.clone(), digest.clone());
 
     let call = call_item(&a);
     let AttributeValue::S(body) = &call["c"] else {
@@ -257,19 +254,26 @@ fn issue19_the_call_item_keeps_one_copy_of_what_the_context_repeats() {
     let c = Creation::new(a, Actor::agent("x"), None, t("2026-10-21T12:00:01Z"));
     let created: Change = (*c).clone();
     let loaded = action_of(
-        &c.action.tenant,
-        &c.action.id,
+        &c.action.tenant(),
+        &c.action.id(),
         &call,
         &store(std::slice::from_ref(&created)),
     )
     .unwrap();
-    let back = loaded.approval.unwrap();
+    let back = loaded.approval().unwrap();
     assert_eq!(back.context, shown, "the context loads as it was shown");
     assert_eq!(crate::domain::canonical::digest(&back.context), digest);
 
     // A context member that differs from the call's is kept as it is, never replaced.
-    let mut odd = c.action.clone();
-    odd.approval.as_mut().unwrap().context["tool"] = json!("other.tool");
-    let loaded = action_of(&odd.tenant, &odd.id, &call_item(&odd), &store(&[created])).unwrap();
-    assert_eq!(loaded.approval.unwrap().context["tool"], "other.tool");
+    let mut record: Value = serde_json::from_slice(&c.action.to_stored()).unwrap();
+    record["approval"]["context"]["tool"] = json!("other.tool");
+    let odd = Action::from_stored(&serde_json::to_vec(&record).unwrap()).unwrap();
+    let loaded = action_of(
+        &odd.tenant(),
+        &odd.id(),
+        &call_item(&odd),
+        &store(&[created]),
+    )
+    .unwrap();
+    assert_eq!(loaded.approval().unwrap().context["tool"], "other.tool");
 }

@@ -111,7 +111,7 @@ impl Paired {
         match self {
             Paired::Record(record) => match *record {
                 Ok(action) => {
-                    let id = action.id.clone();
+                    let id = action.id().to_owned();
                     page.actions.push(action);
                     id
                 }

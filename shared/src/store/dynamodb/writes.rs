@@ -149,7 +149,7 @@ impl DynamoStore {
             }
             Some(r) => {
                 // A lapsed record of the same key may linger until TTL removes it: replace only that.
-                let now = a.created_at;
+                let now = a.created_at();
                 let items = vec![
                     self.put(call, same)?,
                     self.put(state, Condition::Absent)?,
@@ -181,7 +181,7 @@ impl DynamoStore {
             .map(|(_, v)| v.clone());
         let mut sets = Vec::new();
         let mut req = self
-            .update(&a.tenant, state_sk(&a.id))
+            .update(&a.tenant(), state_sk(&a.id()))
             .condition_expression(condition.expression);
         for (name, attribute) in condition.names {
             req = req.expression_attribute_names(name, attribute);
@@ -234,7 +234,7 @@ impl DynamoStore {
         meter("UpdateItem(commit)", Units::Write, out.consumed_capacity());
         if out.attributes().and_then(|old| old.get("cd")) != call_digest.as_ref() {
             // No transition changes the call; a record that did is stored as given.
-            tracing::warn!(tenant = %a.tenant, action_id = %a.id, "a commit changed the call: rewriting the call item");
+            tracing::warn!(tenant = %a.tenant(), action_id = %a.id(), "a commit changed the call: rewriting the call item");
             self.put_call(a).await?;
         }
         if let Some(expires) = expires {
@@ -252,12 +252,12 @@ impl DynamoStore {
         };
         let condition = Condition::At {
             state: a.state(),
-            version: a.version,
-            seq: a.version + 1,
+            version: a.version(),
+            seq: a.version() + 1,
         }
         .render();
         let mut req = self
-            .update(&a.tenant, state_sk(&a.id))
+            .update(&a.tenant(), state_sk(&a.id()))
             .update_expression("SET #at = :at")
             .condition_expression(format!(
                 "{} AND attribute_exists(#at)",
@@ -439,7 +439,7 @@ impl DynamoStore {
     /// that no read returns once its state item is gone; it is logged.
     async fn expire_call(&self, a: &Action, expires: Timestamp) {
         let updated = self
-            .update(&a.tenant, call_sk(&a.id))
+            .update(&a.tenant(), call_sk(&a.id()))
             .update_expression("SET #ttl = :ttl")
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_names("#ttl", "ttl")
@@ -453,7 +453,7 @@ impl DynamoStore {
                 out.consumed_capacity(),
             ),
             Err(e) => {
-                tracing::warn!(tenant = %a.tenant, action_id = %a.id, error = %DisplayErrorContext(e), "could not set the retention of a call item");
+                tracing::warn!(tenant = %a.tenant(), action_id = %a.id(), error = %DisplayErrorContext(e), "could not set the retention of a call item");
             }
         }
     }

@@ -128,10 +128,10 @@ impl Pending {
             None => None,
         };
         Ok(Pending {
-            tenant: a.tenant.clone(),
-            id: a.id.clone(),
+            tenant: a.tenant().to_owned(),
+            id: a.id().to_owned(),
             state: a.state().as_str(),
-            version: a.version as i64,
+            version: a.version() as i64,
             sweep_at: a.sweep_at().map(instant),
             body: a.to_stored(),
             was_state: was.as_str(),

@@ -156,13 +156,18 @@ async fn insert_event(tx: &impl GenericClient, t: &Change) -> StoreResult<()> {
         let body = serde_json::to_vec(event).map_err(malformed)?;
         tx.execute(
             &stmt,
-            &[&t.action.tenant, &t.action.id, &(event.seq as i64), &body],
+            &[
+                &t.action.tenant(),
+                &t.action.id(),
+                &(event.seq as i64),
+                &body,
+            ],
         )
         .await
         .map_err(conflict_or_unavailable)?;
     }
     if t.action.state() == State::Approved {
-        listen::announce(tx, &t.action.tenant, &t.action.id).await?;
+        listen::announce(tx, &t.action.tenant(), &t.action.id()).await?;
     }
     outbox::insert(tx, t).await
 }
@@ -201,11 +206,11 @@ impl Store for PostgresStore {
         tx.execute(
             &stmt,
             &[
-                &a.tenant,
-                &a.id,
-                &a.agent_id,
+                &a.tenant(),
+                &a.id(),
+                &a.call().agent_id(),
                 &a.state().as_str(),
-                &(a.version as i64),
+                &(a.version() as i64),
                 &a.sweep_at().map(instant),
                 &a.to_stored(),
             ],
@@ -218,7 +223,7 @@ impl Store for PostgresStore {
             tx.execute(
                 "DELETE FROM idempotency
                  WHERE tenant = $1 AND agent_id = $2 AND key = $3 AND expires_at <= $4",
-                &[&r.tenant, &r.agent_id, &r.key, &instant(a.created_at)],
+                &[&r.tenant, &r.agent_id, &r.key, &instant(a.created_at())],
             )
             .await
             .map_err(unavailable)?;
@@ -237,7 +242,7 @@ impl Store for PostgresStore {
             )
             .await
             .map_err(conflict_or_unavailable)?;
-            purge_lapsed(&tx, a.created_at).await?;
+            purge_lapsed(&tx, a.created_at()).await?;
         }
         tx.commit().await.map_err(unavailable)
     }

@@ -5,9 +5,8 @@ use super::{body::RequestedWindow, error::ErrorBody, Caller};
 use crate::{
     domain::{
         policy::{Matched, Step},
-        Decision, Window,
+        Call, Decision, Window,
     },
-    engine::Hypothetical,
     Engine, Error,
 };
 use axum::{body::Body, extract::State as Shared, response::IntoResponse, Json};
@@ -86,14 +85,14 @@ pub(super) async fn explain(
         ),
         None => None,
     };
-    let args = Value::Object(req.args);
-    let call = Hypothetical {
-        tool: &req.tool,
-        args: &args,
-        agent_id: &req.agent_id,
-        action_kind: req.action_kind.as_deref(),
+    let call = Call::hypothetical(
+        &who.tenant,
+        &req.agent_id,
+        req.tool,
+        req.args,
+        req.action_kind,
         schedule,
-    };
+    );
     let (gate, steps) = engine.explain(&who, &call)?;
     let asks = gate.decision == Decision::RequireApproval;
     let answer = Explanation {

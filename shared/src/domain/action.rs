@@ -1,6 +1,8 @@
 //! The action record: what the API returns and what the store keeps.
 
+pub use super::actor::{Actor, ActorKind};
 pub use super::call::RunRef;
+pub use super::next::NextAction;
 pub use super::quorum::{Quorum, Signoff};
 use super::{call::Call, ticket::Ticket};
 use jiff::Timestamp;
@@ -72,43 +74,6 @@ pub enum Decision {
     SetResult,
     RequireApproval,
     Schedule,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ActorKind {
-    Agent,
-    User,
-    System,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct Actor {
-    #[serde(rename = "type")]
-    pub kind: ActorKind,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-}
-
-impl Actor {
-    pub fn system() -> Self {
-        Actor {
-            kind: ActorKind::System,
-            id: None,
-        }
-    }
-    pub fn agent(id: &str) -> Self {
-        Actor {
-            kind: ActorKind::Agent,
-            id: Some(id.to_owned()),
-        }
-    }
-    pub fn user(id: &str) -> Self {
-        Actor {
-            kind: ActorKind::User,
-            id: Some(id.to_owned()),
-        }
-    }
 }
 
 /// The countersignature: the context shown to the approver, its digest, and the decision.
@@ -520,45 +485,4 @@ impl Action {
     pub fn reason(&self) -> Option<&str> {
         self.outcome().and_then(|o| o.reason.as_deref())
     }
-
-    /// `next_action` of the API: what this action waits for.
-    pub fn next_action(&self) -> NextAction {
-        match (&self.stage, &self.approval, self.ticket()) {
-            (Stage::PendingApproval { approvals }, Some(approval), _) => NextAction::Approval {
-                context_digest: approval.context_digest.clone(),
-                still_needed: approval
-                    .quorum
-                    .required
-                    .saturating_sub(approvals.len() as u32),
-            },
-            (_, _, Some(ticket)) => NextAction::Scheduled {
-                not_before: ticket.due_at(),
-                not_after: ticket.deadline(),
-            },
-            _ => NextAction::None,
-        }
-    }
-}
-
-/// What an action waits for (SPEC §2 `next_action`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum NextAction {
-    /// A person's countersignature of this digest; `still_needed` approvals of distinct
-    /// approvers before the ticket commits (1 unless the rule asks for a quorum, SC-POL-04).
-    Approval {
-        context_digest: String,
-        still_needed: u32,
-    },
-    /// Its window: the committed ticket runs from `not_before` until `not_after`.
-    Scheduled {
-        #[schema(value_type = String, format = DateTime)]
-        #[serde(with = "crate::domain::time::fixed")]
-        not_before: Timestamp,
-        #[schema(value_type = String, format = DateTime)]
-        #[serde(with = "crate::domain::time::fixed")]
-        not_after: Timestamp,
-    },
-    /// Nothing: the action is sealed.
-    None,
 }

@@ -11,7 +11,7 @@
 
 use super::{canonical, condition::CallFacts, submission::Submission, window::Window};
 use serde::{ser::SerializeStruct, Deserialize, Serialize, Serializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 /// Caller-side identifiers an agent may attach, echoed back untouched.
@@ -62,6 +62,29 @@ impl Call {
             args: Value::Object(submission.args),
             action_kind: submission.action_kind,
             run: submission.run,
+            schedule,
+        }
+    }
+
+    /// A call not submitted, as the policy would see it from `agent_id` of `tenant` (explain,
+    /// SC-POL-05): no id, no run ids.
+    pub fn hypothetical(
+        tenant: &str,
+        agent_id: &str,
+        tool: String,
+        args: Map<String, Value>,
+        action_kind: Option<String>,
+        schedule: Option<Window>,
+    ) -> Call {
+        Call {
+            id: String::new(),
+            tenant: tenant.to_owned(),
+            agent_id: agent_id.to_owned(),
+            tool,
+            args_digest: canonical::digest(&args),
+            args: Value::Object(args),
+            action_kind,
+            run: None,
             schedule,
         }
     }

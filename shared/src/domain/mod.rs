@@ -1,6 +1,7 @@
 //! The pure domain: no I/O, no clock reads (every rule takes `now`), no SDK types.
 
 pub mod action;
+pub mod actor;
 pub mod admission;
 pub mod audit;
 pub mod call;
@@ -8,6 +9,7 @@ pub mod canonical;
 pub mod condition;
 pub mod context;
 pub mod deed;
+pub mod next;
 pub mod notice;
 pub mod policy;
 pub mod quorum;

@@ -17,7 +17,6 @@ mod resume;
 mod runs;
 mod sweep;
 
-pub use explain::Hypothetical;
 pub use intake::Submitted;
 pub use query::{ListFilter, SCAN_FACTOR};
 pub use resume::ResumeOutcome;

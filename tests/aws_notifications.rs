@@ -267,14 +267,14 @@ async fn sc_not_01_dynamodb_a_crash_right_after_the_transition_still_notifies() 
         to: Some(State::Denied),
         ..Matching::default()
     };
-    store.inject(seal.of(&action.id()), Fault::StopAfter, 1);
+    store.inject(seal.of(action.id()), Fault::StopAfter, 1);
     let call = tokio::spawn({
         let (engine, id) = (dying.clone(), action.id().to_owned());
         async move { engine.deny(&approver, &id, "no").await }
     });
     let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while dynamo
-        .load("acme", &action.id())
+        .load("acme", action.id())
         .await
         .unwrap()
         .unwrap()
@@ -290,7 +290,7 @@ async fn sc_not_01_dynamodb_a_crash_right_after_the_transition_still_notifies() 
 
     // The resume function's next sweep (another process) delivers both.
     w.deliver(SWEEP).await.unwrap();
-    let ids: Vec<String> = notices_of(&w, &action.id())
+    let ids: Vec<String> = notices_of(&w, action.id())
         .await
         .into_iter()
         .map(|(id, _)| id)
@@ -421,14 +421,14 @@ async fn sc_not_01_outbox_lands_with_its_transition_or_not_at_all_on_both_stores
             "{name}"
         );
         assert_eq!(
-            store.outbox_entry("acme", &a.id(), 2).await.unwrap(),
+            store.outbox_entry("acme", a.id(), 2).await.unwrap(),
             None,
             "{name}: a lost write leaves no notice"
         );
         // The winning one does, beside the first.
         store.commit(&stale).await.unwrap();
         let sealed = store
-            .outbox_entry("acme", &a.id(), 2)
+            .outbox_entry("acme", a.id(), 2)
             .await
             .unwrap()
             .expect("the seal's notice");
@@ -454,7 +454,7 @@ async fn sc_not_01_outbox_lands_with_its_transition_or_not_at_all_on_both_stores
         );
         store.outbox_settle(&sealed, None).await.unwrap();
         assert_eq!(
-            store.outbox_entry("acme", &a.id(), 2).await.unwrap(),
+            store.outbox_entry("acme", a.id(), 2).await.unwrap(),
             None,
             "{name}: delivered, removed"
         );

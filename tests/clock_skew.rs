@@ -84,7 +84,7 @@ async fn in_process_early_wakes_rearm_in_the_future(backend: Backend) {
             other => panic!("{other:?}"),
         }
     }
-    let calls = tools.calls_for(&action.id());
+    let calls = tools.calls_for(action.id());
     assert_eq!(calls.len(), 1);
     assert!(calls[0].at >= not_before, "never before not_before");
     assert!(early >= 1, "the skew made the first wake early");
@@ -169,7 +169,7 @@ async fn sc_edge_09_scheduler_early_wake_replaces_the_fired_schedule_with_a_late
         matches!(outcome, ResumeOutcome::Waiting { until } if until == not_before),
         "early by the function's clock: {outcome:?}"
     );
-    assert_eq!(w.tools.count_for(&action.id()), 0, "never runs early");
+    assert_eq!(w.tools.count_for(action.id()), 0, "never runs early");
 
     let rearmed = w.schedule(&wake).await.expect("a wake is armed");
     assert!(

@@ -195,7 +195,7 @@ async fn no_attempt_after_deadline(backend: Backend) {
     e.set(a.ticket().unwrap().deadline() - SignedDuration::from_secs(1));
     let gate = Gate::new();
     e.store.inject(
-        Matching::claim().of(&a.id()),
+        Matching::claim().of(a.id()),
         Fault::HoldAfter(gate.clone()),
         1,
     );
@@ -205,11 +205,11 @@ async fn no_attempt_after_deadline(backend: Backend) {
     gate.open();
     run.await.unwrap().unwrap();
     assert_eq!(
-        e.tools.count_for(&a.id()),
+        e.tools.count_for(a.id()),
         0,
         "no attempt after the deadline"
     );
-    let sealed = e.load(&a.id()).await;
+    let sealed = e.load(a.id()).await;
     assert_eq!(
         (sealed.state(), sealed.reason()),
         (State::Cancelled, Some("schedule_missed"))
@@ -219,13 +219,13 @@ async fn no_attempt_after_deadline(backend: Backend) {
     let b = e.report(10, 70).await;
     e.set(b.ticket().unwrap().deadline() - SignedDuration::from_millis(500));
     let run = e.spawn_resume(&b);
-    e.tool_calls(&b.id(), 1).await;
+    e.tool_calls(b.id(), 1).await;
     tokio::time::sleep(Duration::from_millis(200)).await; // inside the 1 s backoff
     e.set(e.at(1));
     run.await.unwrap().unwrap();
-    assert_eq!(e.tools.count_for(&b.id()), 1, "no retry after the deadline");
+    assert_eq!(e.tools.count_for(b.id()), 1, "no retry after the deadline");
     assert_eq!(
-        e.load(&b.id()).await.state(),
+        e.load(b.id()).await.state(),
         State::Failed,
         "attempt 1's answer is the outcome"
     );
@@ -246,7 +246,7 @@ async fn stop_is_final_once_answered(backend: Backend) {
     let a = e.due_report().await;
     let gate = Gate::new();
     e.store.inject(
-        Matching::claim().of(&a.id()),
+        Matching::claim().of(a.id()),
         Fault::HoldAfter(gate.clone()),
         1,
     );
@@ -255,8 +255,8 @@ async fn stop_is_final_once_answered(backend: Backend) {
     e.engine.stop(&admin, Some("agent-1")).await.unwrap();
     gate.open();
     run.await.unwrap().unwrap();
-    assert_eq!(e.tools.count_for(&a.id()), 0, "no attempt after the stop");
-    let sealed = e.load(&a.id()).await;
+    assert_eq!(e.tools.count_for(a.id()), 0, "no attempt after the stop");
+    let sealed = e.load(a.id()).await;
     assert_eq!(
         (sealed.state(), sealed.reason()),
         (State::Denied, Some("stopped"))
@@ -267,11 +267,11 @@ async fn stop_is_final_once_answered(backend: Backend) {
     e.tools.behave(failing_tool());
     let b = e.due_report().await;
     let run = e.spawn_resume(&b);
-    e.tool_calls(&b.id(), 1).await;
+    e.tool_calls(b.id(), 1).await;
     e.engine.stop(&admin, None).await.unwrap();
     run.await.unwrap().unwrap();
-    assert_eq!(e.tools.count_for(&b.id()), 1, "no retry after the stop");
-    assert_eq!(e.load(&b.id()).await.state(), State::Failed);
+    assert_eq!(e.tools.count_for(b.id()), 1, "no retry after the stop");
+    assert_eq!(e.load(b.id()).await.state(), State::Failed);
 }
 
 on_every_store!(stop_is_final_once_answered: sc_edge_02_stop_is_final_once_answered_sqlite, sc_edge_02_stop_is_final_once_answered_dynamodb, sc_edge_02_stop_is_final_once_answered_postgres);
@@ -296,7 +296,7 @@ async fn results_survive_store_faults(backend: Backend) {
     let mut ids = Vec::new();
     for (matching, fault, times) in faults {
         let a = e.due_report().await;
-        e.store.inject(matching.of(&a.id()), fault.clone(), times);
+        e.store.inject(matching.of(a.id()), fault.clone(), times);
         let out = e.engine.resume(&wake_of(&a)).await.unwrap();
         let ran = matches!(
             out,
@@ -305,7 +305,7 @@ async fn results_survive_store_faults(backend: Backend) {
             }
         );
         assert!(ran, "{fault:?}: {out:?}");
-        assert_eq!(e.tools.count_for(&a.id()), 1, "{fault:?}");
+        assert_eq!(e.tools.count_for(a.id()), 1, "{fault:?}");
         ids.push(a.id().to_owned());
     }
     for id in &ids {
@@ -328,7 +328,7 @@ async fn drain_lets_runs_commit(backend: Backend) {
     let b = e.due_report().await;
     e.tools.hold();
     let run = e.spawn_resume(&a);
-    e.tool_calls(&a.id(), 1).await;
+    e.tool_calls(a.id(), 1).await;
     let drained = tokio::spawn({
         let engine = e.engine.clone();
         async move { engine.drain().await }
@@ -340,7 +340,7 @@ async fn drain_lets_runs_commit(backend: Backend) {
     e.tools.release();
     drained.await.unwrap();
     assert_eq!(
-        e.load(&a.id()).await.state(),
+        e.load(a.id()).await.state(),
         State::Succeeded,
         "committed before drain returned"
     );
@@ -349,11 +349,11 @@ async fn drain_lets_runs_commit(backend: Backend) {
         ResumeOutcome::Ran { .. }
     ));
     assert_eq!(
-        e.load(&b.id()).await.state(),
+        e.load(b.id()).await.state(),
         State::Approved,
         "no new claim while draining"
     );
-    assert_eq!(e.tools.count_for(&b.id()), 0);
+    assert_eq!(e.tools.count_for(b.id()), 0);
 }
 
 on_every_store!(drain_lets_runs_commit: sc_edge_05_drain_lets_runs_commit_sqlite, sc_edge_05_drain_lets_runs_commit_dynamodb, sc_edge_05_drain_lets_runs_commit_postgres);
@@ -423,7 +423,7 @@ async fn identical_bodies_on_every_attempt(backend: Backend) {
     e.tools.behave(failing_tool());
     let a = e.due_report().await;
     e.engine.resume(&wake_of(&a)).await.unwrap();
-    let calls = e.tools.calls_for(&a.id());
+    let calls = e.tools.calls_for(a.id());
     assert_eq!(calls.len(), 3, "three attempts per claim of a retry tool");
     assert!(
         calls.iter().all(|c| c.raw == calls[0].raw),
@@ -464,7 +464,7 @@ async fn inline_runs_fit_the_request(backend: Backend) {
         State::Approved,
         "committed, not run in the request"
     );
-    assert_eq!(e.tools.count_for(&a.id()), 0);
+    assert_eq!(e.tools.count_for(a.id()), 0);
     let armed = e.waker.armed.lock().unwrap().clone();
     assert!(
         armed.iter().any(|(w, _)| w.action_id == a.id()),
@@ -504,7 +504,7 @@ async fn inline_runs_fit_the_request(backend: Backend) {
         State::Succeeded,
         "the request ran it and answers the result"
     );
-    assert_eq!(e.tools.count_for(&b.id()), 1);
+    assert_eq!(e.tools.count_for(b.id()), 1);
 }
 
 on_every_store!(inline_runs_fit_the_request: sc_edge_07_inline_runs_fit_the_request_sqlite, sc_edge_07_inline_runs_fit_the_request_dynamodb, sc_edge_07_inline_runs_fit_the_request_postgres);
@@ -526,22 +526,22 @@ async fn scheduled_approval_lapses_at_its_expiry(backend: Backend) {
     let (late, timely) = (submit().await, submit().await);
     let digest = timely.approval().unwrap().context_digest.clone();
     e.engine
-        .approve(&e.who(keys::APPROVER), &timely.id(), &digest)
+        .approve(&e.who(keys::APPROVER), timely.id(), &digest)
         .await
         .unwrap();
 
     e.set(e.at(120)); // inside the window: the timely one is due, the late one still waits
     let first = e.engine.sweep().await.unwrap();
     assert_eq!((first.resumed, first.expired), (1, 0), "{first:?}");
-    assert_eq!(e.load(&timely.id()).await.state(), State::Succeeded);
-    assert_eq!(e.load(&late.id()).await.state(), State::PendingApproval);
+    assert_eq!(e.load(timely.id()).await.state(), State::Succeeded);
+    assert_eq!(e.load(late.id()).await.state(), State::PendingApproval);
     let again = e.engine.sweep().await.unwrap();
     assert_eq!(again.due, 0, "deferred until its expiry: {again:?}");
 
     e.set(e.at(481)); // past its expiry (not_after)
     let lapsed = e.engine.sweep().await.unwrap();
     assert_eq!(lapsed.expired, 1, "{lapsed:?}");
-    let sealed = e.load(&late.id()).await;
+    let sealed = e.load(late.id()).await;
     assert_eq!(
         (sealed.state(), sealed.reason()),
         (State::Cancelled, Some("approval_expired"))
@@ -563,19 +563,19 @@ async fn worker_past_its_lease_yields(backend: Backend) {
     e.tools.behave(failing_tool());
     let a = e.due_report().await;
     let run = e.spawn_resume(&a);
-    e.tool_calls(&a.id(), 1).await;
-    let lease = e.load(&a.id()).await.lease().cloned().expect("claimed");
+    e.tool_calls(a.id(), 1).await;
+    let lease = e.load(a.id()).await.lease().cloned().expect("claimed");
     assert!(lease.until < a.ticket().unwrap().deadline());
     // Inside attempt 1's backoff: the lease ends before attempt 2 could time out.
     e.set(lease.until - SignedDuration::from_millis(500));
     let outcome = run.await.unwrap().unwrap();
     assert!(matches!(outcome, ResumeOutcome::Yielded), "{outcome:?}");
     assert_eq!(
-        e.tools.count_for(&a.id()),
+        e.tools.count_for(a.id()),
         1,
         "no attempt on a lease about to lapse"
     );
-    let held = e.load(&a.id()).await;
+    let held = e.load(a.id()).await;
     assert_eq!(
         (held.state(), held.lease().map(|l| l.epoch)),
         (State::Executing, Some(lease.epoch)),
@@ -586,7 +586,7 @@ async fn worker_past_its_lease_yields(backend: Backend) {
     e.set(lease.until + SignedDuration::from_secs(1));
     let swept = e.engine.sweep().await.unwrap();
     assert_eq!(swept.recovered, 1, "{swept:?}");
-    let done = e.load(&a.id()).await;
+    let done = e.load(a.id()).await;
     assert_eq!(
         done.state(),
         State::Failed,
@@ -594,14 +594,14 @@ async fn worker_past_its_lease_yields(backend: Backend) {
     );
     let claims = e
         .store
-        .events("acme", &a.id())
+        .events("acme", a.id())
         .await
         .unwrap()
         .iter()
         .filter(|ev| ev.to == State::Executing)
         .count();
     assert_eq!(claims, 2, "the worker's claim and the recovery's");
-    assert!(e.tools.count_for(&a.id()) > 1);
+    assert!(e.tools.count_for(a.id()) > 1);
 }
 
 on_every_store!(worker_past_its_lease_yields: sc_rec_02_a_worker_past_its_lease_yields_to_recovery_sqlite, sc_rec_02_a_worker_past_its_lease_yields_to_recovery_dynamodb, sc_rec_02_a_worker_past_its_lease_yields_to_recovery_postgres);
@@ -685,7 +685,7 @@ impl Edge {
     async fn woken_then_dead(&self, a: &Action) -> Action {
         let stopped = self.store.injected().stopped;
         self.store
-            .inject(Matching::result().of(&a.id()), Fault::StopBefore, 1);
+            .inject(Matching::result().of(a.id()), Fault::StopBefore, 1);
         let run = self.spawn_resume(a);
         let run = tokio::spawn(async move {
             let _ = run.await;
@@ -701,7 +701,7 @@ impl Edge {
         stopped_before: usize,
         run: tokio::task::JoinHandle<()>,
     ) -> Action {
-        self.tool_calls(&a.id(), 1).await;
+        self.tool_calls(a.id(), 1).await;
         for _ in 0..1000 {
             if self.store.injected().stopped > stopped_before {
                 break;
@@ -709,7 +709,7 @@ impl Edge {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         run.abort();
-        let held = self.load(&a.id()).await;
+        let held = self.load(a.id()).await;
         let lease = held.lease().cloned().expect("claimed");
         self.set(lease.until + SignedDuration::from_secs(1));
         held
@@ -730,7 +730,7 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
             let req = e.submit_req("search.web", json!({"q": ctx}));
             let a = e.engine.submit(&agent, req, None).await.expect(&ctx).action;
             assert_eq!(a.state(), State::Succeeded, "{ctx}");
-            assert_eq!(e.tools.count_for(&a.id()), 1, "{ctx}: ran once");
+            assert_eq!(e.tools.count_for(a.id()), 1, "{ctx}: ran once");
         }
         // Caught: with an Idempotency-Key the conflict was taken for a concurrent request's
         // key; `replay` answered our own `executing` record and nobody ever ran it.
@@ -741,14 +741,14 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
             let a = e.engine.submit(&agent, req, Some(&key)).await.expect(&ctx);
             assert!(!a.replayed, "{ctx}: the first answer is no replay");
             assert_eq!(a.action.state(), State::Succeeded, "{ctx}");
-            assert_eq!(e.tools.count_for(&a.action.id()), 1, "{ctx}: ran once");
+            assert_eq!(e.tools.count_for(a.action.id()), 1, "{ctx}: ran once");
         }
         WriteKind::CreatePending => {
             e.next_create(fault);
             let req = e.submit_req("mail.send", json!({"to": ctx}));
             let a = e.engine.submit(&agent, req, None).await.expect(&ctx).action;
             assert_eq!(a.state(), State::PendingApproval, "{ctx}");
-            assert_eq!(e.load(&a.id()).await.version(), 1, "{ctx}");
+            assert_eq!(e.load(a.id()).await.version(), 1, "{ctx}");
         }
         WriteKind::CreateDenied => {
             e.next_create(fault);
@@ -771,15 +771,10 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
                     State::PendingApproval,
                 )
                 .await;
-            e.next_to(
-                &a.id(),
-                Some(State::PendingApproval),
-                State::Approved,
-                fault,
-            );
+            e.next_to(a.id(), Some(State::PendingApproval), State::Approved, fault);
             let approved = e
                 .engine
-                .approve(&approver, &a.id(), &Edge::digest(&a))
+                .approve(&approver, a.id(), &Edge::digest(&a))
                 .await
                 .expect(&ctx);
             assert_eq!(approved.state(), State::Approved, "{ctx}");
@@ -795,25 +790,25 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
         WriteKind::ApproveClaimed => {
             let a = e.pending_mail().await;
             e.next_to(
-                &a.id(),
+                a.id(),
                 Some(State::PendingApproval),
                 State::Executing,
                 fault,
             );
             let done = e
                 .engine
-                .approve(&approver, &a.id(), &Edge::digest(&a))
+                .approve(&approver, a.id(), &Edge::digest(&a))
                 .await
                 .expect(&ctx);
             assert_eq!(done.state(), State::Succeeded, "{ctx}");
-            assert_eq!(e.tools.count_for(&a.id()), 1, "{ctx}: ran once");
+            assert_eq!(e.tools.count_for(a.id()), 1, "{ctx}: ran once");
         }
         WriteKind::Deny => {
             let a = e.pending_mail().await;
-            e.next_to(&a.id(), None, State::Denied, fault);
+            e.next_to(a.id(), None, State::Denied, fault);
             let denied = e
                 .engine
-                .deny(&approver, &a.id(), "not today")
+                .deny(&approver, a.id(), "not today")
                 .await
                 .expect(&ctx);
             assert_eq!(denied.state(), State::Denied, "{ctx}");
@@ -822,8 +817,8 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
         // `409 action_sealed {cancelled}` and skipped deleting the wake.
         WriteKind::Cancel => {
             let a = e.report(10, 80).await;
-            e.next_to(&a.id(), None, State::Cancelled, fault);
-            let cancelled = e.engine.cancel(&agent, &a.id()).await.expect(&ctx);
+            e.next_to(a.id(), None, State::Cancelled, fault);
+            let cancelled = e.engine.cancel(&agent, a.id()).await.expect(&ctx);
             assert_eq!(cancelled.state(), State::Cancelled, "{ctx}");
             let disarmed = e.waker.disarmed.lock().unwrap().clone();
             assert!(
@@ -835,7 +830,7 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
             let a = e.due_report().await;
             let admin = e.who(keys::ADMIN);
             e.engine.stop(&admin, Some("agent-1")).await.unwrap();
-            e.next_to(&a.id(), None, State::Denied, fault);
+            e.next_to(a.id(), None, State::Denied, fault);
             let out = e.engine.resume(&wake_of(&a)).await;
             e.engine.lift_stop(&admin, "agent-1").await.unwrap();
             let out = out.expect(&ctx);
@@ -853,10 +848,10 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
         WriteKind::Expiry => {
             let a = e.pending_mail().await;
             e.set(a.approval().unwrap().expires_at + SignedDuration::from_secs(1));
-            e.next_to(&a.id(), None, State::Cancelled, fault);
+            e.next_to(a.id(), None, State::Cancelled, fault);
             let swept = e.engine.sweep().await.expect(&ctx);
             assert_eq!(swept.failed, 0, "{ctx}: {swept:?}");
-            let sealed = e.load(&a.id()).await;
+            let sealed = e.load(a.id()).await;
             assert_eq!(
                 (sealed.state(), sealed.reason()),
                 (State::Cancelled, Some("approval_expired")),
@@ -867,9 +862,9 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
             let a = e.due_report().await;
             match kind {
                 WriteKind::Claim => {
-                    e.next_to(&a.id(), Some(State::Approved), State::Executing, fault)
+                    e.next_to(a.id(), Some(State::Approved), State::Executing, fault)
                 }
-                _ => e.next_to(&a.id(), Some(State::Executing), State::Succeeded, fault),
+                _ => e.next_to(a.id(), Some(State::Executing), State::Succeeded, fault),
             }
             let out = e.engine.resume(&wake_of(&a)).await.expect(&ctx);
             assert!(
@@ -881,23 +876,23 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
                 ),
                 "{ctx}: {out:?}"
             );
-            assert_eq!(e.tools.count_for(&a.id()), 1, "{ctx}");
+            assert_eq!(e.tools.count_for(a.id()), 1, "{ctx}");
         }
         // A `retry` tool's lapsed claim: the recovery re-claim (epoch 2) is the faulted write.
         WriteKind::Reclaim => {
             let a = e.due_report().await;
             e.woken_then_dead(&a).await;
-            e.next_to(&a.id(), Some(State::Executing), State::Executing, fault);
+            e.next_to(a.id(), Some(State::Executing), State::Executing, fault);
             let swept = e.engine.sweep().await.expect(&ctx);
             assert_eq!((swept.recovered, swept.failed), (1, 0), "{ctx}: {swept:?}");
-            let done = e.load(&a.id()).await;
+            let done = e.load(a.id()).await;
             assert_eq!(
                 (done.state(), done.lease()),
                 (State::Succeeded, None),
                 "{ctx}"
             );
             assert_eq!(
-                e.tools.count_for(&a.id()),
+                e.tools.count_for(a.id()),
                 2,
                 "{ctx}: attempt 1 and the re-run"
             );
@@ -907,7 +902,7 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
             let a = e.pending_mail().await;
             let stopped = e.store.injected().stopped;
             e.store
-                .inject(Matching::result().of(&a.id()), Fault::StopBefore, 1);
+                .inject(Matching::result().of(a.id()), Fault::StopBefore, 1);
             let approve = tokio::spawn({
                 let (engine, approver, digest) =
                     (e.engine.clone(), approver.clone(), Edge::digest(&a));
@@ -917,10 +912,10 @@ async fn own_write_row(e: &Edge, kind: WriteKind, fault: &Fault) {
                 }
             });
             e.lapsed_claim(&a, stopped, approve).await;
-            e.next_to(&a.id(), Some(State::Executing), State::Failed, fault);
+            e.next_to(a.id(), Some(State::Executing), State::Failed, fault);
             let swept = e.engine.sweep().await.expect(&ctx);
             assert_eq!((swept.recovered, swept.failed), (1, 0), "{ctx}: {swept:?}");
-            let sealed = e.load(&a.id()).await;
+            let sealed = e.load(a.id()).await;
             assert_eq!(
                 (sealed.state(), sealed.reason()),
                 (State::Failed, Some("outcome_unknown")),
@@ -966,7 +961,7 @@ async fn halted_recovery_is_outcome_unknown(backend: Backend) {
         e.woken_then_dead(&a).await;
         let gate = Gate::new();
         e.store.inject(
-            Matching::claim().of(&a.id()),
+            Matching::claim().of(a.id()),
             Fault::HoldAfter(gate.clone()),
             1,
         );
@@ -983,14 +978,14 @@ async fn halted_recovery_is_outcome_unknown(backend: Backend) {
         }
         gate.open();
         sweep.await.unwrap().unwrap();
-        let sealed = e.load(&a.id()).await;
+        let sealed = e.load(a.id()).await;
         assert_eq!(
             (sealed.state(), sealed.reason()),
             (State::Failed, Some("outcome_unknown")),
             "{halt}: epoch 1's attempt may have reached the tool"
         );
         assert_eq!(
-            e.tools.count_for(&a.id()),
+            e.tools.count_for(a.id()),
             1,
             "{halt}: no attempt at epoch 2"
         );
@@ -1046,7 +1041,7 @@ async fn no_request_reaches_the_tool_after_the_deadline(backend: Backend) {
     let digest = pending.approval().unwrap().context_digest.clone();
     let approved = e
         .engine
-        .approve(&e.who(keys::APPROVER), &pending.id(), &digest)
+        .approve(&e.who(keys::APPROVER), pending.id(), &digest)
         .await
         .unwrap();
     let left = SignedDuration::from_millis(1);
@@ -1062,7 +1057,7 @@ async fn no_request_reaches_the_tool_after_the_deadline(backend: Backend) {
     let deadline = began + left;
     let late: Vec<Timestamp> = e
         .tools
-        .calls_for(&pending.id())
+        .calls_for(pending.id())
         .iter()
         .map(|r| r.at)
         .filter(|at| *at > deadline)
@@ -1071,7 +1066,7 @@ async fn no_request_reaches_the_tool_after_the_deadline(backend: Backend) {
         late.is_empty(),
         "the attempt began at {began}, 1 ms before its deadline; bodies arrived at {late:?}"
     );
-    let sealed = e.load(&pending.id()).await;
+    let sealed = e.load(pending.id()).await;
     let error = sealed.outcome().and_then(|o| o.error.clone());
     assert_eq!(
         (sealed.state(), error),
@@ -1091,7 +1086,7 @@ async fn signed_at_the_engines_clock_over_the_dedupe_key(backend: Backend) {
     let e = edge(backend, "").await;
     let a = e.due_report().await;
     e.engine.resume(&wake_of(&a)).await.unwrap();
-    let calls = e.tools.calls_for(&a.id());
+    let calls = e.tools.calls_for(a.id());
     assert_eq!(calls.len(), 1);
     let sent = calls[0].signature.clone().unwrap();
     let t: i64 = sent
@@ -1106,7 +1101,7 @@ async fn signed_at_the_engines_clock_over_the_dedupe_key(backend: Backend) {
     assert_eq!(body["action_id"], json!(a.id()));
     let other = String::from_utf8(calls[0].raw.clone())
         .unwrap()
-        .replace(&a.id(), "act_01J0000000000000000000000Z");
+        .replace(a.id(), "act_01J0000000000000000000000Z");
     assert_ne!(
         countersign::tools::webhook::signature(
             countersign_tests::SECRET.as_bytes(),

@@ -101,7 +101,7 @@ impl Rig {
             State::PendingApproval => {
                 let digest = submitted.approval().unwrap().context_digest.clone();
                 self.engine
-                    .approve(&self.who(keys::APPROVER), &submitted.id(), &digest)
+                    .approve(&self.who(keys::APPROVER), submitted.id(), &digest)
                     .await
                     .unwrap()
             }
@@ -186,19 +186,19 @@ async fn sc_res_01_no_waiting_ticket_is_rejected_and_changes_nothing() {
             state: State::Succeeded
         }
     ));
-    let done = r.load(&a.id()).await;
+    let done = r.load(a.id()).await;
     assert!(matches!(
         r.engine.resume(&wake).await.unwrap(),
         ResumeOutcome::Rejected {
             reason: Rejection::NoWaitingTicket
         }
     ));
-    assert_eq!(r.load(&a.id()).await.version(), done.version());
-    assert_eq!(r.tools.count_for(&a.id()), 1);
+    assert_eq!(r.load(a.id()).await.version(), done.version());
+    assert_eq!(r.tools.count_for(a.id()), 1);
 
     // A wake after cancel.
     let b = r.committed("mail.send", 60, 600).await;
-    r.engine.cancel(&r.who(keys::AGENT), &b.id()).await.unwrap();
+    r.engine.cancel(&r.who(keys::AGENT), b.id()).await.unwrap();
     assert_eq!(
         r.waker.disarmed.lock().unwrap().last().unwrap(),
         &wake_of(&b),
@@ -211,7 +211,7 @@ async fn sc_res_01_no_waiting_ticket_is_rejected_and_changes_nothing() {
             reason: Rejection::NoWaitingTicket
         }
     ));
-    assert_eq!(r.tools.count_for(&b.id()), 0);
+    assert_eq!(r.tools.count_for(b.id()), 0);
 }
 
 #[tokio::test]
@@ -229,8 +229,8 @@ async fn sc_res_02_stale_correlation_is_rejected() {
             reason: Rejection::CorrelationMismatch
         }
     ));
-    assert_eq!(r.load(&b.id()).await, b, "nothing changed");
-    assert_eq!(r.tools.count_for(&b.id()), 0);
+    assert_eq!(r.load(b.id()).await, b, "nothing changed");
+    assert_eq!(r.tools.count_for(b.id()), 0);
     assert!(matches!(
         r.engine.resume(&wake_of(&b)).await.unwrap(),
         ResumeOutcome::Ran { .. }
@@ -257,9 +257,9 @@ async fn sc_res_03_a_stop_seals_denied_without_running() {
         ),
         "{out:?}"
     );
-    let sealed = r.load(&a.id()).await;
+    let sealed = r.load(a.id()).await;
     assert_eq!(sealed.reason(), Some("stopped"));
-    assert_eq!(r.tools.count_for(&a.id()), 0);
+    assert_eq!(r.tools.count_for(a.id()), 0);
     // SC-STOP-01: lifting does not revive it.
     r.engine
         .lift_stop(&r.who(keys::ADMIN), "agent-1")
@@ -270,7 +270,7 @@ async fn sc_res_03_a_stop_seals_denied_without_running() {
         ResumeOutcome::Rejected { .. }
     ));
     r.engine.sweep().await.unwrap();
-    assert_eq!(r.load(&a.id()).await.state(), State::Denied);
+    assert_eq!(r.load(a.id()).await.state(), State::Denied);
 }
 
 #[tokio::test]
@@ -296,7 +296,7 @@ async fn sc_res_04_a_changed_catalog_entry_cancels() {
         ),
         "{out:?}"
     );
-    assert_eq!(r.load(&a.id()).await.reason(), Some("catalog_changed"));
+    assert_eq!(r.load(a.id()).await.reason(), Some("catalog_changed"));
     assert!(r.tools.received().is_empty());
 }
 
@@ -311,7 +311,7 @@ async fn sc_res_05_an_early_wake_re_arms_and_changes_nothing() {
         matches!(out, ResumeOutcome::Waiting { until } if until == due),
         "{out:?}"
     );
-    assert_eq!(r.load(&a.id()).await, a);
+    assert_eq!(r.load(a.id()).await, a);
     assert_eq!(
         r.waker.armed.lock().unwrap().last().unwrap(),
         &(wake_of(&a), due),
@@ -323,7 +323,7 @@ async fn sc_res_05_an_early_wake_re_arms_and_changes_nothing() {
         r.engine.resume(&wake_of(&a)).await.unwrap(),
         ResumeOutcome::Ran { .. }
     ));
-    assert_eq!(r.tools.count_for(&a.id()), 1);
+    assert_eq!(r.tools.count_for(a.id()), 1);
 }
 
 #[tokio::test]
@@ -342,7 +342,7 @@ async fn sc_res_06_a_missed_window_is_sealed_never_burst_run() {
         ),
         "{out:?}"
     );
-    let sealed = r.load(&a.id()).await;
+    let sealed = r.load(a.id()).await;
     assert_eq!(sealed.reason(), Some("schedule_missed"));
     assert_eq!(*sealed.actor(), countersign::domain::Actor::system());
     assert_eq!(
@@ -350,7 +350,7 @@ async fn sc_res_06_a_missed_window_is_sealed_never_burst_run() {
         Some("approver-1"),
         "the approval stays recorded"
     );
-    let events = r.store.events("acme", &a.id()).await.unwrap();
+    let events = r.store.events("acme", a.id()).await.unwrap();
     let path: Vec<State> = events.iter().map(|e| e.to).collect();
     assert_eq!(
         path,
@@ -372,9 +372,9 @@ async fn sc_res_07_claim_run_commit_and_a_fenced_owner_is_refused() {
     r.advance(31);
     let report = r.engine.sweep().await.unwrap();
     assert_eq!(report.recovered, 1);
-    let done = r.load(&a.id()).await;
+    let done = r.load(a.id()).await;
     assert_eq!(done.state(), State::Succeeded);
-    let calls = r.tools.calls_for(&a.id());
+    let calls = r.tools.calls_for(a.id());
     assert_eq!(calls.len(), 1);
     assert_eq!(
         calls[0].attempt, 4,
@@ -391,7 +391,7 @@ async fn sc_res_07_claim_run_commit_and_a_fenced_owner_is_refused() {
         r.store.commit(&late).await,
         Err(StoreError::Conflict)
     ));
-    assert_eq!(r.load(&a.id()).await, done);
+    assert_eq!(r.load(a.id()).await, done);
 }
 
 async fn a_lost_wake_is_found_by_the_sweep(backend: Backend) {
@@ -408,8 +408,8 @@ async fn a_lost_wake_is_found_by_the_sweep(backend: Backend) {
     assert_eq!(r.engine.sweep().await.unwrap().resumed, 0, "not due yet");
     r.advance(30);
     assert_eq!(r.engine.sweep().await.unwrap().resumed, 1);
-    assert_eq!(r.load(&a.id()).await.state(), State::Succeeded);
-    assert_eq!(r.tools.count_for(&a.id()), 1);
+    assert_eq!(r.load(a.id()).await.state(), State::Succeeded);
+    assert_eq!(r.tools.count_for(a.id()), 1);
 }
 
 on_every_store!(a_lost_wake_is_found_by_the_sweep: sc_rec_01_a_lost_wake_is_found_by_the_sweep_sqlite, sc_rec_01_a_lost_wake_is_found_by_the_sweep_dynamodb, sc_rec_01_a_lost_wake_is_found_by_the_sweep_postgres);
@@ -428,12 +428,12 @@ async fn an_expired_lease_follows_the_tools_recovery_policy(backend: Backend) {
     );
     r.advance(2);
     r.engine.sweep().await.unwrap();
-    let failed = r.load(&a.id()).await;
+    let failed = r.load(a.id()).await;
     assert_eq!(
         (failed.state(), failed.reason()),
         (State::Failed, Some("outcome_unknown"))
     );
-    assert_eq!(r.tools.count_for(&a.id()), 0);
+    assert_eq!(r.tools.count_for(a.id()), 0);
 
     // recovery = retry but the window has closed: not retried.
     let b = r.committed("report.build", 60, 400).await;
@@ -441,12 +441,12 @@ async fn an_expired_lease_follows_the_tools_recovery_policy(backend: Backend) {
     r.crash_after_claim(&b, 400).await;
     r.advance(401);
     r.engine.sweep().await.unwrap();
-    let failed = r.load(&b.id()).await;
+    let failed = r.load(b.id()).await;
     assert_eq!(
         (failed.state(), failed.reason()),
         (State::Failed, Some("outcome_unknown"))
     );
-    assert_eq!(r.tools.count_for(&b.id()), 0);
+    assert_eq!(r.tools.count_for(b.id()), 0);
 }
 
 on_every_store!(an_expired_lease_follows_the_tools_recovery_policy: sc_rec_02_an_expired_lease_follows_the_tools_recovery_policy_sqlite, sc_rec_02_an_expired_lease_follows_the_tools_recovery_policy_dynamodb, sc_rec_02_an_expired_lease_follows_the_tools_recovery_policy_postgres);
@@ -468,7 +468,7 @@ async fn duplicate_wakes_never_run_twice(backend: Backend) {
     assert_eq!(ran, 1, "{outcomes:?}");
     r.engine.resume(&wake).await.unwrap();
     r.engine.sweep().await.unwrap();
-    assert_eq!(r.tools.count_for(&a.id()), 1);
+    assert_eq!(r.tools.count_for(a.id()), 1);
 }
 
 on_every_store!(duplicate_wakes_never_run_twice: sc_rec_03_duplicate_wakes_never_run_twice_sqlite, sc_rec_03_duplicate_wakes_never_run_twice_dynamodb, sc_rec_03_duplicate_wakes_never_run_twice_postgres);
@@ -513,7 +513,7 @@ async fn sc_app_04_pending_approvals_expire() {
         1,
         "the scheduled one lapses at not_after"
     );
-    let s = r.load(&scheduled.id()).await;
+    let s = r.load(scheduled.id()).await;
     assert_eq!(
         (s.state(), s.reason(), s.actor().clone()),
         (
@@ -523,7 +523,7 @@ async fn sc_app_04_pending_approvals_expire() {
         )
     );
     assert_eq!(
-        r.load(&open.id()).await.state(),
+        r.load(open.id()).await.state(),
         State::PendingApproval,
         "the other waits for the 1 h TTL"
     );
@@ -532,7 +532,7 @@ async fn sc_app_04_pending_approvals_expire() {
     let digest = open.approval().unwrap().context_digest.clone();
     let err = r
         .engine
-        .approve(&r.who(keys::APPROVER), &open.id(), &digest)
+        .approve(&r.who(keys::APPROVER), open.id(), &digest)
         .await
         .unwrap_err();
     assert!(
@@ -544,7 +544,7 @@ async fn sc_app_04_pending_approvals_expire() {
         ),
         "{err:?}"
     );
-    assert_eq!(r.load(&open.id()).await.reason(), Some("approval_expired"));
+    assert_eq!(r.load(open.id()).await.reason(), Some("approval_expired"));
     assert!(r.tools.received().is_empty());
 }
 
@@ -587,8 +587,8 @@ async fn sc_can_03_cancel_races_the_worker_1000_pairs() {
         }
         for (a, pair) in batch.iter().zip(pairs) {
             let (cancelled, resumed) = pair.await.unwrap();
-            let end = r.load(&a.id()).await;
-            let ran = r.tools.count_for(&a.id());
+            let end = r.load(a.id()).await;
+            let ran = r.tools.count_for(a.id());
             match (&cancelled, end.state()) {
                 (Ok(c), State::Cancelled) => {
                     assert_eq!(c.state(), State::Cancelled);
@@ -663,14 +663,14 @@ async fn webhook_answers_are_classified_and_capped() {
         a.outcome().unwrap().error.as_ref().unwrap()["body"],
         json!({"why": "bad address"})
     );
-    assert_eq!(r.tools.count_for(&a.id()), 1);
+    assert_eq!(r.tools.count_for(a.id()), 1);
     // 5xx with recovery = fail → failed after one attempt.
     r.tools.behave(Behaviour {
         status: 503,
         ..Behaviour::default()
     });
     let b = run("search.web").await;
-    assert_eq!((b.state(), r.tools.count_for(&b.id())), (State::Failed, 1));
+    assert_eq!((b.state(), r.tools.count_for(b.id())), (State::Failed, 1));
     // Timeout (tool timeout is 2 s in this rig) → failed with kind timeout.
     r.tools.behave(Behaviour {
         delay_ms: 3000,
@@ -716,7 +716,7 @@ async fn webhook_5xx_on_a_retry_tool_is_retried_with_the_same_identity() {
             state: State::Failed
         }
     ));
-    let calls = r.tools.calls_for(&a.id());
+    let calls = r.tools.calls_for(a.id());
     assert_eq!(calls.len(), 3, "three attempts per claim");
     assert!(calls
         .iter()
@@ -737,11 +737,11 @@ async fn a_sweep_with_a_deadline_defers_runs_that_would_not_fit() {
     r.advance(60);
     let report = r.engine.sweep_until(Some(r.at(10))).await.unwrap();
     assert_eq!((report.deferred, report.resumed), (1, 0), "{report:?}");
-    assert_eq!(r.load(&a.id()).await.state(), State::Approved);
-    assert_eq!(r.tools.count_for(&a.id()), 0);
+    assert_eq!(r.load(a.id()).await.state(), State::Approved);
+    assert_eq!(r.tools.count_for(a.id()), 0);
     let report = r.engine.sweep_until(Some(r.at(20))).await.unwrap();
     assert_eq!((report.deferred, report.resumed), (0, 1), "{report:?}");
-    assert_eq!(r.load(&a.id()).await.state(), State::Succeeded);
+    assert_eq!(r.load(a.id()).await.state(), State::Succeeded);
 }
 
 /// SC-REC-02 with SC-RES-03: an expired lease of a `retry` tool is not re-run for a stopped
@@ -758,12 +758,12 @@ async fn recovery_never_re_runs_for_a_stopped_agent() {
         .unwrap();
     r.advance(31);
     r.engine.sweep().await.unwrap();
-    let sealed = r.load(&a.id()).await;
+    let sealed = r.load(a.id()).await;
     assert_eq!(
         (sealed.state(), sealed.reason()),
         (State::Failed, Some("outcome_unknown"))
     );
-    assert_eq!(r.tools.count_for(&a.id()), 0);
+    assert_eq!(r.tools.count_for(a.id()), 0);
 }
 
 /// A deadline defers only runs: a ticket whose window is over is sealed at once
@@ -776,7 +776,7 @@ async fn a_sweep_deadline_never_defers_sealing() {
     r.advance(401);
     let report = r.engine.sweep_until(Some(r.at(1))).await.unwrap();
     assert_eq!((report.deferred, report.resumed), (0, 1), "{report:?}");
-    assert_eq!(r.load(&a.id()).await.reason(), Some("schedule_missed"));
+    assert_eq!(r.load(a.id()).await.reason(), Some("schedule_missed"));
 }
 
 /// The result cap holds for what is stored, also for a non-JSON body that grows when escaped.

@@ -10,7 +10,6 @@
 //! `--ignored` only to make new ones, on the code whose records are to be kept).
 
 #[path = "aws_support/mod.rs"]
-#[allow(dead_code)]
 mod aws_support;
 
 use aws_sdk_dynamodb::{primitives::Blob, types::AttributeValue};

@@ -396,7 +396,7 @@ async fn a_crash_right_after_the_transition_still_notifies(backend: Backend) {
         to: Some(State::Denied),
         ..Matching::default()
     };
-    store.inject(seal.of(&action.id()), Fault::StopAfter, 1);
+    store.inject(seal.of(action.id()), Fault::StopAfter, 1);
     let dying = tokio::spawn({
         let (engine, id) = (engine.clone(), action.id().to_owned());
         async move { engine.deny(&approver, &id, "no").await }
@@ -404,7 +404,7 @@ async fn a_crash_right_after_the_transition_still_notifies(backend: Backend) {
     let stored = open(&db).await;
     let until = std::time::Instant::now() + Duration::from_secs(30);
     while stored
-        .load("acme", &action.id())
+        .load("acme", action.id())
         .await
         .unwrap()
         .unwrap()
@@ -420,7 +420,7 @@ async fn a_crash_right_after_the_transition_still_notifies(backend: Backend) {
     // The next process delivers both notices the dead one committed.
     let receiver = Receiver::serve(listener, Mode::Up);
     let (server, api) = start(config, &db).await;
-    let notices = expected_notices(&api, &action.id()).await;
+    let notices = expected_notices(&api, action.id()).await;
     let ids: Vec<String> = notices.iter().map(|(id, _)| id.clone()).collect();
     assert_eq!(
         notices.iter().map(|(_, k)| *k).collect::<Vec<_>>(),

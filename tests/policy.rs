@@ -140,7 +140,7 @@ impl Rig {
     }
     async fn approve(&self, key: &str, a: &Action) -> Result<Action, Error> {
         let digest = &a.approval().unwrap().context_digest;
-        self.engine.approve(&self.who(key), &a.id(), digest).await
+        self.engine.approve(&self.who(key), a.id(), digest).await
     }
     async fn load(&self, id: &str) -> Action {
         self.store.load("acme", id).await.unwrap().unwrap()
@@ -208,7 +208,7 @@ async fn a_failing_condition_denies_with_the_reason(backend: Backend) {
     assert_eq!(error["kind"], "condition_error");
     assert_eq!(error["rule"], 0);
     assert!(error["message"].as_str().unwrap().contains('>'), "{error}");
-    let events = r.engine.events(&r.who(ADMIN), &a.id()).await.unwrap();
+    let events = r.engine.events(&r.who(ADMIN), a.id()).await.unwrap();
     assert_eq!(
         events.last().unwrap().reason.as_deref(),
         Some("condition_error")
@@ -228,10 +228,10 @@ async fn only_the_rules_groups_decide(backend: Backend) {
             matches!(r.approve(key, a).await, Err(Error::Forbidden(_))),
             "{key}"
         );
-        let deny = r.engine.deny(&r.who(key), &a.id(), "no").await;
+        let deny = r.engine.deny(&r.who(key), a.id(), "no").await;
         assert!(matches!(deny, Err(Error::Forbidden(_))), "{key}");
         assert_eq!(
-            r.load(&a.id()).await.version(),
+            r.load(a.id()).await.version(),
             a.version(),
             "nothing changed"
         );
@@ -287,11 +287,11 @@ async fn a_quorum_commits_on_the_last_distinct_approval(backend: Backend) {
         "{}",
         done.state()
     );
-    let sealed = r.load(&a.id()).await;
+    let sealed = r.load(a.id()).await;
     assert_eq!(sealed.state(), State::Succeeded);
     let signed = sealed.approval().unwrap().quorum.approvers();
     assert_eq!(signed, ["fin-1", "fin-2"]);
-    let events = r.engine.events(&r.who(ADMIN), &a.id()).await.unwrap();
+    let events = r.engine.events(&r.who(ADMIN), a.id()).await.unwrap();
     audit::verify(&sealed, &events).unwrap();
     let approvals: Vec<_> = events
         .iter()
@@ -321,7 +321,7 @@ async fn a_quorum_commits_on_the_last_distinct_approval(backend: Backend) {
     r.approve(FINANCE_1, &b).await.unwrap();
     let denied = r
         .engine
-        .deny(&r.who(FINANCE_2), &b.id(), "not this one")
+        .deny(&r.who(FINANCE_2), b.id(), "not this one")
         .await
         .unwrap();
     assert_eq!(denied.state(), State::Denied);
@@ -487,10 +487,10 @@ async fn the_last_approval_racing_a_cancel_has_one_winner(backend: Backend) {
                 let half = r.approve(FINANCE_1, &a).await.unwrap();
                 assert_eq!(still_needed(&half), 1);
                 let agent = r.who(AGENT);
-                let cancel = r.engine.cancel(&agent, &a.id());
+                let cancel = r.engine.cancel(&agent, a.id());
                 let (approve, cancel) = tokio::join!(r.approve(FINANCE_2, &a), cancel);
-                let events = r.engine.events(&r.who(ADMIN), &a.id()).await.unwrap();
-                (approve, cancel, r.load(&a.id()).await, events)
+                let events = r.engine.events(&r.who(ADMIN), a.id()).await.unwrap();
+                (approve, cancel, r.load(a.id()).await, events)
             }
         });
         for (approve, cancel, end, events) in futures_join(pairs).await {

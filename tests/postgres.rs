@@ -320,14 +320,14 @@ async fn sc_can_03_postgres_claims_committed_together_skip_a_ticket_whose_cancel
         (Ok(()), Err(StoreError::Conflict)) | (Err(StoreError::Conflict), Ok(())) => {}
         other => panic!("exactly one of the claim and the cancel lands: {other:?}"),
     }
-    let stored = store.load("acme", &held.id()).await.unwrap().unwrap();
+    let stored = store.load("acme", held.id()).await.unwrap().unwrap();
     let want = if claimed.is_ok() {
         "executing"
     } else {
         "cancelled"
     };
     assert_eq!(stored.state().to_string(), want);
-    let events = store.events("acme", &held.id()).await.unwrap();
+    let events = store.events("acme", held.id()).await.unwrap();
     assert_eq!(
         events
             .iter()

@@ -131,11 +131,11 @@ async fn conflicts(store: &dyn Store) {
     );
     store.create(&t, None).await.unwrap();
     assert_eq!(
-        store.load(&tn, &t.action.id()).await.unwrap(),
+        store.load(&tn, t.action.id()).await.unwrap(),
         Some(t.action.clone())
     );
     assert_eq!(
-        store.events(&tn, &t.action.id()).await.unwrap(),
+        store.events(&tn, t.action.id()).await.unwrap(),
         vec![t.event.clone()]
     );
     assert!(
@@ -143,7 +143,7 @@ async fn conflicts(store: &dyn Store) {
         "same id twice"
     );
     assert_eq!(
-        store.load("someone-else", &t.action.id()).await.unwrap(),
+        store.load("someone-else", t.action.id()).await.unwrap(),
         None,
         "tenant is part of the key"
     );
@@ -162,19 +162,19 @@ async fn conflicts(store: &dyn Store) {
         Err(StoreError::Conflict)
     ));
     assert_eq!(
-        store.load(&tn, &base.id()).await.unwrap(),
+        store.load(&tn, base.id()).await.unwrap(),
         Some(base.clone()),
         "a lost write changes nothing"
     );
-    assert_eq!(store.events(&tn, &base.id()).await.unwrap().len(), 1);
+    assert_eq!(store.events(&tn, base.id()).await.unwrap().len(), 1);
 
     let good = approve(&base, plus(t0(), 60), plus(t0(), 3600), t0());
     store.commit(&good).await.unwrap();
     assert_eq!(
-        store.load(&tn, &base.id()).await.unwrap(),
+        store.load(&tn, base.id()).await.unwrap(),
         Some(good.action.clone())
     );
-    let events = store.events(&tn, &base.id()).await.unwrap();
+    let events = store.events(&tn, base.id()).await.unwrap();
     assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
     assert_eq!(events[1], good.event);
     assert!(
@@ -198,21 +198,21 @@ async fn event_and_transition_are_atomic(store: &dyn Store) {
         Err(StoreError::Conflict)
     ));
     assert_eq!(
-        store.load(&tn, &a.id()).await.unwrap(),
+        store.load(&tn, a.id()).await.unwrap(),
         Some(approved.action.clone()),
         "the action did not move"
     );
-    assert_eq!(store.events(&tn, &a.id()).await.unwrap().len(), 2);
+    assert_eq!(store.events(&tn, a.id()).await.unwrap().len(), 2);
 
     let claim =
         Transition::claim(&approved.action, "wrk_1", plus(t0(), 120), plus(t0(), 61)).unwrap();
     store.commit(&claim).await.unwrap();
     let done = Transition::finish(&claim.action, Ok(json!({"ok": true})), plus(t0(), 62));
     store.commit(&done).await.unwrap();
-    let stored = store.load(&tn, &a.id()).await.unwrap().unwrap();
+    let stored = store.load(&tn, a.id()).await.unwrap().unwrap();
     assert_eq!(stored.state(), State::Succeeded);
     assert_eq!(stored.chain_head(), done.event.hash);
-    let events = store.events(&tn, &a.id()).await.unwrap();
+    let events = store.events(&tn, a.id()).await.unwrap();
     assert_eq!(
         events.iter().map(|e| e.to).collect::<Vec<_>>(),
         [
@@ -245,18 +245,18 @@ async fn racing_commits_have_one_winner(store: Arc<dyn Store>) {
         assert!(x.is_ok() != y.is_ok(), "exactly one winner: {x:?} {y:?}");
         let loser = if x.is_ok() { y } else { x };
         assert!(matches!(loser, Err(StoreError::Conflict)), "{loser:?}");
-        let winner = if store.load(&tn, &a.id()).await.unwrap().unwrap().state() == State::Cancelled
+        let winner = if store.load(&tn, a.id()).await.unwrap().unwrap().state() == State::Cancelled
         {
             &cancel
         } else {
             &deny
         };
         assert_eq!(
-            store.load(&tn, &a.id()).await.unwrap(),
+            store.load(&tn, a.id()).await.unwrap(),
             Some(winner.action.clone())
         );
         assert_eq!(
-            store.events(&tn, &a.id()).await.unwrap().len(),
+            store.events(&tn, a.id()).await.unwrap().len(),
             2,
             "one event per committed transition"
         );
@@ -303,7 +303,7 @@ async fn concurrent_writes_each_get_their_own_outcome(store: Arc<dyn Store>) {
             won == &["cancel"] || won == &["deny"],
             "exactly one of cancel/deny, never the colliding write: {won:?}"
         );
-        let stored = store.load(&tn, &a.id()).await.unwrap().unwrap();
+        let stored = store.load(&tn, a.id()).await.unwrap().unwrap();
         assert_eq!(
             stored.state().to_string(),
             if won[0] == "cancel" {
@@ -312,7 +312,7 @@ async fn concurrent_writes_each_get_their_own_outcome(store: Arc<dyn Store>) {
                 "denied"
             }
         );
-        let events = store.events(&tn, &a.id()).await.unwrap();
+        let events = store.events(&tn, a.id()).await.unwrap();
         assert_eq!(events.len(), 2, "one event per committed transition");
         assert_eq!(events[1].hash, stored.chain_head());
     }
@@ -421,7 +421,7 @@ async fn quarantine(store: &dyn Store) {
         .await
         .unwrap()
         .is_empty());
-    assert!(store.load(&tn, &bad.id()).await.unwrap().is_some());
+    assert!(store.load(&tn, bad.id()).await.unwrap().is_some());
 }
 
 /// SC-INT-07: the record commits with the action, is scoped to tenant + agent + key, lapses,
@@ -488,9 +488,9 @@ async fn idempotency(store: &dyn Store) {
         store.create(&second, Some(&rec2)).await,
         Err(StoreError::Conflict)
     ));
-    assert_eq!(store.load(&tn, &second.action.id()).await.unwrap(), None);
+    assert_eq!(store.load(&tn, second.action.id()).await.unwrap(), None);
     assert!(store
-        .events(&tn, &second.action.id())
+        .events(&tn, second.action.id())
         .await
         .unwrap()
         .is_empty());
@@ -837,8 +837,8 @@ async fn approve_and_claim_record_the_approval(store: &dyn Store) {
     let claimed = Transition::approve_claimed(&a, "approver-1", terms, lease, plus(t0(), 1));
     store.commit(&claimed).await.unwrap();
 
-    let loaded = store.load(&tn, &a.id()).await.unwrap().unwrap();
-    let events = store.events(&tn, &a.id()).await.unwrap();
+    let loaded = store.load(&tn, a.id()).await.unwrap().unwrap();
+    let events = store.events(&tn, a.id()).await.unwrap();
     let trail: Vec<_> = events
         .iter()
         .map(|e| (e.from, e.to, e.reason.as_deref(), e.actor.clone()))
@@ -979,8 +979,8 @@ async fn dynamodb_ttl_retention_and_fail_closed() {
         .send()
         .await
         .unwrap();
-    assert_eq!(store.load(&tn, &orphan.id()).await.unwrap(), None);
-    assert!(store.events(&tn, &orphan.id()).await.unwrap().is_empty());
+    assert_eq!(store.load(&tn, orphan.id()).await.unwrap(), None);
+    assert!(store.events(&tn, orphan.id()).await.unwrap().is_empty());
     let listed = store
         .list(
             &tn,
@@ -1010,7 +1010,7 @@ async fn dynamodb_ttl_retention_and_fail_closed() {
         .await
         .unwrap();
     assert!(matches!(
-        store.load(&tn, &waiting.id()).await,
+        store.load(&tn, waiting.id()).await,
         Err(StoreError::Malformed(_))
     ));
 }

@@ -115,19 +115,19 @@ async fn check_tenant(
                 .states
                 .entry(action.state().as_str().to_owned())
                 .or_default() += 1;
-            match store.events(tenant, &action.id()).await {
+            match store.events(tenant, action.id()).await {
                 Ok(events) => {
                     report.events += events.len();
                     if let Err(e) = audit::verify(action, &events) {
                         report.violations.push(violation(
-                            &action.id(),
+                            action.id(),
                             Rule::AuditChain,
                             e.to_string(),
                         ));
                     }
                 }
                 Err(StoreError::Malformed(m)) => report.violations.push(violation(
-                    &action.id(),
+                    action.id(),
                     Rule::AuditChain,
                     format!("events do not load: {m}"),
                 )),
@@ -135,7 +135,7 @@ async fn check_tenant(
             }
             if let Some(lease) = action.lease().filter(|l| l.until < now) {
                 report.violations.push(violation(
-                    &action.id(),
+                    action.id(),
                     Rule::ExpiredLease,
                     format!("executing on a lease that lapsed at {}", lease.until),
                 ));

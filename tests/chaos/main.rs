@@ -881,7 +881,7 @@ async fn check_outcomes(
     let (mut unknown, mut reached_tool, mut across_kill) = (0, 0, 0);
     for a in all.iter().filter(|a| a.reason() == Some("outcome_unknown")) {
         unknown += 1;
-        let events = store.events(&a.tenant(), &a.id()).await.unwrap_or_default();
+        let events = store.events(a.tenant(), a.id()).await.unwrap_or_default();
         let claimed = events
             .iter()
             .find(|e| e.to == State::Executing)
@@ -912,7 +912,7 @@ async fn check_outcomes(
         }
     }
     for id in cancel_refused {
-        if let Some(a) = all.iter().find(|a| &a.id() == id) {
+        if let Some(a) = all.iter().find(|a| a.id() == id) {
             if a.state() == State::Cancelled && a.reason() == Some("cancelled") {
                 broken.push(format!(
                     "{id}: its cancel was answered 409, yet a cancel sealed it"

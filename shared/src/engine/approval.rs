@@ -68,7 +68,7 @@ impl Engine {
         action: &Action,
         context_digest: &str,
     ) -> Result<Step, Error> {
-        let tenant = self.tenant(&action.tenant())?;
+        let tenant = self.tenant(action.tenant())?;
         let now = self.clock.now();
         let approval = match awaiting(action, context_digest)? {
             Awaiting::Countersignature(approval) => approval,
@@ -99,7 +99,7 @@ impl Engine {
             };
             return self.landed(self.commit_now(&t).await?, who);
         }
-        let Some(tool) = tenant.tool(&action.call().tool()) else {
+        let Some(tool) = tenant.tool(action.call().tool()) else {
             return Err(self.seal_refused(action, SealReason::CatalogChanged).await);
         };
         // SC-APP-03; due now and fitting the request: committed already claimed (SC-EDGE-07).
@@ -154,7 +154,7 @@ impl Engine {
     fn lapsed(&self, action: &Action) -> Vec<String> {
         let may_still = |approver: &str| {
             self.config
-                .principals_named(&action.tenant(), approver)
+                .principals_named(action.tenant(), approver)
                 .any(|p| p.role == Role::Approver && may_decide(p, action))
         };
         action

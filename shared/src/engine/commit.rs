@@ -164,7 +164,7 @@ impl Engine {
 
     async fn reload(&self, action: &Action) -> Result<Action, Error> {
         self.store
-            .load(&action.tenant(), &action.id())
+            .load(action.tenant(), action.id())
             .await?
             .ok_or_else(|| Error::Internal(format!("{} vanished", action.id())))
     }
@@ -227,7 +227,7 @@ impl Engine {
     fn listens(&self, change: &Change) -> bool {
         NoticeKind::of(&change.event).is_some_and(|kind| {
             self.config
-                .tenant(&change.action.tenant())
+                .tenant(change.action.tenant())
                 .is_some_and(|tenant| tenant.notify.iter().any(|e| e.wants(kind)))
         })
     }

@@ -102,6 +102,6 @@ impl Engine {
     /// The catalog entry of the tool an action's committed ticket calls.
     pub(super) fn tool_of(&self, action: &Action) -> Option<&ToolEntry> {
         let ticket = action.ticket()?;
-        self.tool_named(&action.tenant(), ticket.pending_tool())
+        self.tool_named(action.tenant(), ticket.pending_tool())
     }
 }

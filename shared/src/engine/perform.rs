@@ -153,7 +153,7 @@ impl Engine {
             let facts = AttemptFacts {
                 ticket,
                 stopped: self
-                    .stopped(&claimed.tenant(), &claimed.call().agent_id())
+                    .stopped(claimed.tenant(), claimed.call().agent_id())
                     .await?,
                 lease_until: lease.until,
                 attempt_takes: tool.timeout(),
@@ -180,7 +180,7 @@ impl Engine {
             }
             attempt += 1;
             let call = Call {
-                action_id: &claimed.id(),
+                action_id: claimed.id(),
                 tool,
                 args,
                 // Counts every attempt of this action across claims: 1, 2, 3 in the first

@@ -35,7 +35,7 @@ impl ListFilter {
             && self
                 .agent_id
                 .as_ref()
-                .is_none_or(|id| &a.call().agent_id() == id)
+                .is_none_or(|id| a.call().agent_id() == id)
     }
 
     /// The answer from one bounded read: up to `limit` matches, and the cursor after the last

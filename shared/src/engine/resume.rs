@@ -123,7 +123,7 @@ impl Engine {
         };
         let stopped = match &action {
             Some(a) if a.state() == State::Approved => {
-                self.stopped(&a.tenant(), &a.call().agent_id()).await?
+                self.stopped(a.tenant(), a.call().agent_id()).await?
             }
             _ => false,
         };
@@ -132,7 +132,7 @@ impl Engine {
 
     /// The fingerprint of the action's tool in the catalog now; `None` if it left the catalog.
     pub(super) fn fingerprint_of(&self, action: &Action) -> Option<String> {
-        self.tool_named(&action.tenant(), &action.call().tool())
+        self.tool_named(action.tenant(), action.call().tool())
             .map(|t| t.fingerprint())
     }
 }

@@ -156,10 +156,10 @@ impl Engine {
     /// SC-REC-02: the recovery checks over fresh facts.
     async fn recovery_verdict(&self, action: &Action) -> Result<RecoveryVerdict, Error> {
         let retry_policy = self
-            .tool_named(&action.tenant(), &action.call().tool())
+            .tool_named(action.tenant(), action.call().tool())
             .is_some_and(|t| t.recovery == Recovery::Retry);
         let stopped = self
-            .stopped(&action.tenant(), &action.call().agent_id())
+            .stopped(action.tenant(), action.call().agent_id())
             .await?;
         let fingerprint = self.fingerprint_of(action);
         Ok(check_recovery(&RecoveryFacts {

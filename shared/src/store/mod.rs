@@ -165,7 +165,7 @@ pub trait Store: Send + Sync + 'static {
         let action = self.load(tenant, action_id).await?;
         let stops = match &action {
             Some(a) if a.state() == State::Approved => {
-                self.stops_for(tenant, &a.call().agent_id()).await?
+                self.stops_for(tenant, a.call().agent_id()).await?
             }
             _ => Vec::new(),
         };

@@ -204,7 +204,7 @@ pub(super) async fn cancel(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
         ))),
         Revision::Modern => Ok(json!({})),
     };
-    match rpc.engine.cancel(rpc.who, &a.id()).await {
+    match rpc.engine.cancel(rpc.who, a.id()).await {
         Ok(cancelled) => match rpc.rev {
             Revision::Legacy => Ok(task(rpc, tenant(rpc)?, &cancelled)),
             Revision::Modern => Ok(json!({})),

@@ -234,7 +234,7 @@ pub(super) fn call_item(a: &Action) -> Item {
     };
     Item::from([
         ("pk".into(), s(tenant_pk(a.tenant()))),
-        ("sk".into(), s(call_sk(&a.id()))),
+        ("sk".into(), s(call_sk(a.id()))),
         ("c".into(), json_text(&call)),
     ])
 }
@@ -281,7 +281,7 @@ pub(super) fn sweep_entry(a: &Action) -> Option<(String, Timestamp, Timestamp)> 
         .flatten()
         .min()
         .unwrap_or(at);
-    Some((sweep_pk(sweep_shard(&a.id())), bound, at))
+    Some((sweep_pk(sweep_shard(a.id())), bound, at))
 }
 
 /// Top-level members of the action's record that this encoding places; any other is kept in
@@ -460,7 +460,7 @@ pub(super) fn state_attributes(
 pub(super) fn state_item(a: &Action, first: &Event, expires: Option<Timestamp>) -> Item {
     let mut item = Item::from([
         ("pk".into(), s(tenant_pk(a.tenant()))),
-        ("sk".into(), s(state_sk(&a.id()))),
+        ("sk".into(), s(state_sk(a.id()))),
         ("e".into(), AttributeValue::L(vec![event_value(first, 1)])),
     ]);
     let attributes = state_attributes(a, first, expires);

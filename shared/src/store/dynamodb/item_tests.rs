@@ -168,7 +168,7 @@ fn actions_round_trip_through_their_two_items() {
         for upto in 1..=path.len() {
             let state = store(&path[..upto]);
             let expected = &path[upto - 1].action;
-            let loaded = action_of(&expected.tenant(), &expected.id(), &call, &state).unwrap();
+            let loaded = action_of(expected.tenant(), expected.id(), &call, &state).unwrap();
             assert_eq!(&loaded, expected, "after {upto} transitions");
             let events: Vec<Event> = path[..upto].iter().map(|t| t.event.clone()).collect();
             assert_eq!(events_of(&state).unwrap(), events);
@@ -254,8 +254,8 @@ fn issue19_the_call_item_keeps_one_copy_of_what_the_context_repeats() {
     let c = Creation::new(a, Actor::agent("x"), None, t("2026-10-21T12:00:01Z"));
     let created: Change = (*c).clone();
     let loaded = action_of(
-        &c.action.tenant(),
-        &c.action.id(),
+        c.action.tenant(),
+        c.action.id(),
         &call,
         &store(std::slice::from_ref(&created)),
     )
@@ -268,12 +268,6 @@ fn issue19_the_call_item_keeps_one_copy_of_what_the_context_repeats() {
     let mut record: Value = serde_json::from_slice(&c.action.to_stored()).unwrap();
     record["approval"]["context"]["tool"] = json!("other.tool");
     let odd = Action::from_stored(&serde_json::to_vec(&record).unwrap()).unwrap();
-    let loaded = action_of(
-        &odd.tenant(),
-        &odd.id(),
-        &call_item(&odd),
-        &store(&[created]),
-    )
-    .unwrap();
+    let loaded = action_of(odd.tenant(), odd.id(), &call_item(&odd), &store(&[created])).unwrap();
     assert_eq!(loaded.approval().unwrap().context["tool"], "other.tool");
 }

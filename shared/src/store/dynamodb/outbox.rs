@@ -61,7 +61,7 @@ pub(super) fn first(t: &Change) -> Vec<(&'static str, AttributeValue)> {
     vec![
         ("nq", AttributeValue::L(vec![entry_value(&entry)])),
         ("nr", AttributeValue::N("1".into())),
-        ("np", s(live_pk(&a.id()))),
+        ("np", s(live_pk(a.id()))),
         ("na", nanos(entry.next_at)),
     ]
 }
@@ -86,7 +86,7 @@ pub(super) fn append(t: &Change) -> Option<Append> {
             (":nq_new", AttributeValue::L(vec![entry_value(&entry)])),
             (":nr_zero", AttributeValue::N("0".into())),
             (":nr_one", AttributeValue::N("1".into())),
-            (":np", s(live_pk(&a.id()))),
+            (":np", s(live_pk(a.id()))),
             (":na", nanos(entry.next_at)),
         ],
     })

@@ -181,7 +181,7 @@ impl DynamoStore {
             .map(|(_, v)| v.clone());
         let mut sets = Vec::new();
         let mut req = self
-            .update(&a.tenant(), state_sk(&a.id()))
+            .update(a.tenant(), state_sk(a.id()))
             .condition_expression(condition.expression);
         for (name, attribute) in condition.names {
             req = req.expression_attribute_names(name, attribute);
@@ -257,7 +257,7 @@ impl DynamoStore {
         }
         .render();
         let mut req = self
-            .update(&a.tenant(), state_sk(&a.id()))
+            .update(a.tenant(), state_sk(a.id()))
             .update_expression("SET #at = :at")
             .condition_expression(format!(
                 "{} AND attribute_exists(#at)",
@@ -439,7 +439,7 @@ impl DynamoStore {
     /// that no read returns once its state item is gone; it is logged.
     async fn expire_call(&self, a: &Action, expires: Timestamp) {
         let updated = self
-            .update(&a.tenant(), call_sk(&a.id()))
+            .update(a.tenant(), call_sk(a.id()))
             .update_expression("SET #ttl = :ttl")
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_names("#ttl", "ttl")

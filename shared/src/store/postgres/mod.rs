@@ -167,7 +167,7 @@ async fn insert_event(tx: &impl GenericClient, t: &Change) -> StoreResult<()> {
         .map_err(conflict_or_unavailable)?;
     }
     if t.action.state() == State::Approved {
-        listen::announce(tx, &t.action.tenant(), &t.action.id()).await?;
+        listen::announce(tx, t.action.tenant(), t.action.id()).await?;
     }
     outbox::insert(tx, t).await
 }

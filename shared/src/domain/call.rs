@@ -267,7 +267,7 @@ mod tests {
 
     /// The tool sees the caller's call id, or the action id when there is none (or a blank one).
     #[test]
-    fn sc_int_01_the_call_id_the_tool_sees() {
+    fn sc_res_07_the_call_id_the_tool_sees() {
         let with = |call_id: Option<&str>| {
             let run = RunRef {
                 call_id: call_id.map(str::to_owned),

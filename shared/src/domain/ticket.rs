@@ -208,6 +208,34 @@ mod tests {
         Ticket::commit(&call, &terms)
     }
 
+    /// The one rule for a ticket's terms, as intake (allow: at once; schedule) and approval
+    /// (SC-APP-03: due at the window's start, or now) commit them.
+    #[test]
+    fn sc_app_03_one_rule_for_when_a_ticket_runs() {
+        let at = |secs: i64| Timestamp::from_second(1_800_000_000 + secs).unwrap();
+        let w = |nb, na| {
+            Some(Window {
+                not_before: at(nb),
+                not_after: at(na),
+            })
+        };
+        let minute = SignedDuration::from_secs(60);
+        #[rustfmt::skip]
+        let table = [
+            // window, at once, now → due, deadline
+            (None,           false, 0,   (0, 60)),
+            (None,           true,  0,   (0, 60)),
+            (w(300, 900),    false, 0,   (300, 900)),
+            (w(300, 900),    true,  0,   (0, 900)),
+            (w(-10, 900),    false, 0,   (0, 900)),
+            (w(300, 900),    false, 400, (400, 900)),
+        ];
+        for (i, (window, at_once, now, (due, deadline))) in table.into_iter().enumerate() {
+            let span = span(window, at_once, at(now), minute);
+            assert_eq!(span, (at(due), at(deadline)), "row {i}");
+        }
+    }
+
     #[test]
     fn round_trips_through_its_stored_form() {
         let t = ticket();

@@ -318,4 +318,85 @@ mod tests {
             "a tool to run must be in the catalog"
         );
     }
+
+    /// The first commit of each admission, as intake writes it: the state, the decision, who
+    /// made it (the system for a ticket committed by policy, SC-INT-09), the first event's
+    /// reason, and an approval context only for what waits for one.
+    #[test]
+    fn sc_int_09_the_first_form_of_each_admission() {
+        use crate::domain::ActorKind;
+        let lease = Lease {
+            owner: "wrk_1/1".into(),
+            epoch: 1,
+            until: at(30),
+        };
+        let ticket = Admission::Ticket {
+            due_at: at(0),
+            deadline: at(60),
+            reason: "policy_allow",
+        };
+        #[rustfmt::skip]
+        let table: Vec<(Decision, Admission, Option<Lease>, State, Decision, ActorKind, &str, bool)> = vec![
+            // gate, admission, lease → state, decision, actor, reason, approval asked
+            (Decision::Allow, Admission::Refused(SealReason::Stopped), None, State::Denied, Decision::Deny, ActorKind::Agent, "stopped", false),
+            (Decision::SetResult, Admission::SetResult(None), None, State::Succeeded, Decision::SetResult, ActorKind::Agent, "set_result", false),
+            (Decision::Allow, ticket.clone(), None, State::Approved, Decision::Allow, ActorKind::System, "policy_allow", false),
+            (Decision::Allow, ticket, Some(lease), State::Executing, Decision::Allow, ActorKind::System, "policy_allow", false),
+            (Decision::RequireApproval, Admission::Approval { expires_at: at(3600) }, None, State::PendingApproval, Decision::RequireApproval, ActorKind::Agent, "approval_required", true),
+        ];
+        let tz = TimeZone::UTC;
+        for (i, (decision, admission, lease, state, recorded, actor, reason, asked)) in
+            table.into_iter().enumerate()
+        {
+            let g = gate(decision);
+            let making = Making {
+                gate: &g,
+                catalog_fingerprint: Some("sha256:fp".into()),
+                correlation_id: "cor_1".into(),
+                lease,
+                time_zone: &tz,
+                time_zone_name: "UTC",
+                now: at(0),
+            };
+            let call = Call::for_test("act_1", "mail.send", serde_json::json!({"to": "x"}));
+            let first = first_form(call, admission, making).unwrap();
+            let a = &first.action;
+            assert_eq!(a.state(), state, "row {i}");
+            assert_eq!(a.decision(), recorded, "row {i}");
+            assert_eq!(a.actor().kind, actor, "row {i}");
+            assert_eq!(first.event.reason.as_deref(), Some(reason), "row {i}");
+            assert_eq!(a.approval().is_some(), asked, "row {i}");
+            assert_eq!(a.version(), 1, "row {i}");
+            if let Some(ticket) = a.ticket() {
+                assert_eq!(
+                    ticket.correlation_id(),
+                    "cor_1",
+                    "row {i}: the id passed in"
+                );
+            }
+        }
+        // No action for a request that cannot be decided, nor a ticket outside the catalog.
+        let g = gate(Decision::Allow);
+        let making = |fingerprint: Option<String>| Making {
+            gate: &g,
+            catalog_fingerprint: fingerprint,
+            correlation_id: "cor_1".into(),
+            lease: None,
+            time_zone: &tz,
+            time_zone_name: "UTC",
+            now: at(0),
+        };
+        let call = || Call::for_test("act_1", "mail.send", serde_json::json!({}));
+        let invalid = Admission::Invalid {
+            param: "tool",
+            message: "not in the catalog".into(),
+        };
+        assert!(first_form(call(), invalid, making(None)).is_err());
+        let ticket = Admission::Ticket {
+            due_at: at(0),
+            deadline: at(60),
+            reason: "policy_allow",
+        };
+        assert!(first_form(call(), ticket, making(None)).is_err());
+    }
 }

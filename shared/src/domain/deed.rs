@@ -54,8 +54,9 @@ pub struct Deed {
     pub chain_head: String,
 }
 
-/// The exact call the agent submitted, as deeds of format v2 hold it (the action's id, tenant
-/// and window are the deed's own members).
+// The call as deeds of format v2 hold it (the action's id, tenant and window are the deed's own
+// members); built from the action's `domain::Call`.
+/// The exact call the agent submitted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Call {

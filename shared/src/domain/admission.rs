@@ -335,9 +335,19 @@ mod tests {
             deadline: at(60),
             reason: "policy_allow",
         };
+        /// gate, admission, lease → state, decision, actor, reason, approval asked
+        type Row = (
+            Decision,
+            Admission,
+            Option<Lease>,
+            State,
+            Decision,
+            ActorKind,
+            &'static str,
+            bool,
+        );
         #[rustfmt::skip]
-        let table: Vec<(Decision, Admission, Option<Lease>, State, Decision, ActorKind, &str, bool)> = vec![
-            // gate, admission, lease → state, decision, actor, reason, approval asked
+        let table: Vec<Row> = vec![
             (Decision::Allow, Admission::Refused(SealReason::Stopped), None, State::Denied, Decision::Deny, ActorKind::Agent, "stopped", false),
             (Decision::SetResult, Admission::SetResult(None), None, State::Succeeded, Decision::SetResult, ActorKind::Agent, "set_result", false),
             (Decision::Allow, ticket.clone(), None, State::Approved, Decision::Allow, ActorKind::System, "policy_allow", false),

@@ -29,6 +29,11 @@ const CHILD_DB: &str = "COUNTERSIGN_TEST_RELOAD_DB";
 const CHILD_METRICS: &str = "COUNTERSIGN_TEST_RELOAD_METRICS";
 
 /// Poll `ok` every 100 ms for up to `secs`; whether it came true.
+/// The in-process reloads count into one process-wide `config_reloads`: the test that reads
+/// the counter and the one that only reloads take turns, or one's reload lands in the other's
+/// count (seen as `applied` 2 where 1 was expected when they ran side by side).
+static IN_PROCESS_RELOADS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn eventually<F: std::future::Future<Output = bool>>(secs: u64, ok: impl Fn() -> F) -> bool {
     let until = std::time::Instant::now() + Duration::from_secs(secs);
     while std::time::Instant::now() < until {
@@ -265,6 +270,7 @@ async fn child_serves_and_reloads_on_sighup() {
 /// file is served again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sc_ops_03_a_changed_file_is_served_and_a_broken_one_keeps_the_last_good() {
+    let _turn = IN_PROCESS_RELOADS.lock().await;
     let handle = telemetry::prometheus::install();
     let counted = |outcome: &str| {
         let text = handle.render();
@@ -335,6 +341,7 @@ async fn sc_ops_03_a_changed_file_is_served_and_a_broken_one_keeps_the_last_good
 /// of what happens after it (the local server's notifier follows the configuration).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sc_ops_03_an_endpoint_a_reload_adds_is_notified() {
+    let _turn = IN_PROCESS_RELOADS.lock().await;
     let tools = ToolServer::start().await;
     let receiver = Receiver::start(Mode::Up).await;
     let first = config_toml(&tools, "10s", "5s");

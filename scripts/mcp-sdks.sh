@@ -2,10 +2,12 @@
 # once into ~/.cache/countersign/mcp from the package registries (PyPI, npm).
 # Exports COUNTERSIGN_MCP_PYTHON (a Python with `mcp` and FastMCP), COUNTERSIGN_MCP_PYTHON_2025_06_18
 # and _2025_03_26 (the SDK's 1.x line), COUNTERSIGN_MCP_PYTHON_FRAMEWORKS (agent frameworks) and
-# COUNTERSIGN_MCP_NODE_DIR (a folder with @modelcontextprotocol/sdk in node_modules) for tests/mcp.rs.
+# COUNTERSIGN_MCP_NODE_DIR (a folder with @modelcontextprotocol/sdk in node_modules) and
+# COUNTERSIGN_MCP_CLAUDE (Claude Code's CLI) for tests/mcp.rs.
 mcp_dir=${COUNTERSIGN_MCP_DIR:-$HOME/.cache/countersign/mcp}
 # FastMCP (the standalone framework, on the SDK above) serves tests/mcp/fastmcp_server.py, a
-# downstream server whose tools log and report progress before their result.
+# downstream server whose tools log and report progress before their result, and its client
+# drives countersign in tests/mcp/fastmcp_client.py.
 mcp_python_sdk=2.3.0
 mcp_fastmcp=4.1.6
 if ! "$mcp_dir/venv/bin/python" -c "import sys; from importlib.metadata import version as v; sys.exit(0 if (v('mcp'), v('fastmcp')) == ('$mcp_python_sdk', '$mcp_fastmcp') else 1)" 2>/dev/null; then
@@ -39,13 +41,22 @@ export COUNTERSIGN_MCP_PYTHON_2025_06_18="$mcp_dir/py-2025-06-18/bin/python"
 export COUNTERSIGN_MCP_PYTHON_2025_03_26="$mcp_dir/py-2025-03-26/bin/python"
 export COUNTERSIGN_MCP_PYTHON_FRAMEWORKS="$mcp_dir/py-frameworks/bin/python"
 
-# The TypeScript SDK (2025-11-25 with its experimental tasks), for tests/mcp.rs's node client.
-mcp_ts_sdk=1.32.2
+# npm_pin NAME PACKAGE VERSION: PACKAGE@VERSION in a folder of its own under $mcp_dir (an ES
+# module package, so scripts copied there import it), re-installed when the pin changes.
 command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
-if [ "$(node -p "require('$mcp_dir/node/node_modules/@modelcontextprotocol/sdk/package.json').version" 2>/dev/null)" != "$mcp_ts_sdk" ]; then
-  echo "installing the MCP TypeScript SDK $mcp_ts_sdk into $mcp_dir/node"
-  mkdir -p "$mcp_dir/node"
-  (cd "$mcp_dir/node" && echo '{"private": true, "type": "module"}' > package.json &&
-    npm install --silent --no-audit --no-fund "@modelcontextprotocol/sdk@$mcp_ts_sdk")
-fi
+npm_pin() {
+  local dir="$mcp_dir/$1"
+  if [ "$(node -p "require('$dir/node_modules/$2/package.json').version" 2>/dev/null)" != "$3" ]; then
+    echo "installing $2 $3 into $dir"
+    mkdir -p "$dir"
+    (cd "$dir" && echo '{"private": true, "type": "module"}' > package.json &&
+      npm install --silent --no-audit --no-fund "$2@$3")
+  fi
+}
+# The TypeScript SDK (2025-11-25 with its experimental tasks), for tests/mcp.rs's node client.
+npm_pin node @modelcontextprotocol/sdk 1.32.2
 export COUNTERSIGN_MCP_NODE_DIR="$mcp_dir/node"
+# Claude Code's CLI (`claude mcp add` + `claude mcp list`, tests/mcp/claude_code.rs): the npm
+# package brings its binary for this platform as an optional dependency; no model is used.
+npm_pin claude @anthropic-ai/claude-code 2.1.332
+export COUNTERSIGN_MCP_CLAUDE="$mcp_dir/claude/node_modules/.bin/claude"

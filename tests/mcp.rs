@@ -1,8 +1,9 @@
 //! MCP at `/mcp` (docs/mcp.md) over real HTTP, with the official SDKs as the clients — the
 //! Python SDK (`mcp` 2.x, tests/mcp/py_client.py) in both its modes, its 1.x line (2025-06-18
 //! and 2025-03-26, tests/mcp/py1_client.py), the TypeScript SDK (1.x, 2025-11-25 with its
-//! experimental tasks, tests/mcp/ts_client.mjs) and agent frameworks over them
-//! (tests/mcp/frameworks.py); `scripts/mcp-sdks.sh` installs them — and tools over real HTTP
+//! experimental tasks, tests/mcp/ts_client.mjs), agent frameworks over them
+//! (tests/mcp/frameworks.py), FastMCP's client (tests/mcp/fastmcp_client.py) and Claude Code
+//! (tests/mcp/claude_code.rs); `scripts/mcp-sdks.sh` installs them — and tools over real HTTP
 //! that count their calls. Each test names its SC-MCP scenario.
 
 use countersign::{
@@ -23,6 +24,8 @@ use tokio::sync::mpsc;
 #[path = "mcp/downstream.rs"]
 mod downstream;
 use downstream::{Downstream, Serve};
+#[path = "mcp/claude_code.rs"]
+mod claude_code;
 #[path = "mcp/compat.rs"]
 mod compat;
 #[path = "mcp/listing.rs"]

@@ -1,6 +1,7 @@
 //! SC-MCP-10, every revision a client may speak: the official Python SDK's 1.x line (2025-06-18
-//! and 2025-03-26), its 2.x line (2025-11-25 and 2026-07-28) and the TypeScript SDK, each over
-//! real HTTP, negotiated as each revision specifies.
+//! and 2025-03-26), its 2.x line (2025-11-25 and 2026-07-28), the TypeScript SDK, FastMCP's
+//! client, agent frameworks and Claude Code, each over real HTTP, negotiated as each revision
+//! specifies.
 
 use super::{
     listing::{field, model_api_name},
@@ -20,18 +21,32 @@ fn plan() -> String {
     .to_string()
 }
 
-async fn compat_world() -> World {
+pub(super) async fn compat_world() -> World {
     world_with_rules(super::listing::RULES, super::listing::RULE_TOOLS).await
 }
 
-/// The events of one client's `compat` scenario: `connected`, `tools`, then each call.
-async fn run_plan(mut c: SdkClient) -> Vec<Value> {
+/// The events of one client's `compat` scenario: `connected`, `tools`, then each call; after
+/// `countersign_status` on the waiting call the approver countersigns it over the API, and the
+/// client follows `countersign_status` until it ran (the `ran` call).
+async fn run_plan(w: &World, mut c: SdkClient) -> Vec<Value> {
     let mut events = vec![c.next("connected").await, c.next("tools").await];
     for _ in 0..4 {
         events.push(c.next("call").await);
     }
+    let id = action_id(text(call(&events, "status")));
+    super::approve(w, id).await;
+    c.go().await;
+    events.push(c.next("call").await);
     c.finish().await;
     events
+}
+
+/// The action a waiting call's text names (every client sees the text).
+fn action_id(text: &str) -> &str {
+    let at = text
+        .find("act_")
+        .unwrap_or_else(|| panic!("no action id: {text}"));
+    &text[at..at + 30]
 }
 
 fn call<'a>(events: &'a [Value], label: &str) -> &'a Value {
@@ -64,6 +79,16 @@ fn check_plan(events: &[Value]) {
         text(status).contains("(pay.transfer): waiting for a countersignature"),
         "{status}"
     );
+    let ran = call(events, "ran");
+    assert!(ran_once(ran), "{ran}");
+}
+
+/// `countersign_status` on the approved call says it completed, with the echo tool's result.
+fn ran_once(status: &Value) -> bool {
+    let t = text(status);
+    t.contains("(pay.transfer): completed.")
+        && t.contains(r#""echo":{"amount":5000}"#)
+        && status["isError"] != true
 }
 
 /// Caught on main (issue 30, item 2): the Python SDK 1.x, still in many deployed agents, could
@@ -91,7 +116,7 @@ async fn sc_mcp_10_python_sdk_1x_clients_of_2025_06_18_and_2025_03_26_connect_an
             "py1_client.py",
             &[&w.url, keys::AGENT, "compat", &plan()],
         );
-        let events = run_plan(c).await;
+        let events = run_plan(&w, c).await;
         assert_eq!(events[0]["protocol_version"], revision, "{events:?}");
         check_plan(&events);
     }
@@ -143,6 +168,15 @@ fn clients() -> Vec<(&'static str, Box<Start>)> {
                 "py-2025-03-26",
                 "py1_client.py",
                 "compat",
+            )),
+        ),
+        (
+            "FastMCP client",
+            Box::new(script(
+                "COUNTERSIGN_MCP_PYTHON",
+                "venv",
+                "fastmcp_client.py",
+                "",
             )),
         ),
         (
@@ -202,9 +236,17 @@ fn row(name: &str, events: &[Value]) -> String {
     } else {
         format!("✗ {events:?}")
     };
+    let ran = match call(events, "ran") {
+        ran if ran_once(ran) => {
+            "`countersign_status` until it ran: completed, its result".to_owned()
+        }
+        ran => format!("✗ {ran}"),
+    };
     let sdk = connected["sdk"].as_str().unwrap_or("?");
     let revision = connected["protocol_version"].as_str().unwrap_or("?");
-    format!("| {name} (`{sdk}`) | {revision} | {listed} | {allowed} | {refused} | {waiting} |")
+    format!(
+        "| {name} (`{sdk}`) | {revision} | {listed} | {allowed} | {refused} | {waiting} | {ran} |"
+    )
 }
 
 const TABLE_START: &str = "<!-- compat-table:start (tests/mcp/compat.rs writes this table) -->";
@@ -218,13 +260,15 @@ const TABLE_END: &str = "<!-- compat-table:end -->";
 async fn sc_mcp_10_the_compatibility_table_in_docs_is_what_each_client_did() {
     let w = compat_world().await;
     let mut rows = vec![
-        "| client (pinned) | revision | `tools/list` | allowed call | refused call | waiting call |".to_owned(),
-        "|---|---|---|---|---|---|".to_owned(),
+        "| client (pinned) | revision | `tools/list` | allowed call | refused call | waiting call | approved over the API |".to_owned(),
+        "|---|---|---|---|---|---|---|".to_owned(),
     ];
     for (name, start) in clients() {
-        let events = run_plan(start(&w)).await;
+        let events = run_plan(&w, start(&w)).await;
         rows.push(row(name, &events));
     }
+    let seen = super::claude_code::add_and_list(&w, keys::AGENT).await;
+    rows.push(super::claude_code::row(&seen));
     let table = rows.join("\n");
     let failed: Vec<&String> = rows.iter().filter(|r| r.contains('✗')).collect();
     assert!(failed.is_empty(), "{failed:#?}");

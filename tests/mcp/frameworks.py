@@ -6,7 +6,7 @@ Usage: frameworks.py URL KEY FRAMEWORK PLAN
              call arrives: every property of a strict schema is sent, null where left out.
   langchain: LangChain's MCP adapters load the tools as LangChain tools and invoke them.
 PLAN is {"allowed": [name, args], "refused": …, "waiting": …}; countersign_status follows the
-waiting call. One JSON object per line on stdout, as tests/mcp/py_client.py prints them.
+waiting call, and again, after a line on stdin, until it ran. One JSON object per line on stdout, as tests/mcp/py_client.py prints them.
 """
 
 import asyncio
@@ -14,7 +14,7 @@ import json
 import re
 import sys
 from importlib.metadata import version
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 
 def say(**fields: Any) -> None:
@@ -36,6 +36,24 @@ def as_text(output: Any) -> str:
     return "".join(as_text(item) for item in output)
 
 
+Invoke = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+async def drive(plan: dict[str, Any], invoke: Invoke) -> None:
+    """PLAN's calls as a model's tool calls arrive, then countersign_status on the waiting one;
+    after a line on stdin (the test approved it over the API), countersign_status until it ran."""
+    for label in ("allowed", "refused", "waiting"):
+        name, arguments = plan[label]
+        result = await invoke(label, name, dict(arguments))
+        say(event="call", label=label, result=result)
+    status = {"action_id": action_id(result["content"][0]["text"])}
+    say(event="call", label="status", result=await invoke("status", "countersign_status", dict(status)))
+    sys.stdin.readline()
+    while (ran := await invoke("ran", "countersign_status", dict(status)))["content"][0]["text"].startswith("Not run yet"):
+        await asyncio.sleep(0.2)
+    say(event="call", label="ran", result=ran)
+
+
 async def agents(url: str, key: str, plan: dict[str, Any]) -> None:
     from agents import Agent
     from agents.mcp import MCPServerStreamableHttp, MCPUtil
@@ -54,7 +72,7 @@ async def agents(url: str, key: str, plan: dict[str, Any]) -> None:
         )
         by_name = {t.name: t for t in tools}
 
-        async def invoke(label: str, name: str, arguments: dict[str, Any]) -> str:
+        async def invoke(label: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
             tool = by_name[name]
             if tool.strict_json_schema:
                 # A strict schema requires every property: a model sends null for one it leaves out.
@@ -63,13 +81,9 @@ async def agents(url: str, key: str, plan: dict[str, Any]) -> None:
             raw = json.dumps(arguments)
             context = ToolContext(context=None, tool_name=name, tool_call_id=f"call_{label}", tool_arguments=raw)
             text = as_text(await tool.on_invoke_tool(context, raw))
-            say(event="call", label=label, result={"content": [{"type": "text", "text": text}]})
-            return text
+            return {"content": [{"type": "text", "text": text}]}
 
-        for label in ("allowed", "refused", "waiting"):
-            name, arguments = plan[label]
-            text = await invoke(label, name, dict(arguments))
-        await invoke("status", "countersign_status", {"action_id": action_id(text)})
+        await drive(plan, invoke)
 
 
 async def langchain(url: str, key: str, plan: dict[str, Any]) -> None:
@@ -86,19 +100,15 @@ async def langchain(url: str, key: str, plan: dict[str, Any]) -> None:
             say(event="tools", tools=[{"name": t.name, "inputSchema": t.args_schema} for t in tools])
             by_name = {t.name: t for t in tools}
 
-            async def invoke(label: str, name: str, arguments: dict[str, Any]) -> str:
+            async def invoke(label: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
                 # As an agent invokes it: a tool call in, a ToolMessage out (an isError result
                 # is a message of status "error").
                 call = {"type": "tool_call", "id": f"call_{label}", "name": name, "args": arguments}
                 message = await by_name[name].ainvoke(call)
                 text, is_error = as_text(message.content), message.status == "error"
-                say(event="call", label=label, result={"content": [{"type": "text", "text": text}], "isError": is_error})
-                return text
+                return {"content": [{"type": "text", "text": text}], "isError": is_error}
 
-            for label in ("allowed", "refused", "waiting"):
-                name, arguments = plan[label]
-                text = await invoke(label, name, arguments)
-            await invoke("status", "countersign_status", {"action_id": action_id(text)})
+            await drive(plan, invoke)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ speaks 2025-03-26 and sends no MCP-Protocol-Version header), driven by tests/mcp
 
 Usage: py1_client.py URL KEY SCENARIO [ARG...]
   compat PLAN: connect, list, then each call of PLAN ({"allowed": [name, args], "refused": …,
-               "waiting": …}) and countersign_status on the waiting call's action.
+               "waiting": …}) and countersign_status on the waiting call's action; after a
+               line on stdin (the test approved it), countersign_status until it ran.
   call NAME ARGS: connect, then one tools/call.
 One JSON object per line on stdout; any exception exits non-zero with its text on stderr.
 """
@@ -47,8 +48,13 @@ async def run(url: str, key: str, scenario: str, args: list[str]) -> None:
                     name, arguments = plan[label]
                     result = dump(await session.call_tool(name, arguments))
                     say(event="call", label=label, result=result)
-                status = await session.call_tool("countersign_status", {"action_id": action_id(result)})
-                say(event="call", label="status", result=dump(status))
+                status = {"action_id": action_id(result)}
+                say(event="call", label="status", result=dump(await session.call_tool("countersign_status", status)))
+                # The test approves it over the API, then countersign_status until it ran.
+                sys.stdin.readline()
+                while (ran := dump(await session.call_tool("countersign_status", status)))["content"][0]["text"].startswith("Not run yet"):
+                    await asyncio.sleep(0.2)
+                say(event="call", label="ran", result=ran)
             elif scenario == "call":
                 say(event="result", result=dump(await session.call_tool(args[0], json.loads(args[1]))))
             else:

@@ -97,7 +97,8 @@ async def run(url: str, key: str, mode: str, scenario: str, args: list[str]) -> 
                 # The server asks for 2 s; the test's windows are short, so poll faster.
                 await asyncio.sleep(0.2)
         elif scenario == "compat":
-            # An allowed, a refused and a waiting call by their listed names, then countersign_status.
+            # An allowed, a refused and a waiting call by their listed names, then countersign_status
+            # before and after the approval.
             plan = json.loads(args[0])
             listed = await client.list_tools()
             say(event="tools", tools=[dump(t) for t in listed.tools])
@@ -105,8 +106,13 @@ async def run(url: str, key: str, mode: str, scenario: str, args: list[str]) -> 
                 name, arguments = plan[label]
                 result = dump(await client.call_tool(name, arguments))
                 say(event="call", label=label, result=result)
-            status = await client.call_tool("countersign_status", {"action_id": result["structuredContent"]["action_id"]})
-            say(event="call", label="status", result=dump(status))
+            status = {"action_id": result["structuredContent"]["action_id"]}
+            say(event="call", label="status", result=dump(await client.call_tool("countersign_status", status)))
+            # The test approves it over the API, then countersign_status until it ran.
+            sys.stdin.readline()
+            while (ran := dump(await client.call_tool("countersign_status", status)))["content"][0]["text"].startswith("Not run yet"):
+                await asyncio.sleep(0.2)
+            say(event="call", label="ran", result=ran)
         elif scenario == "get":
             try:
                 say(event="task", result=await task_rpc(client, "tasks/get", args[0]))

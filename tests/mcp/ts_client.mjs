@@ -3,7 +3,8 @@
 //
 // Usage: node ts_client.mjs URL KEY SCENARIO [TOOL ARGS_JSON]
 //   compat: TOOL is a plan ({"allowed": [name, args], "refused": …, "waiting": …}): each call by
-//           its listed name, then countersign_status on the waiting one.
+//           its listed name, then countersign_status on the waiting one; after a line on stdin
+//           (the test approved it), countersign_status until it ran.
 //   stream: callToolStream (a task, polled by the SDK) — prints each message; after the first
 //           one it waits for a line on stdin.
 //   cancel: callToolStream until the task is created, then tasks/cancel and tasks/get.
@@ -38,8 +39,15 @@ if (scenario === "compat") {
     last = await client.callTool({ name, arguments: callArgs });
     say({ event: "call", label, result: last });
   }
-  const status = await client.callTool({ name: "countersign_status", arguments: { action_id: last.structuredContent.action_id } });
-  say({ event: "call", label: "status", result: status });
+  const follow = { name: "countersign_status", arguments: { action_id: last.structuredContent.action_id } };
+  say({ event: "call", label: "status", result: await client.callTool(follow) });
+  // The test approves it over the API, then countersign_status until it ran.
+  await stdin.next();
+  let ran;
+  while ((ran = await client.callTool(follow)).content[0].text.startsWith("Not run yet")) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  say({ event: "call", label: "ran", result: ran });
   await client.close();
   process.exit(0);
 }

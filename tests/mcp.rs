@@ -24,6 +24,8 @@ use tokio::sync::mpsc;
 #[path = "mcp/downstream.rs"]
 mod downstream;
 use downstream::{Downstream, Serve};
+#[path = "mcp/batch.rs"]
+mod batch;
 #[path = "mcp/claude_code.rs"]
 mod claude_code;
 #[path = "mcp/compat.rs"]

@@ -1,38 +1,22 @@
-//! `tools/list` and `tools/call`: the tenant's catalog, and calls through the very gate of
-//! `POST /v1/actions` (`Engine::submit`).
+//! `tools/call`: a call through the very gate of `POST /v1/actions` (`Engine::submit`),
+//! answered by its decision (SC-MCP-03, SC-MCP-04), and the built-in `countersign_status`.
 
 use super::{
-    describe::{describe, WindowUse},
-    tasks, tenant, text, wants_task, Revision, Rpc, RpcError, Version,
+    list::{deferrable, WINDOW_ARG},
+    revision::{META_CAPABILITIES, TASKS_EXTENSION},
+    tasks, tenant, text, Revision, Rpc, RpcError,
 };
 use crate::{
     api::body::{idempotency_key, RequestedWindow, SubmitRequest},
     config::{Tenant, ToolEntry},
-    domain::{policy, Decision},
     Error,
 };
 use serde_json::{json, Map, Value};
 
-/// The optional argument of a deferrable tool that carries its window; taken out before commit.
-const WINDOW_ARG: &str = "countersign_window";
 /// The same window for programmatic clients, in `params._meta`.
 const WINDOW_META: &str = "io.countersign/window";
 /// An idempotency key for programmatic clients, in `params._meta` (as `Idempotency-Key`).
 const IDEMPOTENCY_META: &str = "io.countersign/idempotencyKey";
-
-/// Whether every call of this tool is denied, whatever its arguments (SC-POL-01 conditions).
-fn always_denied(tenant: &Tenant, tool: &str) -> bool {
-    policy::possible(&tenant.policy, tool)
-        .iter()
-        .all(|d| *d == Decision::Deny)
-}
-
-/// A call of this tool may wait: for a countersignature, or for its window.
-fn deferrable(tenant: &Tenant, tool: &str) -> bool {
-    policy::possible(&tenant.policy, tool)
-        .iter()
-        .any(|d| matches!(d, Decision::RequireApproval | Decision::Schedule))
-}
 
 /// The catalog tool a `tools/call` name reaches (SC-MCP-09): its MCP name, or its catalog name,
 /// still accepted for clients written before names were made model-API names. The config keeps
@@ -43,122 +27,6 @@ fn resolve<'t>(tenant: &'t Tenant, name: &str) -> Option<&'t ToolEntry> {
         .values()
         .find(|t| t.mcp_name() == name)
         .or_else(|| tenant.tool(name))
-}
-
-/// The catalog in name order; tools the policy always denies are left out.
-pub(super) fn list(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
-    if rpc.params.get("cursor").is_some_and(|c| !c.is_null()) {
-        return Err(RpcError::invalid_params(
-            "cursor: the tool list has a single page",
-        ));
-    }
-    let tenant = tenant(rpc)?;
-    let mut tools: Vec<Value> = tenant
-        .tools
-        .values()
-        .filter(|t| !always_denied(tenant, &t.name))
-        .map(|t| entry(tenant, t, rpc.version))
-        .collect();
-    tools.push(status_tool());
-    let mut result = json!({ "tools": tools });
-    if rpc.rev == Revision::Modern {
-        // Cacheable result (2026-07-28): per key, for a minute.
-        result["ttlMs"] = json!(60_000);
-        result["cacheScope"] = json!("private");
-    }
-    Ok(result)
-}
-
-/// One listed tool: its MCP name, and a description and schema that say what the policy does
-/// with its calls (SC-MCP-11).
-fn entry(tenant: &Tenant, tool: &ToolEntry, version: Version) -> Value {
-    let mut description = tool
-        .info
-        .description
-        .clone()
-        .unwrap_or_else(|| format!("The tool {}.", tool.name));
-    let mut schema = tool
-        .info
-        .input_schema
-        .clone()
-        // Any object, said outright: a strict function schema (OpenAI's) cannot close it.
-        .unwrap_or_else(|| json!({"type": "object", "additionalProperties": true}));
-    let policy = describe(&tenant.policy, &tool.name, WINDOW_ARG);
-    if !policy.text.is_empty() {
-        description.push(' ');
-        description.push_str(&policy.text);
-    }
-    if policy.window != WindowUse::None {
-        if let Some(fields) = schema.as_object_mut() {
-            let properties = fields.entry("properties").or_insert_with(|| json!({}));
-            if let Some(properties) = properties.as_object_mut() {
-                properties.insert(WINDOW_ARG.to_owned(), window_schema(policy.window));
-            }
-            if policy.window == WindowUse::Required {
-                let required = fields.entry("required").or_insert_with(|| json!([]));
-                if let Some(required) = required.as_array_mut() {
-                    required.push(json!(WINDOW_ARG));
-                }
-            }
-        }
-    }
-    let mut entry = json!({
-        "name": tool.mcp_name(),
-        "description": description,
-        "inputSchema": schema,
-    });
-    if let Some(annotations) = &tool.info.annotations {
-        entry["annotations"] = annotations.clone();
-    }
-    if version.has_core_tasks() && deferrable(tenant, &tool.name) {
-        entry["execution"] = json!({"taskSupport": "optional"});
-    }
-    entry
-}
-
-/// `countersign_window` in a tool's schema. Optional, it may also be `null` (what models send
-/// for a property they leave out, and what strict function schemas need to leave it out).
-fn window_schema(window: WindowUse) -> Value {
-    let time = |what: &str| json!({"type": "string", "format": "date-time", "description": what});
-    let (kind, when) = match window {
-        WindowUse::Required => (json!("object"), "Required"),
-        WindowUse::Optional {
-            needed_sometimes: true,
-        } => (
-            json!(["object", "null"]),
-            "Required where the description says the call runs unattended; otherwise optional",
-        ),
-        _ => (json!(["object", "null"]), "Optional"),
-    };
-    json!({
-        "type": kind,
-        "description": format!("{when}: when the call may run. RFC 3339 times with an offset, e.g. \
-            2026-12-01T17:30:00+01:00; the window is at least the tenant's minimum width and \
-            ends within 72 hours. countersign takes it out of the arguments: the tool never \
-            sees it."),
-        "properties": {
-            "not_before": time("The earliest start."),
-            "not_after": time("The latest start."),
-        },
-        "required": ["not_before", "not_after"],
-        "additionalProperties": false,
-    })
-}
-
-fn status_tool() -> Value {
-    json!({
-        "name": text::STATUS_TOOL,
-        "description": "Where a countersign action stands, by the action_id an earlier call \
-            answered: waiting for a countersignature, approved for a window, running, or how it \
-            ended (with the tool's result once it ran).",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"action_id": {"type": "string", "description": "act_… from an earlier answer"}},
-            "required": ["action_id"],
-            "additionalProperties": false,
-        },
-        "annotations": {"readOnlyHint": true, "idempotentHint": true},
-    })
 }
 
 /// `tools/call`: submit through the engine's gate and answer by the decision.
@@ -221,6 +89,22 @@ pub(super) async fn call(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
     };
     tracing::info!(tenant = %action.tenant(), action_id = %action.id(), state = %action.state(), version = rpc.version.as_str(), task, "mcp tools/call");
     Ok(tasks::answer(rpc, tenant, &action, task))
+}
+
+/// Whether this request may be answered with a task: on 2025-11-25 the request asks for one
+/// (`params.task`); on 2026-07-28 the client declares the tasks extension in `_meta`.
+fn wants_task(rpc: &Rpc<'_>) -> bool {
+    match rpc.rev {
+        Revision::Legacy => {
+            rpc.version.has_core_tasks() && rpc.params.get("task").is_some_and(Value::is_object)
+        }
+        Revision::Modern => rpc
+            .meta()
+            .and_then(|m| m.get(META_CAPABILITIES))
+            .and_then(|c| c.get("extensions"))
+            .and_then(|e| e.get(TASKS_EXTENSION))
+            .is_some(),
+    }
 }
 
 /// The window from `arguments.countersign_window` or `_meta`, validated later by the intake.

@@ -1,0 +1,126 @@
+//! The API's own guards in front of every MCP request: the `Origin` check (DNS rebinding), the
+//! bearer keys and rate-limit buckets of `POST /v1/actions`, and the body cap and strict JSON
+//! of SC-SEC-03.
+
+use super::RpcError;
+use crate::{
+    api::{json, rate::RateLimits, MAX_BODY},
+    config::{Principal, Role},
+    Engine, Error,
+};
+use axum::{
+    body::Body,
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::Response,
+};
+use serde_json::{Map, Value};
+
+/// An `Origin` header, when sent, must be a loopback origin or the configured public URL's.
+pub(super) fn origin_allowed(engine: &Engine, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let Some(origin) = origin
+        .to_str()
+        .ok()
+        .and_then(|o| reqwest::Url::parse(o).ok())
+    else {
+        return false;
+    };
+    let loopback = matches!(origin.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+    let public = engine
+        .config()
+        .public_url
+        .as_deref()
+        .and_then(|u| reqwest::Url::parse(u).ok())
+        .is_some_and(|u| u.origin() == origin.origin());
+    loopback || public
+}
+
+/// The same bearer keys as the API (agent keys only), spending from the same buckets.
+pub(super) fn authenticate(
+    engine: &Engine,
+    headers: &HeaderMap,
+    limits: Option<&RateLimits>,
+) -> Result<Principal, Box<Response>> {
+    let key = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|h| {
+            h.strip_prefix("Bearer ")
+                .or_else(|| h.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .filter(|k| !k.is_empty());
+    let Some(who) = key.and_then(|k| engine.config().principal(k)).cloned() else {
+        let mut response = RpcError::new(
+            StatusCode::UNAUTHORIZED,
+            -32000,
+            "Unauthorized: send an agent key as Authorization: Bearer <key>",
+        )
+        .without_id();
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return Err(Box::new(response));
+    };
+    if let Some(limits) = limits {
+        if let Err(Error::RateLimited { retry_after_secs }) = limits.admit(&who) {
+            let mut response = too_many(retry_after_secs).without_id();
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, retry_after_secs.into());
+            return Err(Box::new(response));
+        }
+    }
+    if who.role != Role::Agent {
+        return Err(Box::new(
+            RpcError::new(
+                StatusCode::FORBIDDEN,
+                -32000,
+                "Forbidden: the MCP endpoint takes agent keys",
+            )
+            .without_id(),
+        ));
+    }
+    Ok(who)
+}
+
+/// The body: size-capped and parsed as strictly as the API's (SC-SEC-03).
+pub(super) async fn read_body(body: Body) -> Result<Value, RpcError> {
+    let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
+        RpcError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            format!("the body exceeds {MAX_BODY} bytes"),
+        )
+    })?;
+    json::parse(&bytes)
+        .map_err(|e| RpcError::new(StatusCode::BAD_REQUEST, -32700, format!("Parse error: {e}")))
+}
+
+/// One message: a JSON-RPC 2.0 request or notification object.
+pub(super) fn request_object(message: Value) -> Result<Map<String, Value>, RpcError> {
+    let Value::Object(message) = message else {
+        return Err(RpcError::invalid_request(
+            "a message must be a JSON-RPC request object",
+        ));
+    };
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0")
+        || !message.get("method").is_some_and(Value::is_string)
+    {
+        return Err(RpcError::invalid_request(
+            "a JSON-RPC 2.0 request needs jsonrpc \"2.0\" and a method",
+        ));
+    }
+    Ok(message)
+}
+
+/// A key or tenant over its rate limit (SC-SEC-04).
+pub(super) fn too_many(retry_after_secs: u64) -> RpcError {
+    RpcError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        -32000,
+        format!("Too many requests: retry after {retry_after_secs} s"),
+    )
+}

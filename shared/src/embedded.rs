@@ -16,6 +16,7 @@ use crate::{
     wake::in_process::InProcessWaker,
     Clock, Engine, SystemClock,
 };
+use axum::serve::Listener;
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
@@ -25,6 +26,8 @@ use tokio::{
     sync::{mpsc, watch},
     task::JoinHandle,
 };
+
+mod tls;
 
 /// The store a server keeps its records in.
 #[derive(Debug, Clone)]
@@ -158,19 +161,24 @@ impl Server {
             .await
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr()?;
-        let page = format!("http://{addr}/ui/");
+        let scheme = if config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let page = format!("{scheme}://{addr}/ui/");
         let notifier = notifier_of(live.clone(), store, parts.clock, page);
         background.push(tokio::spawn(notify::run(notifier, NOTIFY_EVERY)));
         let app = live.serve(crate::api::all_routes);
-        let serving = tokio::spawn(async move {
-            let mut stopped = stopped;
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.wait_for(|s| *s).await;
-                })
-                .await
-        });
-        tracing::info!(%addr, tenants = config.tenants.len(), "countersign is serving");
+        let serving = match &config.tls {
+            None => serve(listener, app, stopped),
+            Some(files) => {
+                let (listener, tasks) = tls::listen(listener, files)?;
+                background.extend(tasks);
+                serve(listener, app, stopped)
+            }
+        };
+        tracing::info!(%addr, scheme, tenants = config.tenants.len(), "countersign is serving");
         Ok(Server {
             addr,
             engine,
@@ -219,6 +227,21 @@ impl Server {
         tracing::info!("shutting down");
         self.shutdown().await
     }
+}
+
+/// Serve the API on `listener` (plain TCP, or TLS) until `stopped` says stop.
+fn serve<L: Listener<Addr = SocketAddr>>(
+    listener: L,
+    app: axum::Router,
+    mut stopped: watch::Receiver<bool>,
+) -> JoinHandle<std::io::Result<()>> {
+    tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            })
+            .await
+    })
 }
 
 /// Lock the SQLite file for this server alone: SQLite lets two processes share a file, but two

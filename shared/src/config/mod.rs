@@ -15,6 +15,7 @@ mod keys;
 mod limits;
 mod notify;
 mod policy;
+mod server;
 mod targets;
 mod tenant;
 #[cfg(test)]
@@ -28,6 +29,7 @@ pub use keys::DeedSigner;
 pub use limits::{Limits, Rate};
 pub use notify::{Endpoint, Format};
 pub use policy::Conditions;
+pub use server::TlsFiles;
 pub use tenant::{Principal, Role, Tenant};
 
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +58,8 @@ pub struct Config {
     pub limits: Limits,
     /// `[server] public_url`: the approver page's address, for links in notifications.
     pub public_url: Option<String>,
+    /// `[server] tls_cert`, `tls_key`: the local server serves HTTPS with these files.
+    pub tls: Option<TlsFiles>,
     /// `[notify]`: how long failing notifications are retried before they are parked.
     pub notify_retry: crate::domain::notice::RetryRule,
     pub tenants: BTreeMap<String, Tenant>,
@@ -91,7 +95,8 @@ impl Config {
         }
         Ok(Config {
             limits,
-            public_url: notify::public_url(raw.server)?,
+            public_url: notify::public_url(&raw.server)?,
+            tls: server::tls(&raw.server)?,
             notify_retry: notify::retry_rule(raw.notify)?,
             tenants,
             keys,

@@ -21,6 +21,8 @@ pub(super) struct RawEndpoint {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawServer {
     public_url: Option<String>,
+    pub(super) tls_cert: Option<std::path::PathBuf>,
+    pub(super) tls_key: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -131,12 +133,12 @@ fn http_url(at: &str, url: &str) -> Result<(), ConfigError> {
 }
 
 /// `[server] public_url`: where the approver page is reachable (links in notices).
-pub(super) fn public_url(raw: RawServer) -> Result<Option<String>, ConfigError> {
-    let Some(url) = raw.public_url else {
+pub(super) fn public_url(raw: &RawServer) -> Result<Option<String>, ConfigError> {
+    let Some(url) = &raw.public_url else {
         return Ok(None);
     };
-    http_url("server.public_url", &url)?;
-    Ok(Some(url))
+    http_url("server.public_url", url)?;
+    Ok(Some(url.clone()))
 }
 
 /// `[notify]`: `first_retry` (default 10s), `max_pause` (15m), `attempts` (20).

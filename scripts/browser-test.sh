@@ -25,8 +25,8 @@ if ! "$venv/bin/python" -c "import playwright" 2>/dev/null \
   "$venv/bin/pip" install -q "playwright==$PLAYWRIGHT_VERSION"
 fi
 
-cargo build -q -p countersign-local
+cargo build -q -p countersign-server
 target=$(cargo metadata --format-version 1 --no-deps | "$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-export COUNTERSIGN_LOCAL_BIN="$target/debug/countersign-local" CHROMIUM=$(command -v chromium)
+export COUNTERSIGN_LOCAL_BIN="$target/debug/countersign-server" CHROMIUM=$(command -v chromium)
 [ -n "${SCREENSHOTS:-}" ] && mkdir -p "$SCREENSHOTS" && set -- --screenshots "$SCREENSHOTS" "$@"
 "$venv/bin/python" tests/browser/approver_page.py "$@"

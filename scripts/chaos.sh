@@ -5,7 +5,7 @@
 # invalid JSON; MCP tools that leave a stream open, frame with CRLF, report progress then an
 # error), store writes fail now and then, and the
 # server is killed (SIGKILL) and stopped (SIGTERM) and restarted mid-run. Then the store's
-# invariants are checked twice (by the run itself and by `countersign-local verify`), and every
+# invariants are checked twice (by the run itself and by `countersign-server verify`), and every
 # tool attempt is held to the rules, and every outcome to what happened (no `outcome_unknown`
 # that no attempt reached and no SIGKILL explains; no 409 to a cancel that sealed its action).
 # Exits non-zero on any violation. Run it longer with e.g.
@@ -29,7 +29,7 @@ done
 dir=${CHAOS_DIR:-target/chaos}
 target=${CARGO_TARGET_DIR:-target}
 cargo build -q -p countersign-tests --bin chaos
-cargo build -q -p countersign-local
+cargo build -q -p countersign-server
 if [ "$store" = postgres ]; then
   # shellcheck source=postgres.sh
   source scripts/postgres.sh ensure
@@ -41,5 +41,5 @@ else
 fi
 # The same store through the operator's command (the config names the tools' secret variable).
 # Leases as of the instant the run judged them (before its final stop; see tests/chaos/main.rs).
-CHAOS_TOOL_SECRET=chaos-secret "$target/debug/countersign-local" --config "$dir/chaos.toml" \
+CHAOS_TOOL_SECRET=chaos-secret "$target/debug/countersign-server" --config "$dir/chaos.toml" \
   "${on[@]}" verify --at "$(cat "$dir/checked_at")"

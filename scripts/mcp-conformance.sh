@@ -47,8 +47,8 @@ if [ "$offered" != "$known" ]; then
   exit 1
 fi
 
-cargo build -q -p countersign-local
-bin=${CARGO_TARGET_DIR:-target}/debug/countersign-local
+cargo build -q -p countersign-server
+bin=${CARGO_TARGET_DIR:-target}/debug/countersign-server
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=$(free_port)
 harness_port=$(free_port)

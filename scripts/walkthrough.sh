@@ -92,7 +92,7 @@ until curl -s -o /dev/null http://127.0.0.1:18081/; do sleep 0.1; done
 for marker in walkthrough walkthrough-cli walkthrough-mcp; do
   extract "$marker" 1 > "$work/$marker-start.sh"
   rc=0; alone http://127.0.0.1:18081 "$work/$marker-start.sh" "$work/$marker-start.out" || rc=$?
-  if [ "$rc" = 0 ] || [ "$rc" = 124 ] || ! grep -q "countersign-local exited" "$work/$marker-start.out"; then
+  if [ "$rc" = 0 ] || [ "$rc" = 124 ] || ! grep -q "countersign-server exited" "$work/$marker-start.out"; then
     echo "$marker: with its address taken, expected the start to fail saying the server exited (exit $rc)"
     cat "$work/$marker-start.out"; exit 1
   fi

@@ -12,8 +12,8 @@ if ! "$venv/bin/python" -c 'import importlib.metadata as m; assert m.version("st
   python3 -m venv "$venv" 2>/dev/null || { apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv "$venv"; }
   "$venv/bin/pip" install -q "standardwebhooks==1.1.0" "stripe==16.1.0"
 fi
-cargo build -q -p countersign-local
-bin=${CARGO_TARGET_DIR:-target}/debug/countersign-local
+cargo build -q -p countersign-server
+bin=${CARGO_TARGET_DIR:-target}/debug/countersign-server
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 work=$(mktemp -d)
 hook_port=$(free_port); api_port=$(free_port)

@@ -265,7 +265,7 @@ async fn sc_edge_05_sigterm_waits_for_a_hung_up_run_postgres() {
 }
 
 /// Not a test of its own: the server process the SIGTERM tests start and stop (they re-run this
-/// test binary with `--ignored --exact`). It stops on SIGTERM as `countersign-local` does.
+/// test binary with `--ignored --exact`). It stops on SIGTERM as `countersign-server` does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "the child process of sc_edge_05_sigterm_waits_for_a_hung_up_run_*"]
 async fn child_serves_until_sigterm() {

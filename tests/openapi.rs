@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 /// Served `/openapi.json` == `docs/openapi.json` == the document generated from the code, byte
 /// for byte (the server sends the committed bytes; the generator is what they must equal). On a
-/// difference, regenerate: `cargo run -q -p countersign-local -- openapi > docs/openapi.json`.
+/// difference, regenerate: `cargo run -q -p countersign-server -- openapi > docs/openapi.json`.
 #[tokio::test]
 async fn sc_sec_01_the_served_openapi_document_is_the_committed_one() {
     let tools = ToolServer::start().await;
@@ -33,7 +33,7 @@ async fn sc_sec_01_the_served_openapi_document_is_the_committed_one() {
     assert!(
         api::openapi::document() == committed,
         "docs/openapi.json differs from the document generated from the code; regenerate it \
-         with `cargo run -q -p countersign-local -- openapi > docs/openapi.json`"
+         with `cargo run -q -p countersign-server -- openapi > docs/openapi.json`"
     );
 }
 

@@ -1,8 +1,8 @@
 # Sourced by scripts/schemathesis.sh and scripts/generated-client.sh: builds and starts the local
 # server on a free port with scripts/schemathesis/server.toml (test keys only) and a fresh
 # database in $work; sets $api, $work and $server, and stops the server on exit.
-cargo build -q -p countersign-local
-bin=${CARGO_TARGET_DIR:-target}/debug/countersign-local
+cargo build -q -p countersign-server
+bin=${CARGO_TARGET_DIR:-target}/debug/countersign-server
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 work=$(mktemp -d)
 # A test-only deed key (never use it elsewhere).

@@ -1,4 +1,4 @@
-//! A store-wide invariant check (`countersign-local verify`): every action of every configured
+//! A store-wide invariant check (`countersign-server verify`): every action of every configured
 //! tenant loads in one valid state, its audit chain verifies and ends in its state, and nothing
 //! is `executing` on a lease that has lapsed. Read-only; runs over the store port, so it checks
 //! an SQLite file and a DynamoDB table alike.

@@ -9,8 +9,8 @@
 //! - [`engine`] — the use cases (intake, approval, cancel, stop, resume, sweep) over the ports.
 //! - [`notify`] — the notification worker: delivers the outbox that transitions write.
 //! - [`api`] — the HTTP API (axum), shared by the local server and the Lambda functions.
-//! - [`invariants`] — the store-wide invariant check behind `countersign-local verify`.
-//! - [`policy_test`] — a table of calls run against a policy (`countersign-local policy test`).
+//! - [`invariants`] — the store-wide invariant check behind `countersign-server verify`.
+//! - [`policy_test`] — a table of calls run against a policy (`countersign-server policy test`).
 //! - [`config`] — the one TOML document: tenants, keys, policy, action kinds, tool catalog.
 //! - [`live`] — the configuration a running process serves, reloaded whole (SC-OPS-03).
 

@@ -1,5 +1,5 @@
 //! Policy tests (SC-POL-06): a table of calls, each with the decision (and optionally the rule)
-//! the tenant's policy must give it — run by `countersign-local policy test <cases.toml>`, so a
+//! the tenant's policy must give it — run by `countersign-server policy test <cases.toml>`, so a
 //! policy is tested in CI like code. The same gate as intake ([`policy::explain`]); nothing is
 //! stored and no tool runs.
 //!

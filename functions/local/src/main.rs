@@ -14,7 +14,7 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 #[derive(Parser, Debug)]
 #[command(
-    name = "countersign-local",
+    name = "countersign-server",
     version,
     about = "Run countersign on one machine",
     // Every argument has its help (a debug build panics otherwise; tests run debug builds).
@@ -110,7 +110,7 @@ enum PolicyCommand {
 }
 
 #[tokio::main]
-async fn main() -> std::process::ExitCode {
+pub(crate) async fn main() -> std::process::ExitCode {
     let mut args = Args::parse();
     match args.command.take() {
         Some(Command::VerifyDeed { public_key, deed }) => return verify_deed(&public_key, &deed),
@@ -134,7 +134,7 @@ async fn main() -> std::process::ExitCode {
     match run(args).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("countersign-local: {e}");
+            eprintln!("countersign-server: {e}");
             std::process::ExitCode::FAILURE
         }
     }
@@ -199,7 +199,7 @@ fn policy_test(config: &std::path::Path, cases: &std::path::Path) -> std::proces
     let verdicts = match verdicts {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("countersign-local policy test: {e}");
+            eprintln!("countersign-server policy test: {e}");
             return std::process::ExitCode::from(2);
         }
     };
@@ -229,7 +229,7 @@ fn verify_deed(key: &std::path::Path, file: &std::path::Path) -> std::process::E
     }) {
         Ok(key) => key,
         Err(e) => {
-            eprintln!("countersign-local verify-deed: {e}");
+            eprintln!("countersign-server verify-deed: {e}");
             return std::process::ExitCode::from(2);
         }
     };
@@ -249,7 +249,7 @@ fn verify_deed(key: &std::path::Path, file: &std::path::Path) -> std::process::E
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("countersign-local: the deed does not verify: {e}");
+            eprintln!("countersign-server: the deed does not verify: {e}");
             std::process::ExitCode::FAILURE
         }
     }

@@ -1,4 +1,4 @@
-//! `countersign-local tools import`: a downstream MCP server's tools as catalog TOML
+//! `countersign-server tools import`: a downstream MCP server's tools as catalog TOML
 //! (docs/mcp.md, "Outbound"), written to stdout or a file.
 
 use clap::Subcommand;
@@ -45,7 +45,7 @@ pub async fn run(command: ToolsCommand) -> ExitCode {
     let tools = match mcp::list_tools(&from, token.as_deref()).await {
         Ok(tools) => tools,
         Err(e) => {
-            eprintln!("countersign-local tools import: {e}");
+            eprintln!("countersign-server tools import: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -57,13 +57,13 @@ pub async fn run(command: ToolsCommand) -> ExitCode {
     };
     let (text, warnings) = import::catalog_toml(&spec, &tools);
     for warning in warnings {
-        eprintln!("countersign-local tools import: {warning}");
+        eprintln!("countersign-server tools import: {warning}");
     }
     match output {
         None => print!("{text}"),
         Some(path) => {
             if let Err(e) = std::fs::write(&path, text) {
-                eprintln!("countersign-local tools import: {}: {e}", path.display());
+                eprintln!("countersign-server tools import: {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
             eprintln!("wrote {} tools to {}", tools.len(), path.display());

@@ -1,4 +1,4 @@
-//! `countersign-local verify`: the store-wide invariant check, printed.
+//! `countersign-server verify`: the store-wide invariant check, printed.
 
 use countersign::{
     config::Config,
@@ -50,7 +50,7 @@ pub async fn run(
             }
         }
         Err(e) => {
-            eprintln!("countersign-local verify: {e}");
+            eprintln!("countersign-server verify: {e}");
             ExitCode::from(2)
         }
     }

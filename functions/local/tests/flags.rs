@@ -1,4 +1,4 @@
-//! `countersign-local` as an operator runs it: the binary, its flags, its stderr and its exit
+//! `countersign-server` as an operator runs it: the binary, its flags, its stderr and its exit
 //! status (issue 16, item 8).
 
 use std::{
@@ -22,7 +22,7 @@ fn temp(name: &str) -> PathBuf {
 /// The binary with `args`, stdout and stderr piped (so stderr is not a terminal), no
 /// inherited store or listen variables.
 fn local(args: &[&std::ffi::OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_countersign-local"))
+    Command::new(env!("CARGO_BIN_EXE_countersign-server"))
         .args(args)
         .env_remove("COUNTERSIGN_DB")
         .env_remove("COUNTERSIGN_LISTEN")
@@ -273,4 +273,20 @@ fn sc_ops_02_verify_of_a_file_without_a_store_finds_none_and_creates_nothing() {
             db.display()
         );
     }
+}
+
+/// SC-OPS-03: the server's binary says what it is; `countersign-local`, its former name, is
+/// still built and is the same program (scripts and units written before the rename keep working).
+#[test]
+fn sc_ops_03_the_server_is_countersign_server_and_countersign_local_its_alias() {
+    let help = text(&local(&["--help".as_ref()]));
+    assert!(help.contains("Usage: countersign-server"), "{help}");
+    let alias = Command::new(env!("CARGO_BIN_EXE_countersign-local"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(alias.status.success());
+    // Usage lines name the binary as it was run.
+    let alias = text(&alias).replace("Usage: countersign-local", "Usage: countersign-server");
+    assert_eq!(alias, help, "the alias is the same program");
 }

@@ -1,4 +1,4 @@
-//! `countersign-local policy test` (SC-POL-06) as a CI step runs it: the binary, a config and a
+//! `countersign-server policy test` (SC-POL-06) as a CI step runs it: the binary, a config and a
 //! cases file; its exit status is the verdict.
 
 use std::process::Command;
@@ -10,7 +10,7 @@ fn repo(path: &str) -> std::path::PathBuf {
 }
 
 fn policy_test(cases: &std::path::Path) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_countersign-local"))
+    let out = Command::new(env!("CARGO_BIN_EXE_countersign-server"))
         .args(["--config"])
         .arg(repo("config/local.toml"))
         .args(["policy", "test"])

@@ -1,6 +1,6 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations and the answer types
 //! (`utoipa`). Served at `/openapi.json`; committed as `docs/openapi.json` (a test holds the
-//! two equal; regenerate with `cargo run -q -p countersign-local -- openapi > docs/openapi.json`).
+//! two equal; regenerate with `cargo run -q -p countersign-server -- openapi > docs/openapi.json`).
 
 use super::{
     body::{ApproveBody, DenyBody, RequestedWindow, StopBody, SubmitRequest},
@@ -106,7 +106,7 @@ use utoipa::{
 )]
 pub struct ApiDoc;
 
-/// The document generated from the code: what `countersign-local openapi` prints, and what
+/// The document generated from the code: what `countersign-server openapi` prints, and what
 /// `tests/openapi.rs` holds [`COMMITTED`] to.
 pub fn document() -> String {
     let mut json = ApiDoc::openapi()

@@ -1,4 +1,4 @@
-//! `countersign-local tools import`: a downstream MCP server's `tools/list` as catalog entries
+//! `countersign-server tools import`: a downstream MCP server's `tools/list` as catalog entries
 //! (`executor = "mcp"`) with the downstream tool's `description`, `inputSchema` and
 //! `annotations`. Those fields are part of the tool's fingerprint, so once the import is
 //! re-run and loaded, a downstream change after an approval seals `catalog_changed` (SC-RES-04).
@@ -32,7 +32,7 @@ pub fn catalog_toml(import: &Import<'_>, tools: &[Value]) -> (String, Vec<String
     }
     named.sort_by_key(|(name, _)| *name);
     let mut out = format!(
-        "# Imported from {} by countersign-local tools import.\n",
+        "# Imported from {} by countersign-server tools import.\n",
         import.url
     );
     for (name, tool) in named {

@@ -87,7 +87,7 @@ impl Mcp {
 }
 
 /// A downstream server's `tools/list`, every page (`nextCursor`), with one stateless
-/// 2026-07-28 request each: what `countersign-local tools import` writes into the catalog.
+/// 2026-07-28 request each: what `countersign-server tools import` writes into the catalog.
 #[cfg(feature = "embedded")]
 pub async fn list_tools(url: &str, token: Option<&str>) -> Result<Vec<Value>, String> {
     let http = target::direct()

@@ -240,7 +240,7 @@ async fn sc_ops_03_sighup_reloads_the_local_server_and_work_under_way_keeps_its_
 }
 
 /// Not a test of its own: the server process of the SIGHUP test (which re-runs this binary with
-/// `--ignored --exact`), started as `countersign-local` starts, its file's poll an hour away.
+/// `--ignored --exact`), started as `countersign-server` starts, its file's poll an hour away.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "the child process of sc_ops_03_sighup_reloads_the_local_server_and_work_under_way_keeps_its_config"]
 async fn child_serves_and_reloads_on_sighup() {

@@ -1,4 +1,4 @@
-//! SC-OPS-03, HTTPS served by the local server itself (`[server] tls_cert`, `tls_key`), over real
+//! SC-OPS-05, HTTPS served by the local server itself (`[server] tls_cert`, `tls_key`), over real
 //! HTTPS with certificates the test makes (rcgen) and a client that trusts only the test's CA:
 //! the API answers, plain HTTP does not, and the certificate is reloaded when its files change
 //! or on SIGHUP, a pair that does not load keeping the one in use.
@@ -125,7 +125,7 @@ fn hangup() {
 }
 
 #[tokio::test]
-async fn sc_ops_03_https_is_served_and_its_certificate_reloads_on_change_and_on_sighup() {
+async fn sc_ops_05_https_is_served_and_its_certificate_reloads_on_change_and_on_sighup() {
     let dir = temp_db("tls-files");
     let files = Files::new(dir.parent().unwrap());
     let (first, second, third) = (Ca::new("first"), Ca::new("second"), Ca::new("third"));
@@ -174,10 +174,10 @@ async fn sc_ops_03_https_is_served_and_its_certificate_reloads_on_change_and_on_
     server.shutdown().await.unwrap();
 }
 
-/// SC-OPS-03: a pair that does not load stops the start with the file named; half a pair is a
+/// SC-OPS-05: a pair that does not load stops the start with the file named; half a pair is a
 /// config error.
 #[tokio::test]
-async fn sc_ops_03_a_bad_certificate_or_half_a_pair_stops_the_start() {
+async fn sc_ops_05_a_bad_certificate_or_half_a_pair_stops_the_start() {
     let dir = temp_db("tls-bad");
     let files = Files::new(dir.parent().unwrap());
     std::fs::write(&files.cert, "not a certificate").unwrap();

@@ -196,7 +196,7 @@ impl Server {
     }
 
     /// Reload the configuration from `path` on SIGHUP and whenever the file's content changes
-    /// (looked at `every`: [`CONFIG_POLL`] in `countersign-local`), SC-OPS-03. `booted` is the
+    /// (looked at `every`: [`CONFIG_POLL`] in `countersign-server`), SC-OPS-03. `booted` is the
     /// text the server started with. A document that does not load keeps the current one
     /// (logged, and counted as `config_reloads{outcome="rejected"}`).
     pub fn reload_from(&mut self, path: PathBuf, booted: &str, every: std::time::Duration) {

@@ -275,10 +275,10 @@ fn sc_ops_02_verify_of_a_file_without_a_store_finds_none_and_creates_nothing() {
     }
 }
 
-/// SC-OPS-03: the server's binary says what it is; `countersign-local`, its former name, is
+/// SC-OPS-05: the server's binary says what it is; `countersign-local`, its former name, is
 /// still built and is the same program (scripts and units written before the rename keep working).
 #[test]
-fn sc_ops_03_the_server_is_countersign_server_and_countersign_local_its_alias() {
+fn sc_ops_05_the_server_is_countersign_server_and_countersign_local_its_alias() {
     let help = text(&local(&["--help".as_ref()]));
     assert!(help.contains("Usage: countersign-server"), "{help}");
     let alias = Command::new(env!("CARGO_BIN_EXE_countersign-local"))

@@ -11,6 +11,7 @@
 //! - [`api`] — the HTTP API (axum), shared by the local server and the Lambda functions.
 //! - [`invariants`] — the store-wide invariant check behind `countersign-server verify`.
 //! - [`policy_test`] — a table of calls run against a policy (`countersign-server policy test`).
+//! - [`identity`] — OAuth access tokens from a tenant's identity provider, verified locally.
 //! - [`config`] — the one TOML document: tenants, keys, policy, action kinds, tool catalog.
 //! - [`live`] — the configuration a running process serves, reloaded whole (SC-OPS-03).
 
@@ -26,6 +27,7 @@ pub mod engine;
 pub mod error;
 #[cfg(feature = "faults")]
 pub mod faults;
+pub mod identity;
 pub mod invariants;
 pub mod live;
 pub mod notify;

@@ -4,7 +4,7 @@
 //! Modules, none importing another in a circle: `router` → handlers (`routes`, `ui`, `mcp`,
 //! `openapi`); `openapi` → handlers' annotations; handlers → `body`, `extract`, `view`, `error`.
 
-mod auth;
+pub mod auth;
 pub mod body;
 pub mod error;
 mod explain;
@@ -14,6 +14,7 @@ mod mcp;
 mod me;
 pub mod openapi;
 pub mod rate;
+pub mod resource;
 mod router;
 mod routes;
 pub mod ui;
@@ -53,4 +54,7 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/openapi.json", "intake"),
     // MCP over Streamable HTTP (docs/mcp.md).
     ("POST", "/mcp", "intake"),
+    // OAuth protected resource metadata (RFC 9728, docs/identity.md): the API's and MCP's.
+    ("GET", "/.well-known/oauth-protected-resource", "intake"),
+    ("GET", "/.well-known/oauth-protected-resource/mcp", "intake"),
 ];

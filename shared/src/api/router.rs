@@ -1,7 +1,7 @@
 //! The routers: every route of [`super::ROUTES`] to its handler, all of them (the local server)
 //! or one function's.
 
-use super::{mcp, openapi, routes, ui};
+use super::{mcp, openapi, resource, routes, ui};
 use crate::{error::shown, Engine, Error};
 use axum::{
     http::{header, Method, StatusCode, Uri},
@@ -31,11 +31,14 @@ pub fn all_routes(r: Routes) -> Routes {
 pub fn served(engine: Arc<Engine>, routes: impl FnOnce(Routes) -> Routes) -> Router {
     // Built once per router: per process locally, per container on Lambda (SC-SEC-04).
     let rate_limits = Arc::new(super::rate::RateLimits::new(&engine.config().limits));
+    // The identity providers' keys, cached for the process (SC-ID-02).
+    let verifier = Arc::new(crate::identity::Verifier::new(engine.config()));
     routes(Router::new())
         .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(axum::Extension(rate_limits))
+        .layer(axum::Extension(verifier))
         .with_state(engine)
 }
 
@@ -55,6 +58,11 @@ pub fn intake_routes(r: Routes) -> Routes {
         .route("/v1/policy/explain", post(super::explain::explain))
         .route("/openapi.json", get(openapi::openapi_json))
         .route("/mcp", post(mcp::endpoint))
+        .route(resource::METADATA_PATH, get(resource::api))
+        .route(
+            &format!("{}/mcp", resource::METADATA_PATH),
+            get(resource::mcp),
+        )
 }
 
 /// The approve function's routes: the countersignature.

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 
 mod catalog;
+mod identity;
 mod keys;
 mod limits;
 mod notify;
@@ -25,12 +26,13 @@ pub use catalog::{
     Executor, Recovery, Secret, Signing, ToolEntry, ToolInfo, MAX_TOOL_TIMEOUT, MCP_STATUS_TOOL,
     MIN_TOOL_TIMEOUT,
 };
+pub use identity::{IdentityConfig, MAX_LEEWAY};
 pub use keys::DeedSigner;
 pub use limits::{Limits, Rate};
 pub use notify::{Endpoint, Format};
 pub use policy::Conditions;
 pub use server::TlsFiles;
-pub use tenant::{Principal, Role, Tenant};
+pub use tenant::{Person, Principal, Role, Tenant};
 
 #[derive(Debug, thiserror::Error)]
 #[error("config: {0}")]
@@ -93,6 +95,7 @@ impl Config {
             let tenant = tenant::tenant(&name, raw_tenant, &mut keys, conditions)?;
             tenants.insert(name, tenant);
         }
+        identity::distinct(&tenants)?;
         Ok(Config {
             limits,
             public_url: notify::public_url(&raw.server)?,

@@ -47,11 +47,18 @@ pub(super) fn rules<'a>(
     raw: Vec<RawRule>,
     principals: impl Iterator<Item = &'a Principal> + Clone,
     conditions: Conditions,
+    provider: bool,
 ) -> Result<Vec<Rule>, ConfigError> {
     let mut out = Vec::new();
     for (i, rule) in raw.into_iter().enumerate() {
         let rule_at = format!("{at}.policy[{i}]");
-        out.push(one(&rule_at, rule, principals.clone(), conditions)?);
+        out.push(one(
+            &rule_at,
+            rule,
+            principals.clone(),
+            conditions,
+            provider,
+        )?);
     }
     Ok(out)
 }
@@ -61,6 +68,9 @@ fn one<'a>(
     rule: RawRule,
     principals: impl Iterator<Item = &'a Principal>,
     conditions: Conditions,
+    // The tenant has an identity provider: its people and groups are the provider's, so the
+    // keys are not all the approvers there are (SC-ID-03).
+    provider: bool,
 ) -> Result<Rule, ConfigError> {
     if rule.tool.is_empty() {
         return Err(bad(at, "tool glob must not be empty"));
@@ -118,7 +128,7 @@ fn one<'a>(
         ));
     }
     let restricted = approvals > 1 || !rule.approvers.is_empty();
-    if asks_people && restricted && eligible < approvals as usize {
+    if asks_people && restricted && !provider && eligible < approvals as usize {
         return Err(bad(
             at,
             format!(

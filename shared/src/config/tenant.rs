@@ -2,8 +2,8 @@
 //! kinds, tool catalog, webhook targets, notification endpoints and deed key.
 
 use super::{
-    bad, catalog, duration, keys, notify, policy, targets::Targets, ConfigError, DeedSigner,
-    Endpoint, ToolEntry,
+    bad, catalog, duration, identity, keys, notify, policy, targets::Targets, ConfigError,
+    DeedSigner, Endpoint, IdentityConfig, ToolEntry,
 };
 use crate::domain::policy::Rule;
 use jiff::{tz::TimeZone, SignedDuration};
@@ -32,6 +32,8 @@ pub(super) struct RawTenant {
     #[serde(default)]
     notify: Vec<notify::RawEndpoint>,
     deed_key: Option<keys::RawDeedKey>,
+    /// The tenant's identity provider (SC-ID-03): OAuth access tokens beside keys.
+    identity: Option<identity::RawIdentity>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -53,7 +55,7 @@ pub enum Role {
     Admin,
 }
 
-/// Who a key belongs to.
+/// Who a key or a verified token belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     pub tenant: String,
@@ -62,6 +64,18 @@ pub struct Principal {
     pub id: String,
     /// An approver's groups (SC-POL-03); empty for other roles.
     pub groups: Vec<String>,
+    /// The person a verified token names (SC-ID-03); `None` for keys and machine clients.
+    pub person: Option<Person>,
+}
+
+/// A person as the tenant's identity provider names them: issuer and subject together are the
+/// person; the display claims are for people reading the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Person {
+    pub issuer: String,
+    pub subject: String,
+    pub email: Option<String>,
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -77,6 +91,8 @@ pub struct Tenant {
     pub deed_key: Option<DeedSigner>,
     /// Notification endpoints (SC-NOT-01).
     pub notify: Vec<Endpoint>,
+    /// Whose OAuth access tokens the tenant accepts (SC-ID-03); `None`: keys only.
+    pub identity: Option<IdentityConfig>,
 }
 
 impl Tenant {
@@ -116,14 +132,21 @@ pub(super) fn tenant(
         http: raw.allow_http_hosts,
         private: raw.allow_private_hosts,
     };
+    let identity = raw
+        .identity
+        .map(|i| identity::identity(&at, i))
+        .transpose()?;
     Ok(Tenant {
-        // Checked against the tenant's approvers: a group nobody is in could never decide.
+        // Checked against the tenant's approver keys: a group nobody is in could never decide.
+        // With an identity provider the people and their groups are the provider's.
         policy: policy::rules(
             &at,
             raw.policy,
             keys.values().filter(|p| p.tenant == name),
             conditions,
+            identity.is_some(),
         )?,
+        identity,
         tools: catalog::tools(&at, raw.tools, &targets)?,
         notify: notify::endpoints(&at, raw.notify, &targets)?,
         deed_key: raw.deed_key.map(|k| keys::named(&at, k)).transpose()?,
@@ -162,6 +185,7 @@ fn principals(
             role: key.role,
             id: key.id,
             groups: key.groups,
+            person: None,
         };
         if keys.insert(hash, principal).is_some() {
             return Err(bad(&key_at, "this key hash is declared twice"));

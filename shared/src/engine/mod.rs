@@ -116,6 +116,11 @@ impl Engine {
         }
     }
 
+    /// The engine's time, for checks made at the edge (a token's expiry, SC-ID-02).
+    pub fn now(&self) -> jiff::Timestamp {
+        self.clock.now()
+    }
+
     /// This engine's name in the leases it holds (`<worker id>/<claim id>`).
     pub fn worker_id(&self) -> &str {
         &self.worker_id

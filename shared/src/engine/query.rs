@@ -197,6 +197,7 @@ mod tests {
             role,
             id: id.into(),
             groups: Vec::new(),
+            person: None,
         };
         for (role, id, reads) in [
             (Role::Agent, "agent-1", true),

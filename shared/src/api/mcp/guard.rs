@@ -4,13 +4,14 @@
 
 use super::RpcError;
 use crate::{
-    api::{json, rate::RateLimits, MAX_BODY},
+    api::{auth, json, rate::RateLimits, MAX_BODY},
     config::{Principal, Role},
+    identity::{Need, Verifier},
     Engine, Error,
 };
 use axum::{
     body::Body,
-    http::{header, HeaderMap, HeaderValue, StatusCode},
+    http::{header, HeaderMap, StatusCode},
     response::Response,
 };
 use serde_json::{Map, Value};
@@ -37,32 +38,26 @@ pub(super) fn origin_allowed(engine: &Engine, headers: &HeaderMap) -> bool {
     loopback || public
 }
 
-/// The same bearer keys as the API (agent keys only), spending from the same buckets.
-pub(super) fn authenticate(
+/// The same bearer keys and tokens as the API (an agent's only), spending from the same
+/// buckets; a refusal carries the MCP endpoint's challenge (SC-ID-01).
+pub(super) async fn authenticate(
     engine: &Engine,
+    verifier: Option<&Verifier>,
     headers: &HeaderMap,
     limits: Option<&RateLimits>,
 ) -> Result<Principal, Box<Response>> {
-    let key = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|h| {
-            h.strip_prefix("Bearer ")
-                .or_else(|| h.strip_prefix("bearer "))
-        })
-        .map(str::trim)
-        .filter(|k| !k.is_empty());
-    let Some(who) = key.and_then(|k| engine.config().principal(k)).cloned() else {
-        let mut response = RpcError::new(
-            StatusCode::UNAUTHORIZED,
-            -32000,
-            "Unauthorized: send an agent key as Authorization: Bearer <key>",
-        )
-        .without_id();
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return Err(Box::new(response));
+    let who = match auth::authenticate(engine, verifier, headers, Need::Role(Role::Agent)).await {
+        Ok(who) => who,
+        Err(refusal) => {
+            let mut response =
+                RpcError::new(refusal.status(), -32000, refusal.message()).without_id();
+            if let Some(challenge) = refusal.challenge(engine, headers, true) {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, challenge);
+            }
+            return Err(Box::new(response));
+        }
     };
     if let Some(limits) = limits {
         if let Err(Error::RateLimited { retry_after_secs }) = limits.admit(&who) {

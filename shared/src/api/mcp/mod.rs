@@ -22,7 +22,7 @@ mod tasks;
 mod text;
 
 use super::rate::RateLimits;
-use crate::{config::Principal, Engine};
+use crate::{config::Principal, identity::Verifier, Engine};
 use axum::{
     body::Body,
     extract::State,
@@ -68,6 +68,7 @@ pub(super) struct JsonRpcRequest {
 pub(super) async fn endpoint(
     State(engine): State<Arc<Engine>>,
     limits: Option<Extension<Arc<RateLimits>>>,
+    verifier: Option<Extension<Arc<Verifier>>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -81,7 +82,8 @@ pub(super) async fn endpoint(
         .without_id();
     }
     let limits = limits.as_ref().map(|l| &*l.0);
-    let who = match guard::authenticate(&engine, &headers, limits) {
+    let verifier = verifier.as_ref().map(|v| &*v.0);
+    let who = match guard::authenticate(&engine, verifier, &headers, limits).await {
         Ok(who) => who,
         Err(response) => return *response,
     };

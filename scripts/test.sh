@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: starts LocalStack (host or Docker; reused if one already answers) and
 # PostgreSQL (scripts/postgres.sh; installed from the distribution's packages if missing),
-# installs cargo-lambda and the MCP SDKs (tests/mcp.rs) if needed, runs every test of the workspace, then the README walkthrough.
+# installs cargo-lambda, the MCP SDKs (tests/mcp.rs) and an OpenID provider (tests/identity.rs) if needed, runs every test of the workspace, then the README walkthrough.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source localstack/ensure.sh
@@ -10,6 +10,7 @@ source scripts/postgres.sh ensure
 export COUNTERSIGN_TEST_PAIRS=${COUNTERSIGN_TEST_PAIRS:-300} COUNTERSIGN_TEST_DUE=${COUNTERSIGN_TEST_DUE:-300}
 bash localstack/install-cargo-lambda.sh
 source scripts/mcp-sdks.sh
+source scripts/oidc-provider.sh
 
 cargo test --workspace
 bash scripts/walkthrough.sh

@@ -1,0 +1,787 @@
+//! Identity from the organization's provider (docs/identity.md, SC-ID-01 … SC-ID-04): a real
+//! OpenID provider — `oidc-provider` (scripts/oidc-provider.sh installs it; tests/identity/
+//! provider.mjs configures it) with client credentials, authorization code + PKCE, resource
+//! indicators issuing JWT access tokens and dynamic client registration — and the local server
+//! over real HTTP, on every store where a token submits or approves.
+
+#[path = "aws_support/mod.rs"]
+#[allow(dead_code)]
+mod aws_support;
+
+use base64::Engine as _;
+use countersign::config::Config;
+use countersign_tests::{config_toml, keys, on_every_store, stores::Backend, Api, ToolServer};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    sync::Arc,
+};
+
+/// This server's resource identifier in the tests' configuration.
+const AUD: &str = "https://countersign.test";
+
+/// The provider process: two issuers (tenants `acme` and `globex`) and the hostile-token signer.
+struct Idp {
+    child: Child,
+    acme: String,
+    globex: String,
+    signer: String,
+    http: reqwest::Client,
+}
+
+impl Drop for Idp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Idp {
+    fn start() -> Idp {
+        let dir = std::env::var("COUNTERSIGN_OIDC_NODE_DIR").unwrap_or_else(|_| {
+            format!(
+                "{}/.cache/countersign/oidc",
+                std::env::var("HOME").unwrap_or_default()
+            )
+        });
+        // Run from the install folder, where its imports resolve (a copy per test).
+        let script = format!("{dir}/provider-{}.mjs", ulid::Ulid::new());
+        std::fs::copy(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/identity/provider.mjs"),
+            &script,
+        )
+        .expect("oidc-provider is installed (source scripts/oidc-provider.sh)");
+        let mut child = Command::new("node")
+            .arg(&script)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node runs");
+        let mut line = String::new();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut line).unwrap();
+        // Keep reading: the provider logs to stdout, and dies of a closed pipe.
+        std::thread::spawn(move || out.lines().for_each(drop));
+        let _ = std::fs::remove_file(&script);
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+        Idp {
+            child,
+            acme: v["acme"].as_str().unwrap().to_owned(),
+            globex: v["globex"].as_str().unwrap().to_owned(),
+            signer: v["signer"].as_str().unwrap().to_owned(),
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+        }
+    }
+
+    fn issuer(&self, tenant: &str) -> &str {
+        if tenant == "acme" {
+            &self.acme
+        } else {
+            &self.globex
+        }
+    }
+
+    /// A machine client's token (client credentials, with a resource indicator).
+    async fn client_token(&self, tenant: &str, client: &str, secret: &str, scope: &str) -> String {
+        let answer: Value = self
+            .http
+            .post(format!("{}/token", self.issuer(tenant)))
+            .basic_auth(client, Some(secret))
+            .form(&[
+                ("grant_type", "client_credentials"),
+                ("scope", scope),
+                ("resource", AUD),
+            ])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        answer["access_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a token: {answer}"))
+            .to_owned()
+    }
+
+    /// A person's token: authorization code with PKCE through the provider's login page, where
+    /// `person` signs in (the page reads `login_hint`), for `resource`.
+    async fn person_token(
+        &self,
+        tenant: &str,
+        person: &str,
+        scope: &str,
+        resource: &str,
+    ) -> String {
+        let issuer = self.issuer(tenant);
+        let verifier = format!("v-{}-{}", ulid::Ulid::new(), ulid::Ulid::new());
+        let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(Sha256::digest(verifier.as_bytes()));
+        let client = format!("{tenant}-app");
+        let redirect = "http://127.0.0.1/callback";
+        let mut url = reqwest::Url::parse(&format!("{issuer}/auth")).unwrap();
+        url.query_pairs_mut()
+            .append_pair("client_id", &client)
+            .append_pair("response_type", "code")
+            .append_pair("redirect_uri", redirect)
+            .append_pair("scope", &format!("openid email profile {scope}"))
+            .append_pair("code_challenge", &challenge)
+            .append_pair("code_challenge_method", "S256")
+            .append_pair("resource", resource)
+            .append_pair("login_hint", person)
+            .append_pair("state", "s");
+        let mut cookies: Vec<String> = Vec::new();
+        let mut next = url.to_string();
+        let code = loop {
+            let answer = self
+                .http
+                .get(&next)
+                .header("cookie", cookies.join("; "))
+                .send()
+                .await
+                .unwrap();
+            for c in answer.headers().get_all("set-cookie") {
+                let pair = c.to_str().unwrap().split(';').next().unwrap().to_owned();
+                let name = pair.split('=').next().unwrap().to_owned();
+                cookies.retain(|k| !k.starts_with(&format!("{name}=")));
+                cookies.push(pair);
+            }
+            let status = answer.status();
+            let location = answer
+                .headers()
+                .get("location")
+                .map(|l| l.to_str().unwrap().to_owned())
+                .unwrap_or_else(|| panic!("{status}: a redirect"));
+            let to = reqwest::Url::parse(issuer)
+                .unwrap()
+                .join(&location)
+                .unwrap();
+            if to.as_str().starts_with(redirect) {
+                let code = to.query_pairs().find(|(k, _)| k == "code");
+                break code
+                    .unwrap_or_else(|| panic!("a code: {to}"))
+                    .1
+                    .into_owned();
+            }
+            next = to.to_string();
+        };
+        let answer: Value = self
+            .http
+            .post(format!("{issuer}/token"))
+            .form(&[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", redirect),
+                ("client_id", &client),
+                ("code_verifier", &verifier),
+                ("resource", resource),
+            ])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        answer["access_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a token: {answer}"))
+            .to_owned()
+    }
+
+    /// A token the provider would never issue, signed by the test signer: with `tenant`'s own
+    /// `key` (`rsa`, `ec`, `ed`), a stranger's, none, or HS256 under the public key.
+    async fn forge(&self, tenant: &str, key: &str, header: Value, claims: Value) -> String {
+        let answer: Value = self
+            .http
+            .post(&self.signer)
+            .json(&json!({"tenant": tenant, "key": key, "header": header, "claims": claims}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        answer["token"].as_str().unwrap().to_owned()
+    }
+
+    /// Claims as the acme provider issues an agent's token, `exp` from now.
+    fn claims(&self, exp_in: i64) -> Value {
+        let now = jiff::Timestamp::now().as_second();
+        json!({
+            "iss": self.acme, "aud": AUD, "sub": "acme-bot", "client_id": "acme-bot",
+            "scope": "countersign:agent", "iat": now, "exp": now + exp_in,
+        })
+    }
+}
+
+/// The tests' configuration with both tenants trusting their provider.
+fn config(tools: &ToolServer, idp: &Idp, extra: &str) -> Arc<Config> {
+    let text = config_toml(tools, "1m", "5s")
+        + &format!(
+            "\n[tenants.acme.identity]\nissuer = \"{}\"\naudience = \"{AUD}\"\njwks_refresh = \"1s\"\n{extra}\n\
+             [tenants.globex.identity]\nissuer = \"{}\"\naudience = \"{AUD}\"\n",
+            idp.acme, idp.globex
+        );
+    Arc::new(
+        Config::from_toml(&text)
+            .and_then(Config::read_keys)
+            .expect("config"),
+    )
+}
+
+struct World {
+    api: Api,
+    idp: Idp,
+    _tools: ToolServer,
+    _server: countersign::embedded::Server,
+}
+
+async fn world(backend: Backend, label: &str, extra: &str) -> World {
+    let idp = Idp::start();
+    let tools = ToolServer::start().await;
+    let place = aws_support::place(backend, label).await;
+    let server = place.serve(config(&tools, &idp, extra)).await;
+    World {
+        api: Api::new(server.addr),
+        idp,
+        _tools: tools,
+        _server: server,
+    }
+}
+
+/// An API answer with its headers.
+async fn send(
+    api: &Api,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value, reqwest::header::HeaderMap) {
+    api.send(
+        method.parse().unwrap(),
+        path,
+        token,
+        body.map(|b| b.to_string().into_bytes()),
+        &[],
+    )
+    .await
+}
+
+fn challenge(headers: &reqwest::header::HeaderMap) -> String {
+    headers
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default()
+}
+
+/// The actions the tenant's admin can list: how "nothing stored" is checked.
+async fn stored(api: &Api) -> usize {
+    let (s, v) = api.get("/v1/actions", keys::ADMIN).await;
+    assert_eq!(s, 200, "{v}");
+    v["actions"].as_array().map_or(0, Vec::len)
+}
+
+/// SC-ID-01: the protected resource metadata (RFC 9728) of the API and of `/mcp`, and every
+/// refusal's challenge pointing at it: `invalid_token` where a credential was sent,
+/// `insufficient_scope` with the scope a route needs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_id_01_protected_resource_metadata_and_challenges() {
+    let w = world(Backend::Sqlite, "id01", "").await;
+    let host = w.api.base.trim_start_matches("http://").to_owned();
+    let (s, api_doc, _) = send(
+        &w.api,
+        "GET",
+        "/.well-known/oauth-protected-resource",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(s, 200, "{api_doc}");
+    assert_eq!(api_doc["resource"], format!("http://{host}"));
+    let mut servers: Vec<&str> = api_doc["authorization_servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    servers.sort();
+    let mut expected = vec![w.idp.acme.as_str(), w.idp.globex.as_str()];
+    expected.sort();
+    assert_eq!(servers, expected);
+    assert_eq!(
+        api_doc["scopes_supported"],
+        json!([
+            "countersign:agent",
+            "countersign:approve",
+            "countersign:admin"
+        ])
+    );
+    assert_eq!(api_doc["bearer_methods_supported"], json!(["header"]));
+    let (s, mcp_doc, _) = send(
+        &w.api,
+        "GET",
+        "/.well-known/oauth-protected-resource/mcp",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(s, 200);
+    assert_eq!(mcp_doc["resource"], format!("http://{host}/mcp"));
+    assert_eq!(mcp_doc["scopes_supported"], json!(["countersign:agent"]));
+
+    let api_meta =
+        format!("resource_metadata=\"http://{host}/.well-known/oauth-protected-resource\"");
+    let mcp_meta =
+        format!("resource_metadata=\"http://{host}/.well-known/oauth-protected-resource/mcp\"");
+    // No credential: a bare challenge, on the API and on MCP.
+    let (s, v, h) = send(&w.api, "GET", "/v1/actions", None, None).await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (401, Some("unauthenticated"))
+    );
+    assert_eq!(challenge(&h), format!("Bearer {api_meta}"));
+    let rpc = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let (s, _, h) = send(&w.api, "POST", "/mcp", None, Some(rpc.clone())).await;
+    assert_eq!(s, 401);
+    assert_eq!(challenge(&h), format!("Bearer {mcp_meta}"));
+    // A credential that names nobody: invalid_token.
+    let (s, _, h) = send(&w.api, "GET", "/v1/actions", Some("no-such-key"), None).await;
+    assert_eq!(s, 401);
+    assert!(
+        challenge(&h).starts_with(&format!("Bearer {api_meta}, error=\"invalid_token\"")),
+        "{}",
+        challenge(&h)
+    );
+    let expired = w
+        .idp
+        .forge("acme", "rsa", json!({}), w.idp.claims(-3600))
+        .await;
+    let (s, _, h) = send(&w.api, "POST", "/mcp", Some(&expired), Some(rpc.clone())).await;
+    assert_eq!(s, 401);
+    assert!(
+        challenge(&h).contains("error=\"invalid_token\""),
+        "{}",
+        challenge(&h)
+    );
+    assert!(challenge(&h).contains(&mcp_meta));
+    // An agent's token on an approver's route: 403 insufficient_scope, naming the scope.
+    let agent = w
+        .idp
+        .client_token("acme", "acme-bot", "bot-secret", "countersign:agent")
+        .await;
+    let (s, v, h) = send(
+        &w.api,
+        "POST",
+        "/v1/actions/act_01J00000000000000000000000/approve",
+        Some(&agent),
+        Some(json!({"context_digest": "x"})),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (403, Some("forbidden")),
+        "{v}"
+    );
+    assert!(
+        challenge(&h).contains("error=\"insufficient_scope\", scope=\"countersign:approve\""),
+        "{}",
+        challenge(&h)
+    );
+    // An approver's token on MCP (agents only): insufficient_scope too.
+    let approver = w
+        .idp
+        .person_token("acme", "ada", "countersign:approve", AUD)
+        .await;
+    let (s, _, h) = send(&w.api, "POST", "/mcp", Some(&approver), Some(rpc)).await;
+    assert_eq!(s, 403);
+    assert!(
+        challenge(&h).contains("scope=\"countersign:agent\""),
+        "{}",
+        challenge(&h)
+    );
+}
+
+/// SC-ID-02, SC-ID-03: a machine client's token submits as the agent its client id names; a
+/// person signed in through the provider (authorization code + PKCE) approves as that person;
+/// a client registered dynamically submits as itself; keys keep working beside tokens; and an
+/// MCP client's token for `/mcp` lists the tools.
+async fn tokens_submit_and_approve(backend: Backend) {
+    let w = world(backend, "id02", "").await;
+    let agent = w
+        .idp
+        .client_token("acme", "acme-bot", "bot-secret", "countersign:agent")
+        .await;
+    let (s, v) = w
+        .api
+        .submit(&agent, json!({"tool": "mail.send", "args": {"to": "a@b"}}))
+        .await;
+    assert_eq!(
+        (s, v["state"].as_str()),
+        (202, Some("pending_approval")),
+        "{v}"
+    );
+    assert_eq!(v["agent_id"], "acme-bot");
+    let id = v["id"].as_str().unwrap().to_owned();
+    let digest = v["approval"]["context_digest"].as_str().unwrap().to_owned();
+
+    let (s, me) = w.api.get("/v1/me", &agent).await;
+    assert_eq!(
+        (s, me["role"].as_str(), me["key_id"].as_str()),
+        (200, Some("agent"), Some("acme-bot"))
+    );
+
+    let ada = w
+        .idp
+        .person_token("acme", "ada", "countersign:approve", AUD)
+        .await;
+    let (s, v) = w
+        .api
+        .post(
+            &format!("/v1/actions/{id}/approve"),
+            &ada,
+            json!({"context_digest": digest}),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["approval"]["approver"], "ada", "{v}");
+
+    // Dynamic client registration: a new client, its own token, its own agent id.
+    let registered: Value = w
+        .idp
+        .http
+        .post(format!("{}/reg", w.idp.acme))
+        .json(&json!({
+            "grant_types": ["client_credentials"], "response_types": [], "redirect_uris": [],
+            "token_endpoint_auth_method": "client_secret_basic", "scope": "countersign:agent",
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let client = registered["client_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{registered}"));
+    let secret = registered["client_secret"].as_str().unwrap();
+    let token = w
+        .idp
+        .client_token("acme", client, secret, "countersign:agent")
+        .await;
+    let (s, v) = w
+        .api
+        .submit(&token, json!({"tool": "search.web", "args": {}}))
+        .await;
+    assert_eq!((s, v["agent_id"].as_str()), (200, Some(client)), "{v}");
+
+    // Keys beside tokens.
+    let (s, v) = w
+        .api
+        .submit(keys::AGENT, json!({"tool": "search.web", "args": {}}))
+        .await;
+    assert_eq!((s, v["agent_id"].as_str()), (200, Some("agent-1")), "{v}");
+
+    // A person's agent through MCP: a token for the /mcp resource.
+    let mcp = w
+        .idp
+        .person_token("acme", "bob", "countersign:agent", &format!("{AUD}/mcp"))
+        .await;
+    let rpc = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let (s, v, _) = send(&w.api, "POST", "/mcp", Some(&mcp), Some(rpc)).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(
+        v["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "{v}"
+    );
+}
+
+on_every_store!(tokens_submit_and_approve:
+    sc_id_03_tokens_submit_and_approve_sqlite,
+    sc_id_03_tokens_submit_and_approve_dynamodb,
+    sc_id_03_tokens_submit_and_approve_postgres);
+
+/// SC-ID-04: hostile tokens — expired, not yet valid, another audience, another issuer, an
+/// unknown key, a stranger's signature, `alg: none`, HS256 under the public key, the other
+/// tenant's, oversized, malformed — are each refused 401 `invalid_token`, and nothing is
+/// stored. A clock a little off (inside the 30 s leeway) is not refused.
+async fn hostile_tokens(backend: Backend) {
+    let w = world(backend, "id04", "").await;
+    let idp = &w.idp;
+    let good = idp.claims(300);
+    let with = |k: &str, v: Value| {
+        let mut c = good.clone();
+        c[k] = v;
+        c
+    };
+    let now = jiff::Timestamp::now().as_second();
+    let hostile = [
+        (
+            "expired",
+            idp.forge("acme", "rsa", json!({}), idp.claims(-60)).await,
+        ),
+        (
+            "not yet valid",
+            idp.forge("acme", "rsa", json!({}), with("nbf", json!(now + 120)))
+                .await,
+        ),
+        (
+            "another audience",
+            idp.forge(
+                "acme",
+                "rsa",
+                json!({}),
+                with("aud", json!("https://elsewhere.test")),
+            )
+            .await,
+        ),
+        (
+            "another issuer",
+            idp.forge(
+                "acme",
+                "rsa",
+                json!({}),
+                with("iss", json!("https://evil.test")),
+            )
+            .await,
+        ),
+        (
+            "unknown kid",
+            idp.forge("acme", "rsa", json!({"kid": "nope"}), good.clone())
+                .await,
+        ),
+        (
+            "stranger's key",
+            idp.forge("acme", "stranger", json!({}), good.clone()).await,
+        ),
+        (
+            "alg none",
+            idp.forge("acme", "none", json!({}), good.clone()).await,
+        ),
+        (
+            "HS256 under the public key",
+            idp.forge("acme", "hs256-public", json!({}), good.clone())
+                .await,
+        ),
+        (
+            "globex's key claiming acme",
+            idp.forge("globex", "rsa", json!({"kid": "acme-rsa"}), good.clone())
+                .await,
+        ),
+        (
+            "an ID token",
+            idp.forge("acme", "rsa", json!({"typ": "id_token+jwt"}), good.clone())
+                .await,
+        ),
+        (
+            "oversized",
+            idp.forge(
+                "acme",
+                "rsa",
+                json!({}),
+                with("pad", json!("x".repeat(20_000))),
+            )
+            .await,
+        ),
+        (
+            "malformed",
+            "eyJhbGciOiJSUzI1NiJ9.not-base64!.sig".to_owned(),
+        ),
+    ];
+    for (name, token) in &hostile {
+        let (s, v, h) = send(
+            &w.api,
+            "POST",
+            "/v1/actions",
+            Some(token),
+            Some(json!({"tool": "search.web", "args": {}})),
+        )
+        .await;
+        assert_eq!(
+            (s, v["error"]["code"].as_str()),
+            (401, Some("unauthenticated")),
+            "{name}: {v}"
+        );
+        assert!(
+            challenge(&h).contains("error=\"invalid_token\""),
+            "{name}: {}",
+            challenge(&h)
+        );
+    }
+    assert_eq!(stored(&w.api).await, 0, "nothing stored");
+
+    // A token of tenant globex acts in globex only: acme's actions are not there for it.
+    let (_, v) = w
+        .api
+        .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))
+        .await;
+    let id = v["id"].as_str().unwrap();
+    let globex = idp
+        .client_token("globex", "globex-bot", "bot-secret", "countersign:agent")
+        .await;
+    let (s, _) = w.api.get(&format!("/v1/actions/{id}"), &globex).await;
+    assert_eq!(s, 404, "another tenant's action is not there");
+
+    // Each algorithm the provider signs with verifies; a clock 20 s off does not matter.
+    for key in ["rsa", "ec", "ed"] {
+        let token = idp.forge("acme", key, json!({}), idp.claims(300)).await;
+        let (s, v) = w
+            .api
+            .submit(&token, json!({"tool": "search.web", "args": {}}))
+            .await;
+        assert_eq!(s, 200, "{key}: {v}");
+    }
+    let skewed = [with("exp", json!(now - 20)), with("nbf", json!(now + 20))];
+    for claims in skewed {
+        let token = idp.forge("acme", "rsa", json!({}), claims.clone()).await;
+        let (s, v) = w
+            .api
+            .submit(&token, json!({"tool": "search.web", "args": {}}))
+            .await;
+        assert_eq!(s, 200, "{claims}: {v}");
+    }
+}
+
+on_every_store!(hostile_tokens:
+    sc_id_04_hostile_tokens_are_refused_and_nothing_stored_sqlite,
+    sc_id_04_hostile_tokens_are_refused_and_nothing_stored_dynamodb,
+    sc_id_04_hostile_tokens_are_refused_and_nothing_stored_postgres);
+
+/// A provider stand-in that is not a provider: its discovery names a key set that `jwks`
+/// answers (garbage, or a hang). For the failure modes only; every good token comes from the
+/// real one.
+async fn broken_provider(jwks: &'static str) -> String {
+    use axum::{routing::get, Json, Router};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let doc = json!({"issuer": base, "jwks_uri": format!("{base}/jwks")});
+    let app = Router::new()
+        .route(
+            "/.well-known/openid-configuration",
+            get(move || async move { Json(doc) }),
+        )
+        .route(
+            "/jwks",
+            get(move || async move {
+                if jwks == "hang" {
+                    tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+                }
+                jwks
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    base
+}
+
+/// SC-ID-04: with the provider unreachable, hanging or serving garbage, a token caller is told
+/// to retry (503 `unavailable`) and nothing is stored, while keys keep working; keys once
+/// fetched keep serving when the provider goes away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_id_04_provider_down_tokens_wait_keys_work() {
+    let idp = Idp::start();
+    let tools = ToolServer::start().await;
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    for (name, issuer) in [
+        ("unreachable", closed),
+        ("garbage", broken_provider("{\"keys\": \"no\"}").await),
+        ("not JSON", broken_provider("<html>").await),
+        ("hangs", broken_provider("hang").await),
+    ] {
+        let text = config_toml(&tools, "1m", "5s")
+            + &format!("\n[tenants.acme.identity]\nissuer = \"{issuer}\"\naudience = \"{AUD}\"\n");
+        let config = Arc::new(
+            Config::from_toml(&text)
+                .and_then(Config::read_keys)
+                .unwrap(),
+        );
+        let place = aws_support::place(Backend::Sqlite, "id04down").await;
+        let server = place.serve(config).await;
+        let api = Api::new(server.addr);
+        let mut claims = idp.claims(300);
+        claims["iss"] = json!(issuer);
+        let token = idp.forge("acme", "rsa", json!({}), claims).await;
+        let (s, v, h) = send(
+            &api,
+            "POST",
+            "/v1/actions",
+            Some(&token),
+            Some(json!({"tool": "search.web", "args": {}})),
+        )
+        .await;
+        assert_eq!(
+            (s, v["error"]["code"].as_str()),
+            (503, Some("unavailable")),
+            "{name}: {v}"
+        );
+        assert!(h.get("retry-after").is_some(), "{name}");
+        assert_eq!(stored(&api).await, 0, "{name}: nothing stored");
+        let (s, v) = api
+            .submit(keys::AGENT, json!({"tool": "search.web", "args": {}}))
+            .await;
+        assert_eq!(s, 200, "{name}: keys still work: {v}");
+    }
+
+    // Keys fetched once serve on while the provider is gone.
+    let place = aws_support::place(Backend::Sqlite, "id04cache").await;
+    let server = place.serve(config(&tools, &idp, "")).await;
+    let api = Api::new(server.addr);
+    let first = idp.forge("acme", "rsa", json!({}), idp.claims(300)).await;
+    let later = idp.forge("acme", "ec", json!({}), idp.claims(300)).await;
+    let (s, v) = api
+        .submit(&first, json!({"tool": "search.web", "args": {}}))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    drop(idp);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let (s, v) = api
+        .submit(&later, json!({"tool": "search.web", "args": {}}))
+        .await;
+    assert_eq!(s, 200, "cached keys serve: {v}");
+}
+
+/// SC-ID-03: a tenant that signs its people in with its provider (`keys_for_people = false`)
+/// refuses its approver and admin keys; its agents' keys keep working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_id_03_keys_off_for_people() {
+    let w = world(Backend::Sqlite, "id03keys", "keys_for_people = false").await;
+    let (s, v) = w
+        .api
+        .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))
+        .await;
+    assert_eq!(s, 202, "{v}");
+    let id = v["id"].as_str().unwrap().to_owned();
+    let digest = v["approval"]["context_digest"].as_str().unwrap().to_owned();
+    let (s, v) = w.api.approve(&id, &digest).await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (401, Some("unauthenticated")),
+        "{v}"
+    );
+    let (s, _) = w.api.get("/v1/quarantine", keys::ADMIN).await;
+    assert_eq!(s, 401);
+    // The other tenant's keys are its own business.
+    let (s, _) = w.api.get("/v1/actions", keys::OTHER_TENANT_APPROVER).await;
+    assert_eq!(s, 200);
+    let ada = w
+        .idp
+        .person_token("acme", "ada", "countersign:approve", AUD)
+        .await;
+    let (s, v) = w
+        .api
+        .post(
+            &format!("/v1/actions/{id}/approve"),
+            &ada,
+            json!({"context_digest": digest}),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+}

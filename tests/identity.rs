@@ -5,7 +5,6 @@
 //! over real HTTP, on every store where a token submits or approves.
 
 #[path = "aws_support/mod.rs"]
-#[allow(dead_code)]
 mod aws_support;
 
 use base64::Engine as _;

@@ -53,6 +53,13 @@ const RULES: &[Rule] = &[
         not: &["api", "embedded", "engine"],
         io: true,
     },
+    // Token verification: the config's principals and the HTTP client rules, never the edge,
+    // the use cases or the stores.
+    Rule {
+        room: "identity",
+        not: &["api", "embedded", "engine", "store", "wake", "tools"],
+        io: true,
+    },
 ];
 
 /// Production files longer than this say in their first lines — the module's `//!` comment —

@@ -892,6 +892,10 @@ async fn sc_sec_01_tenant_role_route_matrix() {
             ("POST", "/mcp") => ([400, 400, 403, 403, 401], [400, 400, 403, 403, 401]),
             // The API's own description is public, the same for everyone (openapi.rs).
             ("GET", "/openapi.json") => ([200; 5], [200; 5]),
+            // The OAuth protected resource metadata is public too (identity.rs, SC-ID-01).
+            ("GET", r) if r.starts_with("/.well-known/oauth-protected-resource") => {
+                ([200; 5], [200; 5])
+            }
             // The approver page is public static files (approver_page.rs holds them).
             ("GET", r) if r.starts_with("/ui/") => return None,
             _ => panic!("{method} {route} has no row in the SC-SEC-01 matrix: add one"),

@@ -21,6 +21,7 @@ pub(super) struct RawIdentity {
     jwks_max_age: Option<String>,
     scope_claim: Option<String>,
     groups_claim: Option<String>,
+    client_claim: Option<String>,
     agent_scope: Option<String>,
     approve_scope: Option<String>,
     admin_scope: Option<String>,
@@ -47,6 +48,8 @@ pub struct IdentityConfig {
     pub scope_claim: String,
     /// The claim that holds a person's groups (SC-POL-03).
     pub groups_claim: String,
+    /// The claim that names the client (`None`: `client_id`, else `azp`; Okta writes `cid`).
+    pub client_claim: Option<String>,
     pub agent_scope: String,
     pub approve_scope: String,
     pub admin_scope: String,
@@ -91,6 +94,10 @@ pub(super) fn identity(at: &str, raw: RawIdentity) -> Result<IdentityConfig, Con
         )?,
         scope_claim: text(raw.scope_claim, "scope", "scope_claim")?,
         groups_claim: text(raw.groups_claim, "groups", "groups_claim")?,
+        client_claim: raw
+            .client_claim
+            .map(|c| text(Some(c), "", "client_claim"))
+            .transpose()?,
         agent_scope: text(raw.agent_scope, "countersign:agent", "agent_scope")?,
         approve_scope: text(raw.approve_scope, "countersign:approve", "approve_scope")?,
         admin_scope: text(raw.admin_scope, "countersign:admin", "admin_scope")?,

@@ -113,16 +113,20 @@ pub fn role(claims: &Map<String, Value>, id: &IdentityConfig, need: Need) -> Res
     }
 }
 
-/// Who the token is, in `role`: a machine client (client credentials: no person, or the
-/// subject is the client itself) is the agent named by `client_id` (or `azp`); a person's
-/// token is the person `sub`, who is also the agent id of a person's agent.
+/// Who the token is, in `role`: a machine client (client credentials: no subject, or the
+/// subject is the client itself, as RFC 9068 writes it) is the agent named by `client_id` (or
+/// `azp`, or the tenant's `client_claim`); any other token is the person `sub`, who is also
+/// the agent id of a person's agent.
 pub fn principal(
     tenant: &str,
     claims: &Map<String, Value>,
     id: &IdentityConfig,
     role: Role,
 ) -> Result<Principal, Refused> {
-    let client = text(claims, "client_id").or_else(|| text(claims, "azp"));
+    let client = match &id.client_claim {
+        Some(claim) => text(claims, claim),
+        None => text(claims, "client_id").or_else(|| text(claims, "azp")),
+    };
     let subject = text(claims, "sub").filter(|s| !s.is_empty());
     let machine = client.is_some() && (subject.is_none() || subject == client);
     let person = (!machine)

@@ -282,7 +282,7 @@ fn challenge(headers: &reqwest::header::HeaderMap) -> String {
 async fn stored(api: &Api) -> usize {
     let (s, v) = api.get("/v1/actions", keys::ADMIN).await;
     assert_eq!(s, 200, "{v}");
-    v["actions"].as_array().map_or(0, Vec::len)
+    v["data"].as_array().map(Vec::len).expect("a list")
 }
 
 /// SC-ID-01: the protected resource metadata (RFC 9728) of the API and of `/mcp`, and every
@@ -783,4 +783,61 @@ async fn sc_id_03_keys_off_for_people() {
         )
         .await;
     assert_eq!(s, 200, "{v}");
+}
+
+/// SC-ID-03, SC-ID-04 on the AWS path: the Lambda functions' handler (API Gateway events, the
+/// DynamoDB store on LocalStack) takes a machine client's token to submit and a person's to
+/// approve, and refuses an expired one with its challenge, storing nothing for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_id_03_the_aws_functions_take_tokens_dynamodb() {
+    aws_support::require_localstack().await;
+    let idp = Idp::start();
+    let extra = format!(
+        "\n[tenants.acme.identity]\nissuer = \"{}\"\naudience = \"{AUD}\"\n",
+        idp.acme
+    );
+    let w = aws_support::AwsWorld::with_config("idaws", &extra).await;
+    let expired = idp.forge("acme", "rsa", json!({}), idp.claims(-120)).await;
+    let body = json!({"tool": "mail.send", "args": {"to": "a@b"}});
+    let refused = w
+        .v2("POST", "/v1/actions", &expired, Some(body.clone()))
+        .await;
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    let challenge = refused.headers["www-authenticate"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        challenge.contains("error=\"invalid_token\""),
+        "{}",
+        refused.headers
+    );
+    let listed = w.v2("GET", "/v1/actions", keys::ADMIN, None).await;
+    assert_eq!(
+        listed.body["data"],
+        json!([]),
+        "nothing stored: {}",
+        listed.body
+    );
+
+    let agent = idp
+        .client_token("acme", "acme-bot", "bot-secret", "countersign:agent")
+        .await;
+    let submitted = w.v2("POST", "/v1/actions", &agent, Some(body)).await;
+    assert_eq!(submitted.status, 202, "{}", submitted.body);
+    assert_eq!(submitted.body["agent_id"], "acme-bot");
+    let id = submitted.body["id"].as_str().unwrap();
+    let digest = submitted.body["approval"]["context_digest"].clone();
+    let ada = idp
+        .person_token("acme", "ada", "countersign:approve", AUD)
+        .await;
+    let approved = w
+        .v2(
+            "POST",
+            &format!("/v1/actions/{id}/approve"),
+            &ada,
+            Some(json!({"context_digest": digest})),
+        )
+        .await;
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    assert_eq!(approved.body["approval"]["approver"], "ada");
 }

@@ -206,3 +206,100 @@ fn sc_sec_07_deed_keys_are_read_where_the_process_boots_not_while_parsing() {
         err("deed_key = { kid = \" \", secret_env = \"X\" }").contains("tenants.acme.deed_key.kid")
     );
 }
+
+/// SC-ID-03: a tenant's identity provider — the two required names, the documented defaults,
+/// and each refusal naming its field.
+#[test]
+fn sc_id_03_identity_loads_with_defaults_and_refusals_name_the_field() {
+    let id = |body: &str| format!("[tenants.acme.identity]\n{body}");
+    let good =
+        "issuer = \"https://login.example.com/realms/acme\"\naudience = \"https://cs.example.com\"";
+    let config = load(&id(good)).unwrap();
+    let i = config.tenants["acme"].identity.clone().unwrap();
+    assert_eq!(
+        (
+            i.leeway.as_secs(),
+            i.jwks_refresh.as_secs(),
+            i.jwks_max_age.as_secs()
+        ),
+        (30, 60, 86_400)
+    );
+    assert_eq!(
+        (
+            i.scope_claim.as_str(),
+            i.groups_claim.as_str(),
+            i.client_claim.as_deref()
+        ),
+        ("scope", "groups", None)
+    );
+    assert_eq!(
+        [&i.agent_scope, &i.approve_scope, &i.admin_scope],
+        [
+            "countersign:agent",
+            "countersign:approve",
+            "countersign:admin"
+        ]
+    );
+    assert!(i.keys_for_people && !i.require_at_jwt);
+    assert!(load(&id("issuer = \"http://127.0.0.1:8080\"\naudience = \"x\"")).is_ok());
+    let cases = [
+        (
+            "issuer = \"http://login.example.com\"\naudience = \"x\"",
+            "tenants.acme.identity.issuer",
+        ),
+        (
+            "issuer = \"https://l.example.com?a=1\"\naudience = \"x\"",
+            "tenants.acme.identity.issuer",
+        ),
+        (
+            "issuer = \"not a url\"\naudience = \"x\"",
+            "tenants.acme.identity.issuer",
+        ),
+        (
+            "issuer = \"https://l.example.com\"\naudience = \" \"",
+            "tenants.acme.identity.audience",
+        ),
+        (
+            &format!("{good}\nleeway = \"6m\""),
+            "tenants.acme.identity.leeway",
+        ),
+        (
+            &format!("{good}\njwks_refresh = \"soon\""),
+            "tenants.acme.identity.jwks_refresh",
+        ),
+        (
+            &format!("{good}\nscope_claim = \"a b\""),
+            "tenants.acme.identity.scope_claim",
+        ),
+        (
+            &format!("{good}\nadmin_scope = \"countersign:agent\""),
+            "scopes must differ",
+        ),
+        (&format!("{good}\ncolour = 1"), "unknown field"),
+        (
+            "issuer = \"https://l.example.com\"",
+            "missing field `audience`",
+        ),
+    ];
+    for (body, expected) in cases {
+        let e = err(&id(body));
+        assert!(e.contains(expected), "{body}: {e}");
+    }
+    // Two tenants with one provider need two audiences: the token's pair names its tenant.
+    let two = |aud: &str| {
+        Config::from_toml(&format!(
+            "[tenants.a]\ntime_zone = \"UTC\"\n[tenants.a.identity]\n{good}\n\
+             [tenants.b]\ntime_zone = \"UTC\"\n[tenants.b.identity]\nissuer = \"https://login.example.com/realms/acme\"\naudience = \"{aud}\"\n"
+        ))
+    };
+    assert!(two("https://other.example.com").is_ok());
+    let e = two("https://cs.example.com").unwrap_err().to_string();
+    assert!(
+        e.contains("tenants.b.identity") && e.contains("tenant a"),
+        "{e}"
+    );
+    // With a provider, a rule's approver groups need no key: the provider's people hold them.
+    let rule = "[[tenants.acme.policy]]\ntool = \"*\"\ndecision = \"require_approval\"\napprovers = [\"finance\"]\n";
+    assert!(err(rule).contains("approver key"));
+    assert!(load(&format!("{rule}{}", id(good))).is_ok());
+}

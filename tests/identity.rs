@@ -841,3 +841,114 @@ async fn sc_id_03_the_aws_functions_take_tokens_dynamodb() {
     assert_eq!(approved.status, 200, "{}", approved.body);
     assert_eq!(approved.body["approval"]["approver"], "ada");
 }
+
+/// The Python of scripts/mcp-sdks.sh (the official MCP SDK).
+fn python() -> String {
+    std::env::var("COUNTERSIGN_MCP_PYTHON").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/countersign/mcp/venv/bin/python",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    })
+}
+
+/// SC-ID-05: the official Python MCP SDK authorizes on its own against countersign and the
+/// provider — from the first 401 through the protected resource metadata, the provider's
+/// discovery, dynamic client registration and authorization code + PKCE for the `/mcp`
+/// resource (the test plays only the person at the login page) — then lists the tools, makes a
+/// call that waits and reads its status, as the person's agent; in 2026-07-28 and 2025-11-25.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_id_05_the_python_sdk_authorizes_on_its_own() {
+    let idp = Idp::start();
+    let tools = ToolServer::start().await;
+    // The server's address is its resource: chosen before the config that names it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let text = config_toml(&tools, "1m", "5s")
+        + &format!(
+            "\n[tenants.acme.identity]\nissuer = \"{}\"\naudience = \"{base}\"\n",
+            idp.acme
+        );
+    let config = Arc::new(
+        Config::from_toml(&text)
+            .and_then(Config::read_keys)
+            .unwrap(),
+    );
+    let db = countersign::embedded::Database::Sqlite(countersign_tests::temp_db("id05"));
+    let server = countersign::embedded::Server::start_on(
+        config,
+        &db,
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        countersign::embedded::Parts::default(),
+    )
+    .await
+    .expect("the server starts");
+    let api = Api::new(server.addr);
+    for mode in ["modern", "legacy"] {
+        let args = [format!("{base}/mcp"), mode.to_owned()];
+        // The SDK waits on this server, which runs on this runtime: off its threads.
+        let out = tokio::task::spawn_blocking(move || {
+            Command::new(python())
+                .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/identity/py_oauth.py"))
+                .args(&args)
+                .args(["mail_send", r#"{"to": "ops@example.com"}"#])
+                .output()
+        })
+        .await
+        .unwrap()
+        .expect("the MCP Python SDK runs (source scripts/mcp-sdks.sh)");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{mode}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let events: Vec<Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let event = |name: &str| {
+            events
+                .iter()
+                .find(|e| e["event"] == name)
+                .unwrap_or_else(|| panic!("{mode}: no {name} in {stdout}"))
+                .clone()
+        };
+        let authorize = event("authorize")["url"].as_str().unwrap().to_owned();
+        assert!(authorize.starts_with(&idp.acme), "{authorize}");
+        assert!(authorize.contains("code_challenge="), "PKCE: {authorize}");
+        let resource = format!("resource={}", urlencode(&format!("{base}/mcp")));
+        assert!(
+            authorize.contains(&resource),
+            "a resource indicator: {authorize}"
+        );
+        assert!(event("tools")["names"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mail_send")));
+        let id = event("waiting")["action_id"].as_str().unwrap().to_owned();
+        let status = event("status");
+        assert_eq!(
+            status["result"]["structuredContent"]["state"], "pending_approval",
+            "{status}"
+        );
+        let (s, action) = api.get(&format!("/v1/actions/{id}"), keys::APPROVER).await;
+        assert_eq!(s, 200, "{action}");
+        assert_eq!(action["agent_id"], "ada", "{mode}: the person's agent");
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -56,7 +56,7 @@ async function start(name) {
         scope: `openid email profile ${SCOPES}`,
       },
     ],
-    scopes: ['openid', 'email', 'profile', ...SCOPES.split(' ')],
+    scopes: ['openid', 'offline_access', 'email', 'profile', ...SCOPES.split(' ')],
     claims: { email: ['email'], profile: ['name'] },
     findAccount: (ctx, id) =>
       ACCOUNTS[id] && { accountId: id, claims: () => ({ sub: id, ...ACCOUNTS[id] }) },

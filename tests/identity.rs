@@ -852,13 +852,13 @@ fn python() -> String {
     })
 }
 
-/// SC-ID-05: the official Python MCP SDK authorizes on its own against countersign and the
-/// provider — from the first 401 through the protected resource metadata, the provider's
+/// SC-ID-05: the official MCP SDKs — the Python SDK's OAuth client provider and the TypeScript
+/// SDK's auth — authorize on their own against countersign and the provider — from the first 401 through the protected resource metadata, the provider's
 /// discovery, dynamic client registration and authorization code + PKCE for the `/mcp`
 /// resource (the test plays only the person at the login page) — then lists the tools, makes a
 /// call that waits and reads its status, as the person's agent; in 2026-07-28 and 2025-11-25.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn sc_id_05_the_python_sdk_authorizes_on_its_own() {
+async fn sc_id_05_the_mcp_sdks_authorize_on_their_own() {
     let idp = Idp::start();
     let tools = ToolServer::start().await;
     // The server's address is its resource: chosen before the config that names it.
@@ -888,43 +888,78 @@ async fn sc_id_05_the_python_sdk_authorizes_on_its_own() {
     .await
     .expect("the server starts");
     let api = Api::new(server.addr);
-    for mode in ["modern", "legacy"] {
-        let args = [format!("{base}/mcp"), mode.to_owned()];
+    let node_dir = std::env::var("COUNTERSIGN_MCP_NODE_DIR").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/countersign/mcp/node",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    });
+    // The TypeScript client runs from the SDK's folder, where its imports resolve.
+    let ts = format!("{node_dir}/ts_oauth-{}.mjs", ulid::Ulid::new());
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/identity/ts_oauth.mjs"),
+        &ts,
+    )
+    .expect("the MCP TypeScript SDK is installed (source scripts/mcp-sdks.sh)");
+    let py = concat!(env!("CARGO_MANIFEST_DIR"), "/identity/py_oauth.py").to_owned();
+    let mcp_url = format!("{base}/mcp");
+    let call = [
+        "mail_send".to_owned(),
+        r#"{"to": "ops@example.com"}"#.to_owned(),
+    ];
+    let clients: [(&str, String, Vec<String>); 3] = [
+        (
+            "python, 2026-07-28",
+            python(),
+            vec![py.clone(), mcp_url.clone(), "modern".into()],
+        ),
+        (
+            "python, 2025-11-25",
+            python(),
+            vec![py, mcp_url.clone(), "legacy".into()],
+        ),
+        (
+            "typescript, 2025-11-25",
+            "node".into(),
+            vec![ts.clone(), mcp_url.clone()],
+        ),
+    ];
+    for (name, program, args) in clients {
+        let call = call.clone();
         // The SDK waits on this server, which runs on this runtime: off its threads.
         let out = tokio::task::spawn_blocking(move || {
-            Command::new(python())
-                .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/identity/py_oauth.py"))
-                .args(&args)
-                .args(["mail_send", r#"{"to": "ops@example.com"}"#])
-                .output()
+            Command::new(program).args(&args).args(&call).output()
         })
         .await
         .unwrap()
-        .expect("the MCP Python SDK runs (source scripts/mcp-sdks.sh)");
+        .expect("the MCP SDKs run (source scripts/mcp-sdks.sh)");
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
-            "{mode}: {stdout}\n{}",
+            "{name}: {stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
         let events: Vec<Value> = stdout
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        let event = |name: &str| {
+        let event = |wanted: &str| {
             events
                 .iter()
-                .find(|e| e["event"] == name)
-                .unwrap_or_else(|| panic!("{mode}: no {name} in {stdout}"))
+                .find(|e| e["event"] == wanted)
+                .unwrap_or_else(|| panic!("{name}: no {wanted} in {stdout}"))
                 .clone()
         };
         let authorize = event("authorize")["url"].as_str().unwrap().to_owned();
-        assert!(authorize.starts_with(&idp.acme), "{authorize}");
-        assert!(authorize.contains("code_challenge="), "PKCE: {authorize}");
-        let resource = format!("resource={}", urlencode(&format!("{base}/mcp")));
+        assert!(authorize.starts_with(&idp.acme), "{name}: {authorize}");
+        assert!(
+            authorize.contains("code_challenge="),
+            "{name}: PKCE: {authorize}"
+        );
+        let resource = format!("resource={}", urlencode(&mcp_url));
         assert!(
             authorize.contains(&resource),
-            "a resource indicator: {authorize}"
+            "{name}: a resource indicator: {authorize}"
         );
         assert!(event("tools")["names"]
             .as_array()
@@ -934,12 +969,13 @@ async fn sc_id_05_the_python_sdk_authorizes_on_its_own() {
         let status = event("status");
         assert_eq!(
             status["result"]["structuredContent"]["state"], "pending_approval",
-            "{status}"
+            "{name}: {status}"
         );
         let (s, action) = api.get(&format!("/v1/actions/{id}"), keys::APPROVER).await;
         assert_eq!(s, 200, "{action}");
-        assert_eq!(action["agent_id"], "ada", "{mode}: the person's agent");
+        assert_eq!(action["agent_id"], "ada", "{name}: the person's agent");
     }
+    let _ = std::fs::remove_file(ts);
 }
 
 fn urlencode(s: &str) -> String {

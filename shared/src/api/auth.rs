@@ -91,7 +91,16 @@ impl Refusal {
         mcp: bool,
     ) -> Option<HeaderValue> {
         let metadata = resource::metadata_url(engine.config(), headers, mcp);
-        let quoted = |s: &str| s.replace(['"', '\\'], "'");
+        // A quoted-string of visible ASCII (RFC 9110 §5.6.4), or the header could not be sent.
+        let quoted = |s: &str| -> String {
+            s.chars()
+                .map(|c| match c {
+                    '"' | '\\' => '\'',
+                    c if c == ' ' || c.is_ascii_graphic() => c,
+                    _ => '?',
+                })
+                .collect()
+        };
         let text = match self {
             Refusal::Missing => format!("Bearer resource_metadata=\"{metadata}\""),
             Refusal::Invalid(why) => format!(

@@ -190,3 +190,57 @@ fn key(jwk: &Value) -> Option<Key> {
         key,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// SC-ID-02: only signature keys of the three algorithms are kept; a symmetric key in a
+    /// provider's set never becomes a verification key (HMAC is refused), nor does a key that
+    /// names another algorithm.
+    #[test]
+    fn sc_id_02_only_asymmetric_signature_keys_are_kept() {
+        let cases = [
+            (
+                json!({"kty": "RSA", "n": "AQAB", "e": "AQAB"}),
+                Some(Algorithm::RS256),
+            ),
+            (
+                json!({"kty": "RSA", "n": "AQAB", "e": "AQAB", "alg": "RS256", "use": "sig"}),
+                Some(Algorithm::RS256),
+            ),
+            (
+                json!({"kty": "EC", "crv": "P-256", "x": "AQAB", "y": "AQAB"}),
+                Some(Algorithm::ES256),
+            ),
+            (
+                json!({"kty": "OKP", "crv": "Ed25519", "x": "AQAB"}),
+                Some(Algorithm::EdDSA),
+            ),
+            (
+                json!({"kty": "RSA", "n": "AQAB", "e": "AQAB", "use": "enc"}),
+                None,
+            ),
+            (
+                json!({"kty": "RSA", "n": "AQAB", "e": "AQAB", "alg": "RS512"}),
+                None,
+            ),
+            (
+                json!({"kty": "RSA", "n": "AQAB", "e": "AQAB", "alg": "HS256"}),
+                None,
+            ),
+            (
+                json!({"kty": "EC", "crv": "P-384", "x": "AQAB", "y": "AQAB"}),
+                None,
+            ),
+            (json!({"kty": "OKP", "crv": "X25519", "x": "AQAB"}), None),
+            (json!({"kty": "oct", "k": "c2VjcmV0"}), None),
+            (json!({"kty": "RSA", "n": "AQAB"}), None),
+            (json!({"kty": "RSA", "n": "not base64!", "e": "AQAB"}), None),
+        ];
+        for (jwk, expected) in cases {
+            assert_eq!(key(&jwk).map(|k| k.alg), expected, "{jwk}");
+        }
+    }
+}

@@ -54,6 +54,8 @@ use utoipa::{
         super::ui::asset,
         openapi_json,
         super::mcp::endpoint,
+        super::resource::api,
+        super::resource::mcp,
     ),
     components(schemas(
         view::ActionView,
@@ -102,6 +104,7 @@ use utoipa::{
         (name = "cancel", description = "Cancel actions; stop and resume agents"),
         (name = "notifications", description = "Dead letters of the notifications outbox"),
         (name = "page", description = "The approver page and this document"),
+        (name = "identity", description = "OAuth protected resource metadata: where tokens come from (docs/identity.md)"),
     )
 )]
 pub struct ApiDoc;

@@ -91,12 +91,27 @@ fn metadata(config: &Config, headers: &HeaderMap, mcp: bool) -> Response {
         .into_response()
 }
 
-/// `GET /.well-known/oauth-protected-resource`: the API's metadata.
+/// The API's OAuth protected resource metadata (RFC 9728): the tenants' identity providers and
+/// the scopes their tokens carry.
+#[utoipa::path(
+    get,
+    path = "/.well-known/oauth-protected-resource",
+    tag = "identity",
+    security(()),
+    responses((status = 200, description = "RFC 9728 metadata: resource, authorization_servers, scopes_supported, bearer_methods_supported", content_type = "application/json"))
+)]
 pub(super) async fn api(State(engine): State<Arc<Engine>>, headers: HeaderMap) -> Response {
     metadata(engine.config(), &headers, false)
 }
 
-/// `GET /.well-known/oauth-protected-resource/mcp`: the MCP endpoint's.
+/// The MCP endpoint's metadata: its resource is `…/mcp`, its scope the agent's.
+#[utoipa::path(
+    get,
+    path = "/.well-known/oauth-protected-resource/mcp",
+    tag = "identity",
+    security(()),
+    responses((status = 200, description = "RFC 9728 metadata of the MCP endpoint", content_type = "application/json"))
+)]
 pub(super) async fn mcp(State(engine): State<Arc<Engine>>, headers: HeaderMap) -> Response {
     metadata(engine.config(), &headers, true)
 }

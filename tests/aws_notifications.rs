@@ -1,28 +1,27 @@
 //! Notifications on the AWS path against LocalStack (SC-NOT-01/02): the HTTP functions' handler
 //! commits transitions to DynamoDB, the notice rides in the same `UpdateItem`, and the resume
 //! function's sweep (its `{"sweep":{}}` input, as the minute schedule sends it) delivers it. The
-//! test clock is manual, so retries come due when the test says. The outbox's store contract is
-//! checked on both stores at the end.
+//! test clock is manual, so retries come due when the test says. The outbox's store contract
+//! (every store) is in `store_conformance.rs`.
 
 #[path = "aws_support/mod.rs"]
 mod aws_support;
 
 use aws_support::AwsWorld;
 use countersign::{
-    clock::ManualClock,
     config::Config,
-    domain::{notice::OutboxEntry, Actor, SealReason, State, Transition},
+    domain::State,
     faults::{Fault, FaultyStore, Matching, Write},
-    store::{dynamodb::DynamoStore, sqlite::SqliteStore, Store, StoreError},
+    store::{dynamodb::DynamoStore, Actions, Outbox},
     tools::Executors,
     Clock, Engine,
 };
 use countersign_tests::{
     keys,
     receiver::{notify_toml, Mode, Receiver},
-    submission, temp_db, RecordingWaker,
+    submission, RecordingWaker,
 };
-use jiff::{SignedDuration, Timestamp};
+use jiff::SignedDuration;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -352,145 +351,4 @@ async fn sc_not_02_dynamodb_a_hanging_receiver_never_delays_a_transition() {
     assert_eq!(entry.attempts, 0, "the hanging try had not even settled");
     receiver.set(Mode::Up);
     sweep.await.unwrap().unwrap();
-}
-
-// ---------- the outbox's store contract, on both stores ----------
-
-async fn stores(label: &str) -> Vec<(&'static str, Arc<dyn Store>)> {
-    let w = AwsWorld::new(label).await;
-    vec![
-        (
-            "sqlite",
-            Arc::new(SqliteStore::open(&temp_db(label)).unwrap()) as Arc<dyn Store>,
-        ),
-        (
-            "dynamodb",
-            Arc::new(DynamoStore::new(
-                aws_sdk_dynamodb::Client::new(&w.sdk),
-                &w.table,
-            )),
-        ),
-        (
-            "postgres",
-            Arc::new(countersign_tests::postgres::store(label).await),
-        ),
-    ]
-}
-
-/// A pending action committed through an engine over `store` (the real intake path).
-async fn pending(
-    store: Arc<dyn Store>,
-    clock: Arc<ManualClock>,
-    n: u32,
-) -> countersign::domain::Action {
-    let tools = countersign_tests::ToolServer::start().await;
-    // An endpoint listens (nothing answers there): the engine writes the notices.
-    let text = countersign_tests::config_toml(&tools, "1m", "5s")
-        + &notify_toml("http://127.0.0.1:9/hook", "30s", 1000);
-    let config = Arc::new(Config::from_toml(&text).unwrap());
-    let engine = Arc::new(Engine::new(
-        config.clone(),
-        store,
-        Arc::new(RecordingWaker::default()),
-        Arc::new(Executors::new()),
-        clock,
-    ));
-    let agent = config.principal(keys::AGENT).unwrap();
-    let request = submission(json!({"tool": "mail.send", "args": {"n": n}}));
-    engine.submit(agent, request, None).await.unwrap().action
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn sc_not_01_outbox_lands_with_its_transition_or_not_at_all_on_both_stores() {
-    for (name, store) in stores("ntf-store").await {
-        let now = Timestamp::now();
-        let clock = Arc::new(ManualClock::new(now));
-        let a = pending(store.clone(), clock.clone(), 1).await;
-        let due = store.outbox_due(now, 100).await.unwrap();
-        let mine: Vec<&OutboxEntry> = due.iter().filter(|e| e.action_id == a.id()).collect();
-        assert_eq!(mine.len(), 1, "{name}: the create wrote its notice");
-        let requested = mine[0].clone();
-        assert_eq!((requested.seq, requested.attempts), (1, 0), "{name}");
-
-        // A transition that loses its condition writes no notice.
-        let stale = Transition::seal(&a, Actor::system(), &SealReason::ApprovalExpired, now);
-        let mut lost = stale.clone();
-        lost.expected = (State::PendingApproval, 7);
-        assert!(
-            matches!(store.commit(&lost).await, Err(StoreError::Conflict)),
-            "{name}"
-        );
-        assert_eq!(
-            store.outbox_entry("acme", a.id(), 2).await.unwrap(),
-            None,
-            "{name}: a lost write leaves no notice"
-        );
-        // The winning one does, beside the first.
-        store.commit(&stale).await.unwrap();
-        let sealed = store
-            .outbox_entry("acme", a.id(), 2)
-            .await
-            .unwrap()
-            .expect("the seal's notice");
-        assert_eq!(sealed.kind.as_str(), "action_sealed", "{name}");
-
-        // Settling is conditional on the entry's revision.
-        let rule = countersign::domain::notice::RetryRule {
-            attempts: 1,
-            ..Default::default()
-        };
-        let countersign::domain::notice::Settled::Again(dead) =
-            requested.after_try(vec![], Some("http 500".into()), now, &rule)
-        else {
-            panic!("a failure is kept");
-        };
-        store.outbox_settle(&requested, Some(&dead)).await.unwrap();
-        assert!(
-            matches!(
-                store.outbox_settle(&requested, None).await,
-                Err(StoreError::Conflict)
-            ),
-            "{name}: a stale settle loses"
-        );
-        store.outbox_settle(&sealed, None).await.unwrap();
-        assert_eq!(
-            store.outbox_entry("acme", a.id(), 2).await.unwrap(),
-            None,
-            "{name}: delivered, removed"
-        );
-        let listed = store.outbox_dead("acme", 10).await.unwrap();
-        assert!(
-            listed.iter().any(|e| e.action_id == a.id() && e.seq == 1),
-            "{name}: the dead letter is listed: {listed:?}"
-        );
-        assert!(
-            store
-                .outbox_due(now + SignedDuration::from_hours(100), 100)
-                .await
-                .unwrap()
-                .iter()
-                .all(|e| e.action_id != a.id()),
-            "{name}: a dead letter is not due"
-        );
-        let revived = dead.revived(now);
-        store.outbox_settle(&dead, Some(&revived)).await.unwrap();
-        assert!(
-            store
-                .outbox_due(now, 100)
-                .await
-                .unwrap()
-                .iter()
-                .any(|e| e.action_id == a.id()),
-            "{name}: redelivered, due again"
-        );
-        assert!(
-            store
-                .outbox_dead("acme", 10)
-                .await
-                .unwrap()
-                .iter()
-                .all(|e| e.action_id != a.id()),
-            "{name}"
-        );
-    }
 }

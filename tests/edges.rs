@@ -13,7 +13,7 @@ use countersign::{
     embedded::{Database, Parts, Server},
     engine::ResumeOutcome,
     faults::{Fault, FaultyStore, Gate, Matching, Write},
-    store::{dynamodb::DynamoStore, sqlite::SqliteStore, Store},
+    store::{dynamodb::DynamoStore, sqlite::SqliteStore, Actions, Store},
     tools::{Call, Executors, ToolAnswer, ToolRunner},
     Clock, Engine,
 };

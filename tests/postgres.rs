@@ -231,7 +231,7 @@ async fn postgres_server_over_tls_serves_restarts_and_verifies() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sc_can_03_postgres_claims_committed_together_skip_a_ticket_whose_cancel_is_in_flight() {
     use countersign::domain::{Actor, SealReason, Transition};
-    use countersign::store::{Store, StoreError};
+    use countersign::store::{Actions, StoreError};
     use jiff::{SignedDuration, Timestamp};
     const N: usize = 24;
     let tools = ToolServer::start().await;
@@ -372,7 +372,7 @@ async fn sc_can_03_postgres_claims_committed_together_skip_a_ticket_whose_cancel
 /// was skipped for as long as the first one's pass ran.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sc_rec_01_postgres_sweep_holds_nothing_across_tool_runs() {
-    use countersign::{embedded::sweep_turn, store::Store, tools::Executors, Engine};
+    use countersign::{embedded::sweep_turn, store::Actions, tools::Executors, Engine};
     use countersign_tests::{submission, Behaviour, RecordingWaker};
     let url =
         postgres::fresh_url("sweepturn").await + "%20-cidle_in_transaction_session_timeout%3D500";

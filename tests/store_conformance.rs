@@ -1,7 +1,8 @@
 //! One store conformance suite, run against every adapter (SQLite, DynamoDB on LocalStack, and
 //! Postgres from scripts/postgres.sh), so all keep the same semantics: conditional writes and typed conflicts (SPEC §1.3),
 //! atomicity of transition + audit event (§1.7), listing and pagination, idempotency records
-//! (SC-INT-07), stops (SC-STOP-01) and the sweep index (SC-REC-01/02, SC-APP-04).
+//! (SC-INT-07), stops (SC-STOP-01), the sweep index (SC-REC-01/02, SC-APP-04) and the
+//! notification outbox (SC-NOT-01/02): every port of the store (`Actions`, `Stops`, `Outbox`).
 
 #[path = "aws_support/mod.rs"]
 mod aws_support;
@@ -11,13 +12,14 @@ use countersign::{
         action::Approval,
         audit::{self, ChainError},
         canonical,
+        notice::{OutboxEntry, RetryRule, Settled},
         transition::TicketTerms,
         Action, Actor, Call, Creation, Decision, Lease, SealReason, Stage, State, Transition,
         Window,
     },
     store::{
-        dynamodb::DynamoStore, sqlite::SqliteStore, IdempotencyRecord, ListQuery, Stop, Store,
-        StoreError, Unreadable,
+        dynamodb::DynamoStore, sqlite::SqliteStore, Actions, IdempotencyRecord, ListQuery, Stop,
+        Stops, Store, StoreError, Unreadable,
     },
 };
 use countersign_tests::postgres;
@@ -80,7 +82,7 @@ fn showing_its_call(a: &Action) -> Action {
 }
 
 async fn create_pending(
-    store: &dyn Store,
+    store: &dyn Actions,
     tenant: &str,
     agent: &str,
     expires_at: Timestamp,
@@ -105,8 +107,17 @@ fn approve(a: &Action, due_at: Timestamp, deadline: Timestamp, now: Timestamp) -
     Transition::approve(a, "approver-1", terms, now)
 }
 
-/// The whole suite, over any adapter.
+/// The whole suite, over any adapter: each port of the store in turn (`Actions`, `Stops`,
+/// `Outbox`), then the read that spans two.
 pub async fn conformance(store: Arc<dyn Store>) {
+    actions(store.clone()).await;
+    stops(&*store).await;
+    outbox(&*store).await;
+    load_with_stops(&*store).await;
+}
+
+/// The action store: conditional writes, atomic events, lists, quarantine, idempotency, sweep.
+async fn actions(store: Arc<dyn Actions>) {
     // First: it needs the sweep index to itself.
     sweep(&*store).await;
     sweep_scheduled_approval(&*store).await;
@@ -117,11 +128,10 @@ pub async fn conformance(store: Arc<dyn Store>) {
     listing(&*store).await;
     quarantine(&*store).await;
     idempotency(&*store).await;
-    stops(&*store).await;
 }
 
 /// §1.3: create is conditional on absence, commit on (state, version); losers get `Conflict`.
-async fn conflicts(store: &dyn Store) {
+async fn conflicts(store: &dyn Actions) {
     let tn = tenant("conflicts");
     let t = Creation::new(
         pending(&tn, "a1", far()),
@@ -184,7 +194,7 @@ async fn conflicts(store: &dyn Store) {
 }
 
 /// §1.7: when the audit event cannot be written, the transition does not land either.
-async fn event_and_transition_are_atomic(store: &dyn Store) {
+async fn event_and_transition_are_atomic(store: &dyn Actions) {
     let tn = tenant("atomic");
     let a = create_pending(store, &tn, "a1", far()).await;
     let approved = approve(&a, plus(t0(), 60), plus(t0(), 3600), t0());
@@ -225,7 +235,7 @@ async fn event_and_transition_are_atomic(store: &dyn Store) {
 }
 
 /// §1.3: two contenders from the same base: exactly one commits.
-async fn racing_commits_have_one_winner(store: Arc<dyn Store>) {
+async fn racing_commits_have_one_winner(store: Arc<dyn Actions>) {
     for _ in 0..10 {
         let tn = tenant("race");
         let a = create_pending(&*store, &tn, "a1", far()).await;
@@ -267,7 +277,7 @@ async fn racing_commits_have_one_winner(store: Arc<dyn Store>) {
 /// shared batches) each get their own outcome. Per action, a cancel and a deny race from the
 /// same base and exactly one lands; a third write whose condition holds but whose audit event
 /// collides is undone whole (action and event), without taking its batch-mates with it.
-async fn concurrent_writes_each_get_their_own_outcome(store: Arc<dyn Store>) {
+async fn concurrent_writes_each_get_their_own_outcome(store: Arc<dyn Actions>) {
     let tn = tenant("batch");
     let mut bases = Vec::new();
     for _ in 0..60 {
@@ -320,7 +330,7 @@ async fn concurrent_writes_each_get_their_own_outcome(store: Arc<dyn Store>) {
 
 /// Newest first, paged by `before`, one tenant only; a read returns at most its limit and says
 /// where to continue only when it stopped at that limit (SC-SEC-05: filters are the engine's).
-async fn listing(store: &dyn Store) {
+async fn listing(store: &dyn Actions) {
     let tn = tenant("list");
     let other = tenant("list_other");
     let mut ids = Vec::new();
@@ -378,7 +388,7 @@ async fn listing(store: &dyn Store) {
 
 /// SC-EDGE-08: a quarantined action leaves lists and the sweep, stays loadable by id for
 /// inspection, and is listed (once, however often it is quarantined) for its tenant only.
-async fn quarantine(store: &dyn Store) {
+async fn quarantine(store: &dyn Actions) {
     let tn = tenant("quarantine");
     let kept = create_pending(store, &tn, "a1", far()).await;
     let bad = create_pending(store, &tn, "a1", far()).await;
@@ -426,7 +436,7 @@ async fn quarantine(store: &dyn Store) {
 
 /// SC-INT-07: the record commits with the action, is scoped to tenant + agent + key, lapses,
 /// and a lapsed record may be replaced.
-async fn idempotency(store: &dyn Store) {
+async fn idempotency(store: &dyn Actions) {
     let tn = tenant("idem");
     let record = |action: &Action, digest: &str, expires_at: Timestamp| IdempotencyRecord {
         tenant: tn.clone(),
@@ -510,7 +520,7 @@ async fn idempotency(store: &dyn Store) {
 }
 
 /// SC-STOP-01: agent and tenant-wide stops, replaced idempotently, lifted once.
-async fn stops(store: &dyn Store) {
+async fn stops(store: &dyn Stops) {
     let tn = tenant("stops");
     let scopes = |stops: Vec<Stop>| {
         let mut s: Vec<String> = stops.iter().map(|s| s.scope().to_owned()).collect();
@@ -550,9 +560,145 @@ async fn stops(store: &dyn Store) {
     assert!(store.stops_for(&tn, "a1").await.unwrap().is_empty());
 }
 
+/// SC-NOT-01/02: a notice lands with its transition or not at all; settling is conditional on
+/// the entry's revision; dead letters are listed, not due, and revived; each entry reads back
+/// the action and the event it tells of.
+async fn outbox(store: &dyn Store) {
+    // Earlier than every other case's events: its entries come first among the due.
+    let early = plus(t0(), -86_400);
+    let tn = tenant("outbox");
+    let created = Creation::new(
+        pending(&tn, "a1", far()),
+        Actor::agent("a1"),
+        Some("approval_required"),
+        early,
+    );
+    store.create(&created, None).await.unwrap();
+    let a = created.action.clone();
+    let due = store.outbox_due(early, 100).await.unwrap();
+    let mine: Vec<&OutboxEntry> = due.iter().filter(|e| e.action_id == a.id).collect();
+    assert_eq!(mine.len(), 1, "the create wrote its notice: {due:?}");
+    let requested = mine[0].clone();
+    assert_eq!((requested.seq, requested.attempts), (1, 0));
+    let (told, event) = store.outbox_subject(&requested).await.unwrap().unwrap();
+    assert_eq!((told.id.as_str(), event.seq), (a.id.as_str(), 1));
+
+    // A transition that loses its condition writes no notice.
+    let seal = Transition::seal(&a, Actor::system(), &SealReason::ApprovalExpired, early);
+    let mut lost = seal.clone();
+    lost.expected = (State::PendingApproval, 7);
+    assert!(matches!(
+        store.commit(&lost).await,
+        Err(StoreError::Conflict)
+    ));
+    assert_eq!(
+        store.outbox_entry(&tn, &a.id, 2).await.unwrap(),
+        None,
+        "a lost write leaves no notice"
+    );
+    // The winning one does, beside the first; both tell of the action as it is now.
+    store.commit(&seal).await.unwrap();
+    let sealed = store
+        .outbox_entry(&tn, &a.id, 2)
+        .await
+        .unwrap()
+        .expect("the seal's notice");
+    assert_eq!(sealed.kind.as_str(), "action_sealed");
+    let (told, event) = store.outbox_subject(&sealed).await.unwrap().unwrap();
+    assert_eq!((told.state(), event.seq), (seal.action.state(), 2));
+    assert_ne!(told.state(), State::PendingApproval);
+    let (told, _) = store.outbox_subject(&requested).await.unwrap().unwrap();
+    assert_eq!(told.state(), seal.action.state());
+    let unknown = |tenant: &str, action_id: &str, seq| OutboxEntry {
+        tenant: tenant.into(),
+        action_id: action_id.into(),
+        seq,
+        ..requested.clone()
+    };
+    for gone in [
+        unknown(&tn, &a.id, 9),
+        unknown(&tn, "act_gone", 1),
+        unknown("other", &a.id, 1),
+    ] {
+        assert!(
+            store.outbox_subject(&gone).await.unwrap().is_none(),
+            "{gone:?}"
+        );
+    }
+
+    // Settling is conditional on the entry's revision.
+    let rule = RetryRule {
+        attempts: 1,
+        ..Default::default()
+    };
+    let Settled::Again(dead) = requested.after_try(vec![], Some("http 500".into()), early, &rule)
+    else {
+        panic!("a failure is kept");
+    };
+    store.outbox_settle(&requested, Some(&dead)).await.unwrap();
+    assert!(
+        matches!(
+            store.outbox_settle(&requested, None).await,
+            Err(StoreError::Conflict)
+        ),
+        "a stale settle loses"
+    );
+    store.outbox_settle(&sealed, None).await.unwrap();
+    assert_eq!(
+        store.outbox_entry(&tn, &a.id, 2).await.unwrap(),
+        None,
+        "delivered, removed"
+    );
+    let listed = store.outbox_dead(&tn, 10).await.unwrap();
+    assert!(
+        listed.iter().any(|e| e.action_id == a.id && e.seq == 1),
+        "the dead letter is listed: {listed:?}"
+    );
+    let later = plus(early, 100 * 3600);
+    assert!(
+        store
+            .outbox_due(later, 100)
+            .await
+            .unwrap()
+            .iter()
+            .all(|e| e.action_id != a.id),
+        "a dead letter is not due"
+    );
+    let revived = dead.revived(early);
+    store.outbox_settle(&dead, Some(&revived)).await.unwrap();
+    let due = store.outbox_due(early, 100).await.unwrap();
+    assert!(
+        due.iter().any(|e| e.action_id == a.id),
+        "redelivered, due again"
+    );
+    assert!(store.outbox_dead(&tn, 10).await.unwrap().is_empty());
+}
+
+/// SC-RES-03: a wake's facts — the action, and the stops of its agent only once it is approved.
+async fn load_with_stops(store: &dyn Store) {
+    let tn = tenant("wake_facts");
+    let stop = Stop {
+        tenant: tn.clone(),
+        agent_id: Some("a1".into()),
+        stopped_at: t0(),
+        stopped_by: "admin-1".into(),
+    };
+    store.put_stop(&stop).await.unwrap();
+    let a = create_pending(store, &tn, "a1", far()).await;
+    let (found, stops) = store.load_with_stops(&tn, &a.id).await.unwrap();
+    assert_eq!((found.map(|f| f.id), stops), (Some(a.id.clone()), vec![]));
+    let approved = approve(&a, plus(t0(), 60), plus(t0(), 3600), t0());
+    store.commit(&approved).await.unwrap();
+    let (found, stops) = store.load_with_stops(&tn, &a.id).await.unwrap();
+    assert_eq!(found.map(|f| f.state()), Some(State::Approved));
+    assert_eq!(stops, vec![stop]);
+    let (none, stops) = store.load_with_stops(&tn, "act_gone").await.unwrap();
+    assert!(none.is_none() && stops.is_empty());
+}
+
 /// SC-REC-01/02, SC-APP-04: the sweep index holds lapsing approvals, due tickets and expiring
 /// leases by their instant, earliest first; sealed actions leave it.
-async fn sweep(store: &dyn Store) {
+async fn sweep(store: &dyn Actions) {
     // Its own span of time, after everything the other cases left waiting.
     let b = plus(t0(), 365 * 86_400);
     let tn = tenant("sweep");
@@ -583,7 +729,7 @@ async fn sweep(store: &dyn Store) {
         refs.into_iter().map(|r| r.action_id).collect::<Vec<_>>()
     };
     // An executing action may come before its lease ends (an adapter need not index a lease's
-    // end on every claim: Store::defer_sweep); nothing else comes early. Deferred, it waits.
+    // end on every claim: Actions::defer_sweep); nothing else comes early. Deferred, it waits.
     let early = ids(store.sweep_due(plus(b, 60), 10).await.unwrap());
     assert!(
         early.iter().all(|id| *id == running.action.id()),
@@ -643,7 +789,7 @@ async fn sweep(store: &dyn Store) {
 /// its ticket will be due if approved in time: an adapter may index it there so the approve
 /// moves no index entry), never before; deferred, it waits until its approval lapses. Approved
 /// in time, it is due at the window's start.
-async fn sweep_scheduled_approval(store: &dyn Store) {
+async fn sweep_scheduled_approval(store: &dyn Actions) {
     // Its own span of time, after the sweep case's.
     let b = plus(t0(), 2 * 365 * 86_400);
     let tn = tenant("sweep_sched");
@@ -701,7 +847,7 @@ async fn sweep_scheduled_approval(store: &dyn Store) {
 /// writes, so the test holds for any item layout) moves a whole action to another id, cuts an
 /// event out of a chain, and edits the args under a recomputed digest: each fails. With the
 /// chain starting from "" (before SC-SEC-06) the moved and edited ones verified.
-async fn tampered_chains_fail(store: &dyn Store) {
+async fn tampered_chains_fail(store: &dyn Actions) {
     let tn = tenant("chain");
     // A new action as intake commits it (real digests), and its denial.
     let real = || {
@@ -816,7 +962,7 @@ async fn store_conformance_postgres() {
 /// countersignature (`pending_approval → approved`, the approver, the context digest) and then
 /// the claim (`approved → executing`), and stays one write: a second commit at the old
 /// (state, version) loses.
-async fn approve_and_claim_record_the_approval(store: &dyn Store) {
+async fn approve_and_claim_record_the_approval(store: &dyn Actions) {
     let tn = tenant("approve_claim");
     // The context shows the record's own call, as intake builds it: `verify` holds it to that.
     let a = showing_its_call(&pending(&tn, "a1", far()));

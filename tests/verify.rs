@@ -12,7 +12,7 @@ use countersign::{
     domain::Transition,
     embedded::{Database, Parts, Server},
     invariants::{self, Rule},
-    store::{sqlite::SqliteStore, Store},
+    store::{sqlite::SqliteStore, Actions, Store},
     Clock, SystemClock,
 };
 use countersign_tests::{config_toml, in_secs, keys, postgres, raw::Raw, temp_db, Api, ToolServer};

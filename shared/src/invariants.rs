@@ -5,7 +5,7 @@
 
 use crate::{
     domain::audit,
-    store::{ListQuery, Store, StoreError},
+    store::{Actions, ListQuery, StoreError},
 };
 use jiff::Timestamp;
 use serde::Serialize;
@@ -56,7 +56,7 @@ impl Report {
 /// Check every action of `tenants` at `now`. Only a store that cannot be read fails the check;
 /// anything wrong with a record is a [`Violation`].
 pub async fn check(
-    store: &dyn Store,
+    store: &dyn Actions,
     tenants: &[String],
     now: Timestamp,
 ) -> Result<Report, StoreError> {
@@ -71,7 +71,7 @@ pub async fn check(
 }
 
 async fn check_tenant(
-    store: &dyn Store,
+    store: &dyn Actions,
     tenant: &str,
     now: Timestamp,
     report: &mut Report,

@@ -8,7 +8,7 @@
 use crate::{
     config::{Config, Endpoint, Format},
     domain::notice::{Notice, OutboxEntry, Settled},
-    store::{Store, StoreError},
+    store::{Outbox, StoreError},
     target,
     tools::webhook::signed_headers,
     Clock,
@@ -23,7 +23,7 @@ const BATCH: usize = 64;
 
 pub struct Notifier {
     config: Arc<Config>,
-    store: Arc<dyn Store>,
+    outbox: Arc<dyn Outbox>,
     clock: Arc<dyn Clock>,
     /// Public-only unless the tenant lists the host (SC-SEC-08), each request bounded by TIMEOUT.
     clients: target::Clients,
@@ -46,7 +46,7 @@ impl Notifier {
     /// `page` is the approver page's address; `[server] public_url` overrides it.
     pub fn new(
         config: Arc<Config>,
-        store: Arc<dyn Store>,
+        outbox: Arc<dyn Outbox>,
         clock: Arc<dyn Clock>,
         page: &str,
     ) -> Self {
@@ -55,7 +55,7 @@ impl Notifier {
         let page = config.public_url.clone().unwrap_or_else(|| page.to_owned());
         Notifier {
             config,
-            store,
+            outbox,
             clock,
             clients,
             page,
@@ -64,7 +64,7 @@ impl Notifier {
 
     /// One pass over the due entries, each tried concurrently.
     pub async fn deliver_due(self: &Arc<Self>) -> Result<DeliveryReport, StoreError> {
-        let due = self.store.outbox_due(self.clock.now(), BATCH).await?;
+        let due = self.outbox.outbox_due(self.clock.now(), BATCH).await?;
         let mut tries = tokio::task::JoinSet::new();
         for entry in due {
             let me = self.clone();
@@ -95,7 +95,7 @@ impl Notifier {
             Settled::Done => None,
             Settled::Again(next) => Some(next),
         };
-        match self.store.outbox_settle(&entry, next).await {
+        match self.outbox.outbox_settle(&entry, next).await {
             Ok(()) => {
                 log(&entry, &settled);
                 Ok(Some(settled))
@@ -121,12 +121,7 @@ impl Notifier {
         if endpoints.is_empty() {
             return Ok((Vec::new(), None));
         }
-        let read = async {
-            let action = self.store.load(&entry.tenant, &entry.action_id).await?;
-            let events = self.store.events(&entry.tenant, &entry.action_id).await?;
-            Ok((action, events))
-        };
-        let (action, events) = match read.await {
+        let subject = match self.outbox.outbox_subject(entry).await {
             Ok(read) => read,
             // An unreadable record (SC-EDGE-08) fails this try like a dead receiver: retried
             // with backoff, then parked where admins see it — never a hot loop.
@@ -135,8 +130,7 @@ impl Notifier {
             }
             Err(e) => return Err(e),
         };
-        let (Some(action), Some(event)) = (action, events.iter().find(|e| e.seq == entry.seq))
-        else {
+        let Some((action, event)) = subject else {
             // The record is gone (retention): nothing is left to tell.
             tracing::warn!(tenant = %entry.tenant, action_id = %entry.action_id, notice = %entry.id(), "the action of a notification is gone; dropped");
             return Ok((Vec::new(), None));
@@ -144,7 +138,7 @@ impl Notifier {
         let notice = Notice {
             kind: entry.kind,
             action: &action,
-            event,
+            event: &event,
             page_url: format!("{}#action={}", self.page, action.id()),
         };
         let (mut took, mut failure) = (Vec::new(), None);

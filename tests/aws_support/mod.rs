@@ -375,7 +375,7 @@ impl AwsWorld {
             aws_sdk_dynamodb::Client::new(&self.sdk),
             &self.table,
         );
-        use countersign::store::Store;
+        use countersign::store::Actions;
         let action = store
             .load("acme", action_id)
             .await

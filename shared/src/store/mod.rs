@@ -1,5 +1,8 @@
-//! The storage port. Every transition is one conditional write on (state, version) with its
-//! audit event appended atomically; a lost race is the typed [`StoreError::Conflict`].
+//! The storage ports: the action store ([`Actions`]), the stops ([`Stops`]) and the
+//! notification outbox ([`Outbox`]), and [`Store`], the three on one handle. Every transition
+//! is one conditional write on (state, version) with its audit event appended atomically; a
+//! lost race is the typed [`StoreError::Conflict`]. Each adapter implements every port in its
+//! own module: `sqlite`, `postgres`, `dynamodb`.
 
 #[cfg(feature = "aws")]
 pub mod dynamodb;
@@ -66,7 +69,7 @@ impl Stop {
 }
 
 /// One bounded read of a tenant's actions, newest first. An adapter that keeps an index for
-/// the filter ([`Store::indexes`]) reads only matching actions, at most `answers` of them; any
+/// the filter ([`Actions::indexes`]) reads only matching actions, at most `answers` of them; any
 /// other reads at most `limit` of the tenant's history and leaves the filter to the engine, so a
 /// read never grows with a filter that matches little (SC-SEC-05).
 #[derive(Debug, Clone, Default)]
@@ -121,8 +124,11 @@ pub struct SweepRef {
     pub sweep_at: Timestamp,
 }
 
+/// The action store: records and their audit events, idempotency keys, the sweep's index and
+/// quarantine. Every transition is one conditional write on (state, version) with its audit
+/// event (and its outbox entry) appended atomically.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Actions: Send + Sync + 'static {
     /// Commit a new action and, atomically, its idempotency record.
     /// `Conflict` if the id or the idempotency key exists already.
     async fn create(
@@ -137,7 +143,7 @@ pub trait Store: Send + Sync + 'static {
     /// Actions older than `query.before`, newest first (see [`ListQuery`]); quarantined ones
     /// are left out, unreadable ones reported in [`ListPage::unreadable`].
     async fn list(&self, tenant: &str, query: &ListQuery) -> StoreResult<ListPage>;
-    /// Whether [`Store::list`] reads only the actions of this filter, through an index.
+    /// Whether [`Actions::list`] reads only the actions of this filter, through an index.
     fn indexes(&self, _state: Option<State>, _agent_id: Option<&str>) -> bool {
         false
     }
@@ -149,11 +155,80 @@ pub trait Store: Send + Sync + 'static {
         key: &str,
         now: Timestamp,
     ) -> StoreResult<Option<IdempotencyRecord>>;
+    /// Actions whose `sweep_at ≤ until`, earliest first (due tickets, expired leases, lapsed
+    /// approvals; with a far `until`, every waiting ticket, for rediscovery). An executing
+    /// action may come before its lease ends, and a scheduled approval from its window's start
+    /// (see [`Actions::defer_sweep`]); nothing else early.
+    async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>>;
+    /// The sweep looked at `action` (still at its state and version) before its `sweep_at`
+    /// had come: an adapter may list an executing action from its due time rather than its
+    /// lease's end, which saves an index write in every claim, and a scheduled approval from
+    /// its window's start rather than its expiry, which saves one in every timely approve.
+    /// Look at it again at `sweep_at`. Not a transition (no event, no version change); a lost
+    /// race changes nothing.
+    async fn defer_sweep(&self, _action: &Action) -> StoreResult<()> {
+        Ok(())
+    }
+    /// Take an unreadable action out of service (SC-EDGE-08): record why, and drop it from the
+    /// sweep and from lists. The record itself stays for inspection. Idempotent.
+    async fn quarantine(&self, bad: &Unreadable, at: Timestamp) -> StoreResult<()>;
+    /// The tenant's quarantined actions, oldest first.
+    async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>>;
+}
+
+/// The stops (SC-STOP-01): an agent's or a whole tenant's, put, lifted, and read by every
+/// intake and every claim.
+#[async_trait]
+pub trait Stops: Send + Sync + 'static {
     async fn put_stop(&self, stop: &Stop) -> StoreResult<()>;
     /// `scope` is an agent id or `*`; true if a stop was lifted.
     async fn lift_stop(&self, tenant: &str, scope: &str) -> StoreResult<bool>;
     /// The stops that apply to this agent: its own and the tenant-wide one.
     async fn stops_for(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>>;
+}
+
+/// The notification outbox (SC-NOT-01/02): [`Actions::create`] and [`Actions::commit`] write an
+/// entry for every event that notifies ([`OutboxEntry::for_event`]) in the same conditional
+/// write; the notifier reads and settles it through this port alone.
+#[async_trait]
+pub trait Outbox: Send + Sync + 'static {
+    /// Live (not dead) entries whose `next_at ≤ until`, earliest first.
+    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>>;
+    /// One entry of a tenant, dead or alive.
+    async fn outbox_entry(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        seq: u64,
+    ) -> StoreResult<Option<OutboxEntry>>;
+    /// A tenant's dead letters, oldest first.
+    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>>;
+    /// Replace `was` by `next` (`None`: delivered, remove it) iff it is still at `was.rev`;
+    /// `Conflict` otherwise (a redelivery or another worker changed it).
+    async fn outbox_settle(&self, was: &OutboxEntry, next: Option<&OutboxEntry>)
+        -> StoreResult<()>;
+    /// What `entry` tells of: its action as it is now and the event it announces; `None` when
+    /// either is gone (retention). An action that does not load is `Malformed`.
+    async fn outbox_subject(&self, entry: &OutboxEntry) -> StoreResult<Option<(Action, Event)>>;
+}
+
+/// [`Outbox::outbox_subject`] read through the action store: its action, then its events (the
+/// adapters whose records are rows; DynamoDB reads both in one request).
+pub async fn subject_of(
+    actions: &impl Actions,
+    entry: &OutboxEntry,
+) -> StoreResult<Option<(Action, Event)>> {
+    let action = actions.load(&entry.tenant, &entry.action_id).await?;
+    let events = actions.events(&entry.tenant, &entry.action_id).await?;
+    Ok(action.zip(events.into_iter().find(|e| e.seq == entry.seq)))
+}
+
+/// One handle on a whole store, for the engine: its use cases cross the ports (an intake reads
+/// the stops and writes the action, a wake reads both at once, the sweep hands the outbox to
+/// the notifier), so it holds one `Arc<dyn Store>` and each adapter is wired once. The one read
+/// that needs two ports lives here.
+#[async_trait]
+pub trait Store: Actions + Stops + Outbox {
     /// An action and the stops of its agent, both read after the call (a wake's facts, SC-RES-03):
     /// in one statement where the adapter can (Postgres: a burst of wakes claims sooner), else
     /// one read after the other. Stops are read only for an `approved` action.
@@ -171,43 +246,4 @@ pub trait Store: Send + Sync + 'static {
         };
         Ok((action, stops))
     }
-    /// Actions whose `sweep_at ≤ until`, earliest first (due tickets, expired leases, lapsed
-    /// approvals; with a far `until`, every waiting ticket, for rediscovery). An executing
-    /// action may come before its lease ends, and a scheduled approval from its window's start
-    /// (see [`Store::defer_sweep`]); nothing else early.
-    async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>>;
-    /// Take an unreadable action out of service (SC-EDGE-08): record why, and drop it from the
-    /// sweep and from lists. The record itself stays for inspection. Idempotent.
-    async fn quarantine(&self, bad: &Unreadable, at: Timestamp) -> StoreResult<()>;
-    /// The tenant's quarantined actions, oldest first.
-    async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>>;
-    /// The sweep looked at `action` (still at its state and version) before its `sweep_at`
-    /// had come: an adapter may list an executing action from its due time rather than its
-    /// lease's end, which saves an index write in every claim, and a scheduled approval from
-    /// its window's start rather than its expiry, which saves one in every timely approve.
-    /// Look at it again at `sweep_at`. Not a transition (no event, no version change); a lost
-    /// race changes nothing.
-    async fn defer_sweep(&self, _action: &Action) -> StoreResult<()> {
-        Ok(())
-    }
-
-    // The notification outbox (SC-NOT-01/02). `create` and `commit` write an entry for every
-    // event that notifies ([`OutboxEntry::for_event`]) in the same conditional write; these
-    // read and settle it.
-
-    /// Live (not dead) entries whose `next_at ≤ until`, earliest first.
-    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>>;
-    /// One entry of a tenant, dead or alive.
-    async fn outbox_entry(
-        &self,
-        tenant: &str,
-        action_id: &str,
-        seq: u64,
-    ) -> StoreResult<Option<OutboxEntry>>;
-    /// A tenant's dead letters, oldest first.
-    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>>;
-    /// Replace `was` by `next` (`None`: delivered, remove it) iff it is still at `was.rev`;
-    /// `Conflict` otherwise (a redelivery or another worker changed it).
-    async fn outbox_settle(&self, was: &OutboxEntry, next: Option<&OutboxEntry>)
-        -> StoreResult<()>;
 }

@@ -13,15 +13,15 @@
 //! nor starts a blocking thread per read. A read runs after it was queued, so it sees every write
 //! answered before it was asked (the stop check's linearization point, SC-EDGE-02).
 //!
-//! Its threads are in `threads`, its tables in `schema`, the outbox in `outbox`; this file is
-//! the port's methods, one query each, kept together so every statement on `actions` reads in
-//! one place (hence its length).
+//! Its threads are in `threads`, its tables in `schema`, the stops in `stops`, the outbox in
+//! `outbox`; this file is the action store's methods, one query each, kept together so every
+//! statement on `actions` reads in one place.
 
 use super::{
-    IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreError, StoreResult,
+    Actions, IdempotencyRecord, ListPage, ListQuery, Quarantined, Store, StoreError, StoreResult,
     SweepRef, Unreadable,
 };
-use crate::domain::{notice::OutboxEntry, Action, Change, Creation, Event, State, Transition};
+use crate::domain::{Action, Change, Creation, Event, State, Transition};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -32,6 +32,7 @@ use tokio::sync::oneshot;
 mod list;
 mod outbox;
 mod schema;
+mod stops;
 mod threads;
 
 pub use schema::SYNCHRONOUS;
@@ -231,7 +232,7 @@ fn conflict_or_unavailable(e: rusqlite::Error) -> StoreError {
 }
 
 #[async_trait]
-impl Store for SqliteStore {
+impl Actions for SqliteStore {
     async fn create(&self, t: &Creation, idem: Option<&IdempotencyRecord>) -> StoreResult<()> {
         let (e, idem) = (Encoded::of(t), idem.cloned());
         self.write(move |tx| {
@@ -384,51 +385,6 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn put_stop(&self, stop: &Stop) -> StoreResult<()> {
-        let stop = stop.clone();
-        self.write(move |conn| {
-            conn.execute(
-                "INSERT OR REPLACE INTO stops (tenant, scope, body) VALUES (?1, ?2, ?3)",
-                params![
-                    stop.tenant,
-                    stop.scope(),
-                    serde_json::to_vec(&stop).expect("a stop serializes")
-                ],
-            )
-            .map_err(unavailable)
-        })
-        .await
-        .map(drop)
-    }
-
-    async fn lift_stop(&self, tenant: &str, scope: &str) -> StoreResult<bool> {
-        let (tenant, scope) = (tenant.to_owned(), scope.to_owned());
-        self.write(move |conn| {
-            conn.execute(
-                "DELETE FROM stops WHERE tenant = ?1 AND scope = ?2",
-                params![tenant, scope],
-            )
-            .map_err(unavailable)
-        })
-        .await
-        .map(|n| n > 0)
-    }
-
-    async fn stops_for(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>> {
-        let (tenant, agent_id) = (tenant.to_owned(), agent_id.to_owned());
-        self.with(move |conn| {
-            let mut stmt = conn
-                .prepare_cached("SELECT body FROM stops WHERE tenant = ?1 AND scope IN ('*', ?2)")
-                .map_err(unavailable)?;
-            let rows = stmt
-                .query_map(params![tenant, agent_id], |row| row.get::<_, Vec<u8>>(0))
-                .map_err(unavailable)?;
-            rows.map(|r| serde_json::from_slice(&r.map_err(unavailable)?).map_err(malformed))
-                .collect()
-        })
-        .await
-    }
-
     async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
         self.with(move |conn| {
             let mut stmt = conn
@@ -511,29 +467,6 @@ impl Store for SqliteStore {
         })
         .await
     }
-
-    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.due(until, limit).await
-    }
-
-    async fn outbox_entry(
-        &self,
-        tenant: &str,
-        action_id: &str,
-        seq: u64,
-    ) -> StoreResult<Option<OutboxEntry>> {
-        self.entry(tenant, action_id, seq).await
-    }
-
-    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.dead(tenant, limit).await
-    }
-
-    async fn outbox_settle(
-        &self,
-        was: &OutboxEntry,
-        next: Option<&OutboxEntry>,
-    ) -> StoreResult<()> {
-        self.settle(was, next).await
-    }
 }
+
+impl Store for SqliteStore {}

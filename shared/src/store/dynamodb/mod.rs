@@ -12,7 +12,7 @@
 //! - `outbox`: the notification outbox, attributes of the state item;
 //! - `query`: paged reads;
 //! - `waiting`: the pending list, through the sparse `waiting` index;
-//! - here: the port, and its reads.
+//! - here: the action store and the stops, and their reads.
 
 mod asked;
 mod item;
@@ -25,10 +25,10 @@ mod waiting;
 mod writes;
 
 use super::{
-    IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreResult, SweepRef,
-    Unreadable,
+    Actions, IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Stops, Store, StoreResult,
+    SweepRef, Unreadable,
 };
-use crate::domain::{notice::OutboxEntry, Action, Creation, Event, State, Transition};
+use crate::domain::{Action, Creation, Event, State, Transition};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::{
     types::{AttributeValue, KeysAndAttributes, ReturnValue},
@@ -84,6 +84,41 @@ impl DynamoStore {
 
     pub fn table(&self) -> &str {
         &self.table
+    }
+
+    /// An action's call and state items: one consistent Query returns both (1 RRU while they
+    /// total ≤ 4 KB). `None`: never committed (or not there at all).
+    async fn action_items(
+        &self,
+        tenant: &str,
+        action_id: &str,
+    ) -> StoreResult<Option<(Item, Item)>> {
+        let (call_key, state_key) = (call_sk(action_id), state_sk(action_id));
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :call AND :state")
+            .expression_attribute_values(":pk", s(tenant_pk(tenant)))
+            .expression_attribute_values(":call", s(&call_key))
+            .expression_attribute_values(":state", s(&state_key))
+            .consistent_read(true)
+            .return_consumed_capacity(CAPACITY)
+            .send()
+            .await
+            .map_err(|e| unavailable("Query(action)", e))?;
+        meter("Query(action)", Units::Read, out.consumed_capacity());
+        let find = |key: &str| {
+            out.items()
+                .iter()
+                .find(|i| matches!(i.get("sk"), Some(AttributeValue::S(k)) if k == key))
+                .cloned()
+        };
+        match (find(&call_key), find(&state_key)) {
+            (Some(call), Some(state)) => Ok(Some((call, state))),
+            (None, Some(_)) => Err(malformed("state item without its call item")),
+            (_, None) => Ok(None),
+        }
     }
 }
 
@@ -154,7 +189,7 @@ impl Pairing {
 }
 
 #[async_trait]
-impl Store for DynamoStore {
+impl Actions for DynamoStore {
     async fn create(&self, t: &Creation, idem: Option<&IdempotencyRecord>) -> StoreResult<()> {
         self.create_action(t, idem).await
     }
@@ -163,34 +198,11 @@ impl Store for DynamoStore {
         self.commit_transition(t).await
     }
 
-    /// One consistent Query returns both items (1 RRU while they total ≤ 4 KB).
     async fn load(&self, tenant: &str, action_id: &str) -> StoreResult<Option<Action>> {
-        let (call_key, state_key) = (call_sk(action_id), state_sk(action_id));
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :call AND :state")
-            .expression_attribute_values(":pk", s(tenant_pk(tenant)))
-            .expression_attribute_values(":call", s(&call_key))
-            .expression_attribute_values(":state", s(&state_key))
-            .consistent_read(true)
-            .return_consumed_capacity(CAPACITY)
-            .send()
-            .await
-            .map_err(|e| unavailable("Query(action)", e))?;
-        meter("Query(action)", Units::Read, out.consumed_capacity());
-        let find = |key: &str| {
-            out.items()
-                .iter()
-                .find(|i| matches!(i.get("sk"), Some(AttributeValue::S(k)) if k == key))
-        };
-        match (find(&call_key), find(&state_key)) {
-            (Some(call), Some(state)) => action_of(tenant, action_id, call, state).map(Some),
-            (None, Some(_)) => Err(malformed("state item without its call item")),
-            // Never committed (or not there at all).
-            (_, None) => Ok(None),
-        }
+        self.action_items(tenant, action_id)
+            .await?
+            .map(|(call, state)| action_of(tenant, action_id, &call, &state))
+            .transpose()
     }
 
     /// The events live in the state item: one consistent GetItem.
@@ -287,59 +299,6 @@ impl Store for DynamoStore {
         Ok((record.expires_at > now).then_some(record))
     }
 
-    async fn put_stop(&self, stop: &Stop) -> StoreResult<()> {
-        let out = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(Item::from(stop)))
-            .return_consumed_capacity(CAPACITY)
-            .send()
-            .await
-            .map_err(|e| unavailable("PutItem(stop)", e))?;
-        meter("PutItem(stop)", Units::Write, out.consumed_capacity());
-        Ok(())
-    }
-
-    async fn lift_stop(&self, tenant: &str, scope: &str) -> StoreResult<bool> {
-        let out = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .key("pk", s(stops_pk(tenant)))
-            .key("sk", s(stop_sk(scope)))
-            .return_values(ReturnValue::AllOld)
-            .return_consumed_capacity(CAPACITY)
-            .send()
-            .await
-            .map_err(|e| unavailable("DeleteItem(stop)", e))?;
-        meter("DeleteItem(stop)", Units::Write, out.consumed_capacity());
-        Ok(out.attributes().is_some_and(|a| !a.is_empty()))
-    }
-
-    async fn stops_for(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>> {
-        let key = |scope: &str| {
-            Item::from([
-                ("pk".into(), s(stops_pk(tenant))),
-                ("sk".into(), s(stop_sk(scope))),
-            ])
-        };
-        let mut keys = KeysAndAttributes::builder()
-            .keys(key("*"))
-            .consistent_read(true);
-        if agent_id != "*" {
-            keys = keys.keys(key(agent_id));
-        }
-        let mut stops = self
-            .batch_get("BatchGetItem(stops)", keys)
-            .await?
-            .iter()
-            .map(Stop::try_from)
-            .collect::<StoreResult<Vec<_>>>()?;
-        stops.sort_by(|a, b| a.scope().cmp(b.scope()));
-        Ok(stops)
-    }
-
     async fn defer_sweep(&self, action: &Action) -> StoreResult<()> {
         self.defer(action).await
     }
@@ -420,29 +379,62 @@ impl Store for DynamoStore {
         due.truncate(limit);
         Ok(due)
     }
+}
 
-    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.outbox_due_entries(until, limit).await
+#[async_trait]
+impl Stops for DynamoStore {
+    async fn put_stop(&self, stop: &Stop) -> StoreResult<()> {
+        let out = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(Item::from(stop)))
+            .return_consumed_capacity(CAPACITY)
+            .send()
+            .await
+            .map_err(|e| unavailable("PutItem(stop)", e))?;
+        meter("PutItem(stop)", Units::Write, out.consumed_capacity());
+        Ok(())
     }
 
-    async fn outbox_entry(
-        &self,
-        tenant: &str,
-        action_id: &str,
-        seq: u64,
-    ) -> StoreResult<Option<OutboxEntry>> {
-        self.outbox_entry_of(tenant, action_id, seq).await
+    async fn lift_stop(&self, tenant: &str, scope: &str) -> StoreResult<bool> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(stops_pk(tenant)))
+            .key("sk", s(stop_sk(scope)))
+            .return_values(ReturnValue::AllOld)
+            .return_consumed_capacity(CAPACITY)
+            .send()
+            .await
+            .map_err(|e| unavailable("DeleteItem(stop)", e))?;
+        meter("DeleteItem(stop)", Units::Write, out.consumed_capacity());
+        Ok(out.attributes().is_some_and(|a| !a.is_empty()))
     }
 
-    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.outbox_dead_entries(tenant, limit).await
-    }
-
-    async fn outbox_settle(
-        &self,
-        was: &OutboxEntry,
-        next: Option<&OutboxEntry>,
-    ) -> StoreResult<()> {
-        self.outbox_replace(was, next).await
+    async fn stops_for(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>> {
+        let key = |scope: &str| {
+            Item::from([
+                ("pk".into(), s(stops_pk(tenant))),
+                ("sk".into(), s(stop_sk(scope))),
+            ])
+        };
+        let mut keys = KeysAndAttributes::builder()
+            .keys(key("*"))
+            .consistent_read(true);
+        if agent_id != "*" {
+            keys = keys.keys(key(agent_id));
+        }
+        let mut stops = self
+            .batch_get("BatchGetItem(stops)", keys)
+            .await?
+            .iter()
+            .map(Stop::try_from)
+            .collect::<StoreResult<Vec<_>>>()?;
+        stops.sort_by(|a, b| a.scope().cmp(b.scope()));
+        Ok(stops)
     }
 }
+
+impl Store for DynamoStore {}

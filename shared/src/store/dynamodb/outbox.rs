@@ -13,12 +13,13 @@
 //! `np`/`na` key the sparse `notify` index (projecting `nq`), read by the delivery worker per
 //! shard and by the dead-letter list per tenant.
 
-use super::item::{get_s, s, Item};
+use super::item::{action_of, events_of, get_s, s, Item};
 use super::keys::{nanos, parse_state_keys, state_sk, sweep_shard, tenant_pk, SWEEP_SHARDS};
 use super::meter::{malformed, meter, unavailable, Units, CAPACITY};
 use super::DynamoStore;
-use crate::domain::{notice::OutboxEntry, Change};
-use crate::store::{StoreError, StoreResult};
+use crate::domain::{notice::OutboxEntry, Action, Change, Event};
+use crate::store::{Outbox, StoreError, StoreResult};
+use async_trait::async_trait;
 use aws_sdk_dynamodb::{error::ProvideErrorMetadata, types::AttributeValue};
 use jiff::Timestamp;
 
@@ -173,43 +174,6 @@ impl DynamoStore {
         Ok(found)
     }
 
-    pub(super) async fn outbox_due_entries(
-        &self,
-        until: Timestamp,
-        limit: usize,
-    ) -> StoreResult<Vec<OutboxEntry>> {
-        let mut due = Vec::new();
-        for shard in 0..SWEEP_SHARDS {
-            due.extend(
-                self.notify_query(format!("N#{shard}"), Some(until), limit)
-                    .await?
-                    .into_iter()
-                    .filter(|e| e.dead_at.is_none() && e.next_at <= until),
-            );
-        }
-        due.sort_by(|a, b| a.next_at.cmp(&b.next_at).then_with(|| a.id().cmp(&b.id())));
-        due.truncate(limit);
-        Ok(due)
-    }
-
-    /// A tenant's dead letters: the items whose notices are all dead. (A dead letter beside a
-    /// live notice of the same action is listed once that one is delivered or dies too.)
-    pub(super) async fn outbox_dead_entries(
-        &self,
-        tenant: &str,
-        limit: usize,
-    ) -> StoreResult<Vec<OutboxEntry>> {
-        let mut dead: Vec<OutboxEntry> = self
-            .notify_query(dead_pk(tenant), None, limit)
-            .await?
-            .into_iter()
-            .filter(|e| e.dead_at.is_some())
-            .collect();
-        dead.sort_by_key(|e| e.dead_at);
-        dead.truncate(limit);
-        Ok(dead)
-    }
-
     /// The outbox of one action: its notices and revision (consistent read of the state item).
     async fn outbox_of(
         &self,
@@ -235,39 +199,6 @@ impl DynamoStore {
             }
             _ => Ok(None),
         }
-    }
-
-    pub(super) async fn outbox_entry_of(
-        &self,
-        tenant: &str,
-        action_id: &str,
-        seq: u64,
-    ) -> StoreResult<Option<OutboxEntry>> {
-        Ok(self
-            .outbox_of(tenant, action_id)
-            .await?
-            .and_then(|(entries, _)| entries.into_iter().find(|e| e.seq == seq)))
-    }
-
-    /// Replace (or drop) one entry iff it is still at `was.rev`. The write is conditional on
-    /// the whole outbox's revision, so a change of another entry of the same action meanwhile
-    /// (a transition appending, a settle of its other notice) is read again and retried; a
-    /// change of this entry is the `Conflict`.
-    pub(super) async fn outbox_replace(
-        &self,
-        was: &OutboxEntry,
-        next: Option<&OutboxEntry>,
-    ) -> StoreResult<()> {
-        for _ in 0..OTHER_ENTRY_RETRIES {
-            match self.outbox_replace_once(was, next).await {
-                Err(Retry::Revision) => continue,
-                Err(Retry::Store(e)) => return Err(e),
-                Ok(()) => return Ok(()),
-            }
-        }
-        Err(StoreError::Unavailable(
-            "the outbox kept changing; the next pass retries".into(),
-        ))
     }
 
     async fn outbox_replace_once(
@@ -327,5 +258,81 @@ impl DynamoStore {
             }
             Err(e) => Err(Retry::Store(unavailable("UpdateItem(outbox)", e))),
         }
+    }
+}
+
+#[async_trait]
+impl Outbox for DynamoStore {
+    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+        let mut due = Vec::new();
+        for shard in 0..SWEEP_SHARDS {
+            due.extend(
+                self.notify_query(format!("N#{shard}"), Some(until), limit)
+                    .await?
+                    .into_iter()
+                    .filter(|e| e.dead_at.is_none() && e.next_at <= until),
+            );
+        }
+        due.sort_by(|a, b| a.next_at.cmp(&b.next_at).then_with(|| a.id().cmp(&b.id())));
+        due.truncate(limit);
+        Ok(due)
+    }
+
+    /// A tenant's dead letters: the items whose notices are all dead. (A dead letter beside a
+    /// live notice of the same action is listed once that one is delivered or dies too.)
+    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+        let mut dead: Vec<OutboxEntry> = self
+            .notify_query(dead_pk(tenant), None, limit)
+            .await?
+            .into_iter()
+            .filter(|e| e.dead_at.is_some())
+            .collect();
+        dead.sort_by_key(|e| e.dead_at);
+        dead.truncate(limit);
+        Ok(dead)
+    }
+
+    async fn outbox_entry(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        seq: u64,
+    ) -> StoreResult<Option<OutboxEntry>> {
+        Ok(self
+            .outbox_of(tenant, action_id)
+            .await?
+            .and_then(|(entries, _)| entries.into_iter().find(|e| e.seq == seq)))
+    }
+
+    /// Replace (or drop) one entry iff it is still at `was.rev`. The write is conditional on
+    /// the whole outbox's revision, so a change of another entry of the same action meanwhile
+    /// (a transition appending, a settle of its other notice) is read again and retried; a
+    /// change of this entry is the `Conflict`.
+    async fn outbox_settle(
+        &self,
+        was: &OutboxEntry,
+        next: Option<&OutboxEntry>,
+    ) -> StoreResult<()> {
+        for _ in 0..OTHER_ENTRY_RETRIES {
+            match self.outbox_replace_once(was, next).await {
+                Err(Retry::Revision) => continue,
+                Err(Retry::Store(e)) => return Err(e),
+                Ok(()) => return Ok(()),
+            }
+        }
+        Err(StoreError::Unavailable(
+            "the outbox kept changing; the next pass retries".into(),
+        ))
+    }
+
+    /// The action's two items in one consistent Query: its events are in its state item.
+    async fn outbox_subject(&self, entry: &OutboxEntry) -> StoreResult<Option<(Action, Event)>> {
+        let (tenant, action_id) = (&entry.tenant, &entry.action_id);
+        let Some((call, state)) = self.action_items(tenant, action_id).await? else {
+            return Ok(None);
+        };
+        let action = action_of(tenant, action_id, &call, &state)?;
+        let event = events_of(&state)?.into_iter().find(|e| e.seq == entry.seq);
+        Ok(event.map(|e| (action, e)))
     }
 }

@@ -9,10 +9,10 @@
 //! reads in `reads`, the outbox in `outbox`; this file is the writes on `actions`.
 
 use super::{
-    IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreError, StoreResult,
-    SweepRef, Unreadable,
+    Actions, IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Stops, Store, StoreError,
+    StoreResult, SweepRef, Unreadable,
 };
-use crate::domain::{notice::OutboxEntry, Action, Change, Creation, Event, State, Transition};
+use crate::domain::{Action, Change, Creation, Event, State, Transition};
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use jiff::Timestamp;
@@ -191,7 +191,7 @@ async fn purge_lapsed(tx: &impl GenericClient, now: Timestamp) -> StoreResult<()
 }
 
 #[async_trait]
-impl Store for PostgresStore {
+impl Actions for PostgresStore {
     async fn create(&self, t: &Creation, idem: Option<&IdempotencyRecord>) -> StoreResult<()> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(unavailable)?;
@@ -278,6 +278,36 @@ impl Store for PostgresStore {
         self.read_idempotency(tenant, agent_id, key, now).await
     }
 
+    async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
+        self.read_due(until, limit).await
+    }
+
+    async fn quarantine(&self, bad: &Unreadable, at: Timestamp) -> StoreResult<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(unavailable)?;
+        tx.execute(
+            "INSERT INTO quarantine (tenant, action_id, reason, at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (tenant, action_id) DO NOTHING",
+            &[&bad.tenant, &bad.action_id, &bad.reason, &instant(at)],
+        )
+        .await
+        .map_err(unavailable)?;
+        tx.execute(
+            "UPDATE actions SET sweep_at = NULL WHERE tenant = $1 AND id = $2",
+            &[&bad.tenant, &bad.action_id],
+        )
+        .await
+        .map_err(unavailable)?;
+        tx.commit().await.map_err(unavailable)
+    }
+
+    async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>> {
+        self.read_quarantined(tenant).await
+    }
+}
+
+#[async_trait]
+impl Stops for PostgresStore {
     async fn put_stop(&self, stop: &Stop) -> StoreResult<()> {
         let client = self.client().await?;
         let body = serde_json::to_vec(stop).map_err(malformed)?;
@@ -307,64 +337,15 @@ impl Store for PostgresStore {
     async fn stops_for(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>> {
         self.read_stops(tenant, agent_id).await
     }
+}
 
+#[async_trait]
+impl Store for PostgresStore {
     async fn load_with_stops(
         &self,
         tenant: &str,
         action_id: &str,
     ) -> StoreResult<(Option<Action>, Vec<Stop>)> {
         self.read_with_stops(tenant, action_id).await
-    }
-
-    async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
-        self.read_due(until, limit).await
-    }
-
-    async fn quarantine(&self, bad: &Unreadable, at: Timestamp) -> StoreResult<()> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(unavailable)?;
-        tx.execute(
-            "INSERT INTO quarantine (tenant, action_id, reason, at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (tenant, action_id) DO NOTHING",
-            &[&bad.tenant, &bad.action_id, &bad.reason, &instant(at)],
-        )
-        .await
-        .map_err(unavailable)?;
-        tx.execute(
-            "UPDATE actions SET sweep_at = NULL WHERE tenant = $1 AND id = $2",
-            &[&bad.tenant, &bad.action_id],
-        )
-        .await
-        .map_err(unavailable)?;
-        tx.commit().await.map_err(unavailable)
-    }
-
-    async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>> {
-        self.read_quarantined(tenant).await
-    }
-
-    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.due(until, limit).await
-    }
-
-    async fn outbox_entry(
-        &self,
-        tenant: &str,
-        action_id: &str,
-        seq: u64,
-    ) -> StoreResult<Option<OutboxEntry>> {
-        self.entry(tenant, action_id, seq).await
-    }
-
-    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.dead(tenant, limit).await
-    }
-
-    async fn outbox_settle(
-        &self,
-        was: &OutboxEntry,
-        next: Option<&OutboxEntry>,
-    ) -> StoreResult<()> {
-        self.settle(was, next).await
     }
 }

@@ -3,9 +3,10 @@
 
 use super::{conflict_or_unavailable, malformed, unavailable, PostgresStore};
 use crate::{
-    domain::{notice::OutboxEntry, Change},
-    store::{sortable_instant as instant, StoreError, StoreResult},
+    domain::{notice::OutboxEntry, Action, Change, Event},
+    store::{sortable_instant as instant, subject_of, Outbox, StoreError, StoreResult},
 };
+use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use jiff::Timestamp;
 use tokio_postgres::Row;
@@ -48,12 +49,9 @@ fn entries(rows: Vec<Row>) -> StoreResult<Vec<OutboxEntry>> {
         .collect()
 }
 
-impl PostgresStore {
-    pub(super) async fn due(
-        &self,
-        until: Timestamp,
-        limit: usize,
-    ) -> StoreResult<Vec<OutboxEntry>> {
+#[async_trait]
+impl Outbox for PostgresStore {
+    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
         entries(
             self.rows(
                 "SELECT body FROM outbox WHERE dead_at IS NULL AND next_at <= $1
@@ -64,7 +62,7 @@ impl PostgresStore {
         )
     }
 
-    pub(super) async fn entry(
+    async fn outbox_entry(
         &self,
         tenant: &str,
         action_id: &str,
@@ -79,7 +77,7 @@ impl PostgresStore {
         Ok(entries(rows)?.pop())
     }
 
-    pub(super) async fn dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
         entries(
             self.rows(
                 "SELECT body FROM outbox WHERE tenant = $1 AND dead_at IS NOT NULL
@@ -90,7 +88,7 @@ impl PostgresStore {
         )
     }
 
-    pub(super) async fn settle(
+    async fn outbox_settle(
         &self,
         was: &OutboxEntry,
         next: Option<&OutboxEntry>,
@@ -132,5 +130,9 @@ impl PostgresStore {
         } else {
             Err(StoreError::Conflict)
         }
+    }
+
+    async fn outbox_subject(&self, entry: &OutboxEntry) -> StoreResult<Option<(Action, Event)>> {
+        subject_of(self, entry).await
     }
 }

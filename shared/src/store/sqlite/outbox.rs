@@ -3,9 +3,10 @@
 
 use super::{instant, malformed, unavailable, SqliteStore};
 use crate::{
-    domain::{notice::OutboxEntry, Change},
-    store::{StoreError, StoreResult},
+    domain::{notice::OutboxEntry, Action, Change, Event},
+    store::{subject_of, Outbox, StoreError, StoreResult},
 };
+use async_trait::async_trait;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -62,12 +63,9 @@ fn entries(
         .collect()
 }
 
-impl SqliteStore {
-    pub(super) async fn due(
-        &self,
-        until: Timestamp,
-        limit: usize,
-    ) -> StoreResult<Vec<OutboxEntry>> {
+#[async_trait]
+impl Outbox for SqliteStore {
+    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
         self.with(move |conn| {
             entries(
                 conn,
@@ -79,7 +77,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(super) async fn entry(
+    async fn outbox_entry(
         &self,
         tenant: &str,
         action_id: &str,
@@ -100,7 +98,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(super) async fn dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
+    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
         let tenant = tenant.to_owned();
         self.with(move |conn| {
             entries(
@@ -113,7 +111,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(super) async fn settle(
+    async fn outbox_settle(
         &self,
         was: &OutboxEntry,
         next: Option<&OutboxEntry>,
@@ -151,5 +149,9 @@ impl SqliteStore {
         })
         .await
         .map(drop)
+    }
+
+    async fn outbox_subject(&self, entry: &OutboxEntry) -> StoreResult<Option<(Action, Event)>> {
+        subject_of(self, entry).await
     }
 }

@@ -9,15 +9,13 @@
 //!   there for good (a process that died at that boundary).
 //! - [`SkewedClock`] runs a waker's or a worker's clock ahead of or behind another clock.
 
+mod ports;
+
 use crate::{
-    domain::{notice::OutboxEntry, Action, Change, Creation, Event, State, Transition},
-    store::{
-        IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Store, StoreError, StoreResult,
-        SweepRef, Unreadable,
-    },
+    domain::{Change, Creation, State, Transition},
+    store::{Store, StoreError, StoreResult},
     Clock,
 };
-use async_trait::async_trait;
 use jiff::{SignedDuration, Timestamp};
 use std::sync::{
     atomic::{AtomicI64, AtomicUsize, Ordering},
@@ -361,102 +359,6 @@ fn next_unit(state: &mut u64) -> f64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;
     (z >> 11) as f64 / (1u64 << 53) as f64
-}
-
-#[async_trait]
-impl Store for FaultyStore {
-    async fn create(
-        &self,
-        t: &Creation,
-        idempotency: Option<&IdempotencyRecord>,
-    ) -> StoreResult<()> {
-        self.write(
-            Write::Create,
-            Some(t.into()),
-            self.inner.create(t, idempotency),
-        )
-        .await
-    }
-    async fn commit(&self, t: &Transition) -> StoreResult<()> {
-        self.write(Write::Commit, Some(t.into()), self.inner.commit(t))
-            .await
-    }
-    async fn load(&self, tenant: &str, action_id: &str) -> StoreResult<Option<Action>> {
-        self.read_allowed()?;
-        let delay = *self.read_delay.lock().expect("read delay lock");
-        if let Some(delay) = delay {
-            tokio::time::sleep(delay).await;
-        }
-        self.inner.load(tenant, action_id).await
-    }
-    async fn events(&self, tenant: &str, action_id: &str) -> StoreResult<Vec<Event>> {
-        self.inner.events(tenant, action_id).await
-    }
-    async fn list(&self, tenant: &str, query: &ListQuery) -> StoreResult<ListPage> {
-        self.read_allowed()?;
-        let page = self.inner.list(tenant, query).await?;
-        self.list_sizes
-            .lock()
-            .expect("list sizes lock")
-            .push(page.actions.len() + page.unreadable.len());
-        Ok(page)
-    }
-    fn indexes(&self, state: Option<State>, agent_id: Option<&str>) -> bool {
-        self.inner.indexes(state, agent_id)
-    }
-    async fn idempotency(
-        &self,
-        tenant: &str,
-        agent_id: &str,
-        key: &str,
-        now: Timestamp,
-    ) -> StoreResult<Option<IdempotencyRecord>> {
-        self.inner.idempotency(tenant, agent_id, key, now).await
-    }
-    async fn put_stop(&self, stop: &Stop) -> StoreResult<()> {
-        self.write(Write::PutStop, None, self.inner.put_stop(stop))
-            .await
-    }
-    async fn lift_stop(&self, tenant: &str, scope: &str) -> StoreResult<bool> {
-        self.write(Write::LiftStop, None, self.inner.lift_stop(tenant, scope))
-            .await
-    }
-    async fn stops_for(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>> {
-        self.inner.stops_for(tenant, agent_id).await
-    }
-    async fn sweep_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<SweepRef>> {
-        self.inner.sweep_due(until, limit).await
-    }
-    async fn quarantine(&self, bad: &Unreadable, at: Timestamp) -> StoreResult<()> {
-        self.inner.quarantine(bad, at).await
-    }
-    async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>> {
-        self.inner.quarantined(tenant).await
-    }
-    async fn outbox_due(&self, until: Timestamp, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.inner.outbox_due(until, limit).await
-    }
-    async fn outbox_entry(
-        &self,
-        tenant: &str,
-        action_id: &str,
-        seq: u64,
-    ) -> StoreResult<Option<OutboxEntry>> {
-        self.inner.outbox_entry(tenant, action_id, seq).await
-    }
-    async fn outbox_dead(&self, tenant: &str, limit: usize) -> StoreResult<Vec<OutboxEntry>> {
-        self.inner.outbox_dead(tenant, limit).await
-    }
-    async fn outbox_settle(
-        &self,
-        was: &OutboxEntry,
-        next: Option<&OutboxEntry>,
-    ) -> StoreResult<()> {
-        self.inner.outbox_settle(was, next).await
-    }
-    async fn defer_sweep(&self, action: &Action) -> StoreResult<()> {
-        self.inner.defer_sweep(action).await
-    }
 }
 
 /// A clock running `skew` ahead of (or, negative, behind) another clock.

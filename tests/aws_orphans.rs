@@ -15,9 +15,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use countersign::{
     config::Config,
     faults::{Fault, FaultyStore, Gate, Matching, Write},
-    store::{dynamodb::DynamoStore, sqlite::SqliteStore, Store},
+    store::{dynamodb::DynamoStore, Store},
 };
-use countersign_tests::{config_toml, keys, temp_db, Api, ToolServer};
+use countersign_tests::{config_toml, keys, stores, stores::Backend, Api, ToolServer};
 use serde_json::{json, Value};
 use std::{sync::Arc, time::Duration};
 
@@ -27,13 +27,6 @@ const RACERS: usize = 201;
 const ARGS_BYTES: usize = 16 * 1024;
 /// Pending actions older than the race: what the filtered list has to find.
 const OLDER: usize = 5;
-
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    Sqlite,
-    Dynamodb,
-    Postgres,
-}
 
 /// The API over an engine whose store holds writes at a gate on demand and counts list reads;
 /// on DynamoDB also the table, for a look at the raw items.
@@ -48,24 +41,12 @@ async fn rig(backend: Backend) -> Rig {
     let tools = ToolServer::start().await;
     let config = Arc::new(Config::from_toml(&config_toml(&tools, "1m", "5s")).unwrap());
     let (inner, table): (Arc<dyn Store>, _) = match backend {
-        Backend::Sqlite => (
-            Arc::new(SqliteStore::open(&temp_db("orphans")).unwrap()),
-            None,
-        ),
         Backend::Dynamodb => {
-            let sdk = aws_support::sdk().await;
-            let table = aws_support::unique("orphans");
-            aws_support::create_table(&sdk, &table).await;
-            let client = aws_sdk_dynamodb::Client::new(&sdk);
-            (
-                Arc::new(DynamoStore::new(client.clone(), &table)),
-                Some((client, table)),
-            )
+            let (client, table) = countersign_tests::localstack::fresh_table("orphans").await;
+            let store = Arc::new(DynamoStore::new(client.clone(), &table));
+            (store, Some((client, table)))
         }
-        Backend::Postgres => (
-            Arc::new(countersign_tests::postgres::store("orphans").await),
-            None,
-        ),
+        other => (stores::store(other, "orphans").await, None),
     };
     let (api, store) = countersign_tests::counted_api(config, inner).await;
     Rig {

@@ -2,24 +2,21 @@
 //! needed). The functions that run tools fetch every `secret_ssm` once at cold start
 //! (`aws::load_secrets`) and sign with it; `cancel` builds its engine without them.
 
-#[path = "aws_support/mod.rs"]
-mod aws_support;
-
 use aws_sdk_ssm::types::ParameterType;
 use countersign::{
     config::Config,
     tools::{Call, Executors, ToolAnswer, ToolRunner},
 };
-use countersign_tests::{config_toml, ToolServer, SECRET, SECRET_ENV};
+use countersign_tests::{config_toml, localstack, ToolServer, SECRET, SECRET_ENV};
 use serde_json::json;
 
 /// Caught on main before the change: every function needed every webhook secret in its
 /// environment (the config check read them while parsing), even `cancel`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sc_sec_02_webhook_secret_from_ssm_signs_calls_and_is_needed_only_to_run_tools() {
-    let sdk = aws_support::sdk().await;
+    let sdk = localstack::sdk().await;
     let ssm = aws_sdk_ssm::Client::new(&sdk);
-    let name = format!("/countersign/{}/mail", aws_support::unique("secrets"));
+    let name = format!("/countersign/{}/mail", localstack::unique("secrets"));
     ssm.put_parameter()
         .name(&name)
         .value(SECRET)

@@ -12,32 +12,17 @@ use countersign::{
     domain::resume::Wake,
     engine::ResumeOutcome,
     faults::SkewedClock,
-    store::{dynamodb::DynamoStore, sqlite::SqliteStore, Store},
+    store::dynamodb::DynamoStore,
     tools::Executors,
     wake::{in_process::InProcessWaker, scheduler::SchedulerWaker},
     Clock, Engine, SystemClock,
 };
 use countersign_tests::{
-    config_toml, in_secs, keys, on_every_store, postgres, submission, temp_db, ToolServer,
+    config_toml, in_secs, keys, on_every_store, stores, stores::Backend, submission, ToolServer,
 };
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 use std::{sync::Arc, time::Duration};
-
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    Sqlite,
-    Dynamodb,
-    Postgres,
-}
-
-async fn store(backend: Backend) -> Arc<dyn Store> {
-    match backend {
-        Backend::Sqlite => Arc::new(SqliteStore::open(&temp_db("skew")).unwrap()),
-        Backend::Dynamodb => Arc::new(aws_support::fresh_store("skew").await),
-        Backend::Postgres => Arc::new(postgres::store("skew").await),
-    }
-}
 
 /// The in-process waker's clock runs 3 s ahead of the worker's, so every timer fires 3 s early
 /// by the worker's clock. Caught on the old main: the re-arm after an early wake was computed
@@ -46,7 +31,7 @@ async fn store(backend: Backend) -> Arc<dyn Store> {
 async fn in_process_early_wakes_rearm_in_the_future(backend: Backend) {
     let tools = ToolServer::start().await;
     let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
-    let store = store(backend).await;
+    let store = stores::store(backend, "skew").await;
     let ahead = Arc::new(SkewedClock::new(
         Arc::new(SystemClock),
         SignedDuration::from_secs(3),

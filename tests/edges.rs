@@ -3,45 +3,36 @@
 //! `faults`), an injected clock and tools over real HTTP. Every scenario below failed on the
 //! main branch before the fix it names; its comment says what it caught.
 
-#[path = "aws_support/mod.rs"]
-mod aws_support;
-
 use countersign::{
-    clock::ManualClock,
-    config::{Config, Principal},
+    config::Config,
     domain::{resume::Wake, Action, State},
     embedded::{Database, Parts, Server},
     engine::ResumeOutcome,
     faults::{Fault, FaultyStore, Gate, Matching, Write},
-    store::{dynamodb::DynamoStore, sqlite::SqliteStore, Actions, Store},
+    store::Actions,
     tools::{Call, Executors, ToolAnswer, ToolRunner},
-    Clock, Engine,
+    Clock,
 };
 use countersign_tests::{
-    config_toml, keys, postgres, submission, temp_db, Behaviour, RecordingWaker, ToolServer,
+    config_toml, keys, on_every_store, postgres, rig::Rig, stores, stores::Backend, submission,
+    temp_db, Behaviour, ToolServer,
 };
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 use std::{sync::Arc, time::Duration};
 
-/// One engine over a fault-injecting store, a manual clock and a recording wake port.
+/// The shared rig over a fault-injecting store (`store`, the handle to inject with).
 struct Edge {
-    engine: Arc<Engine>,
+    rig: Rig,
     store: Arc<FaultyStore>,
-    clock: Arc<ManualClock>,
-    waker: Arc<RecordingWaker>,
-    tools: ToolServer,
-    config: Arc<Config>,
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    Sqlite,
-    Dynamodb,
-    Postgres,
+impl std::ops::Deref for Edge {
+    type Target = Rig;
+    fn deref(&self) -> &Rig {
+        &self.rig
+    }
 }
-
-use countersign_tests::on_every_store;
 
 /// `limits`: extra `[limits]` lines (e.g. a request budget).
 async fn edge(backend: Backend, limits: &str) -> Edge {
@@ -59,46 +50,12 @@ async fn edge_with(
     let toml =
         config_toml(&tools, "1m", "2s").replacen("[limits]\n", &format!("[limits]\n{limits}\n"), 1);
     let config = Arc::new(Config::from_toml(&toml).unwrap());
-    let inner: Arc<dyn Store> = match backend {
-        Backend::Sqlite => Arc::new(SqliteStore::open(&temp_db("edges")).unwrap()),
-        Backend::Dynamodb => {
-            let sdk = aws_support::sdk().await;
-            let table = aws_support::unique("edges");
-            aws_support::create_table(&sdk, &table).await;
-            Arc::new(DynamoStore::new(
-                aws_sdk_dynamodb::Client::new(&sdk),
-                &table,
-            ))
-        }
-        Backend::Postgres => Arc::new(postgres::store("edges").await),
-    };
-    let store = Arc::new(FaultyStore::new(inner));
-    let clock = Arc::new(ManualClock::new(Timestamp::now()));
-    let waker = Arc::new(RecordingWaker::default());
-    let engine = Arc::new(Engine::new(
-        config.clone(),
-        store.clone(),
-        waker.clone(),
-        runner,
-        clock.clone(),
-    ));
-    Edge {
-        engine,
-        store,
-        clock,
-        waker,
-        tools,
-        config,
-    }
+    let store = Arc::new(FaultyStore::new(stores::store(backend, "edges").await));
+    let rig = Rig::on(tools, config, store.clone(), runner);
+    Edge { rig, store }
 }
 
 impl Edge {
-    fn who(&self, key: &str) -> Principal {
-        self.config.principal(key).cloned().unwrap()
-    }
-    fn at(&self, secs: i64) -> Timestamp {
-        self.clock.now() + SignedDuration::from_secs(secs)
-    }
     /// A `report.build` ticket (policy `schedule`, recovery `retry`: 3 attempts per claim)
     /// for the window [now+nb, now+na].
     async fn report(&self, nb: i64, na: i64) -> Action {

@@ -2,42 +2,32 @@
 //! SC-REC-*, on every store, each test named by its store), with an injected clock, a recording
 //! wake port and tools over real HTTP. Each test names its scenario.
 
-#[path = "aws_support/mod.rs"]
-mod aws_support;
-
 use countersign::{
-    clock::ManualClock,
-    config::{Config, Principal},
+    config::Config,
     domain::{
         resume::{Rejection, Wake},
         Action, State, Transition,
     },
     engine::ResumeOutcome,
-    store::{sqlite::SqliteStore, Store, StoreError},
+    store::{Store, StoreError},
     tools::Executors,
-    Engine, Error,
+    Error,
 };
 use countersign_tests::{
-    config_toml, keys, on_every_store, postgres, submission, temp_db, RecordingWaker, ToolServer,
+    config_toml, keys, on_every_store, stores::Backend, submission, ToolServer,
 };
-use jiff::{SignedDuration, Timestamp};
+use jiff::SignedDuration;
 use serde_json::json;
 use std::sync::{atomic::Ordering, Arc};
 
-struct Rig {
-    engine: Arc<Engine>,
-    store: Arc<dyn Store>,
-    waker: Arc<RecordingWaker>,
-    clock: Arc<ManualClock>,
-    tools: ToolServer,
-    config: Arc<Config>,
-}
+/// The shared rig, with this file's helpers.
+struct Rig(countersign_tests::rig::Rig);
 
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    Sqlite,
-    Dynamodb,
-    Postgres,
+impl std::ops::Deref for Rig {
+    type Target = countersign_tests::rig::Rig;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 async fn rig() -> Rig {
@@ -45,45 +35,18 @@ async fn rig() -> Rig {
 }
 
 async fn rig_with(backend: Backend) -> Rig {
-    let tools = ToolServer::start().await;
-    let config = Arc::new(Config::from_toml(&config_toml(&tools, "5m", "2s")).unwrap());
-    let store: Arc<dyn Store> = match backend {
-        Backend::Sqlite => Arc::new(SqliteStore::open(&temp_db("rules")).unwrap()),
-        Backend::Dynamodb => Arc::new(aws_support::fresh_store("rules").await),
-        Backend::Postgres => Arc::new(postgres::store("rules").await),
-    };
-    rig_on(tools, config, store)
+    let config = |tools: &ToolServer| config_toml(tools, "5m", "2s");
+    Rig(countersign_tests::rig::Rig::start(backend, "rules", config).await)
 }
 
 fn rig_on(tools: ToolServer, config: Arc<Config>, store: Arc<dyn Store>) -> Rig {
-    let waker = Arc::new(RecordingWaker::default());
-    let clock = Arc::new(ManualClock::new(Timestamp::now()));
-    let engine = Arc::new(Engine::new(
-        config.clone(),
-        store.clone(),
-        waker.clone(),
-        Arc::new(Executors::new()),
-        clock.clone(),
-    ));
-    Rig {
-        engine,
-        store,
-        waker,
-        clock,
-        tools,
-        config,
-    }
+    let runner = Arc::new(Executors::new());
+    Rig(countersign_tests::rig::Rig::on(
+        tools, config, store, runner,
+    ))
 }
 
 impl Rig {
-    fn who(&self, key: &str) -> Principal {
-        self.config.principal(key).cloned().unwrap()
-    }
-
-    fn at(&self, secs: i64) -> Timestamp {
-        self.clock.now_plus(secs)
-    }
-
     /// Submit `tool` with a window [now+nb, now+na]; approve it if it needs approval.
     async fn committed(&self, tool: &str, nb: i64, na: i64) -> Action {
         let req = submission(json!({
@@ -123,18 +86,6 @@ impl Rig {
 
     fn advance(&self, secs: i64) {
         self.clock.advance(SignedDuration::from_secs(secs));
-    }
-}
-
-trait Plus {
-    fn now_plus(&self, secs: i64) -> Timestamp;
-}
-impl Plus for ManualClock {
-    fn now_plus(&self, secs: i64) -> Timestamp {
-        use countersign::Clock;
-        self.now()
-            .checked_add(SignedDuration::from_secs(secs))
-            .unwrap()
     }
 }
 

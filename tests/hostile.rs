@@ -1,15 +1,13 @@
 //! A hostile agent against the local server over real HTTP (SPEC §4 Security). Each test names
 //! the SC-SEC rule it proves.
 
-#[path = "aws_support/mod.rs"]
-mod aws_support;
-
 use countersign::{
     config::Config, embedded::Server, faults::FaultyStore, store::sqlite::SqliteStore,
 };
 use countersign_tests::{
-    config_toml, in_secs, keys, on_every_store, stores::Backend, temp_db, Api, Behaviour,
-    ToolServer,
+    config_toml, in_secs, keys, on_every_store,
+    stores::{Backend, Place},
+    temp_db, Api, Behaviour, ToolServer,
 };
 use serde_json::{json, Value};
 use std::{
@@ -1061,7 +1059,7 @@ async fn an_agent_reads_only_its_own_actions(backend: Backend) {
             .and_then(Config::read_keys)
             .unwrap(),
     );
-    let place = aws_support::place(backend, "isolation").await;
+    let place = Place::fresh(backend, "isolation").await;
     let server = place.serve(config).await;
     let api = Api::new(server.addr);
     let submit = |key: &'static str, tool: &'static str| {

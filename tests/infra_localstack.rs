@@ -11,15 +11,13 @@
 //! API Gateway v2 is not in the host LocalStack). Requires LocalStack with `cloudformation` in
 //! SERVICES (`bash localstack/start.sh` starts it so); these tests fail rather than skip.
 
-#[path = "aws_support/mod.rs"]
-mod aws_support;
-
 use aws_config::SdkConfig;
 use aws_sdk_cloudformation::{
     types::{Capability, ChangeSetType, StackStatus},
     Client as Cfn,
 };
 use countersign::api::ROUTES;
+use countersign_tests::localstack;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -153,10 +151,10 @@ fn key_schema(keys: &[aws_sdk_dynamodb::types::KeySchemaElement]) -> Value {
 
 #[tokio::test]
 async fn issue4_localstack_cloudformation_creates_the_templates_table_group_and_queue() {
-    let sdk: SdkConfig = aws_support::sdk().await;
+    let sdk: SdkConfig = localstack::sdk().await;
     let cfn = Cfn::new(&sdk);
     let spec: Value = serde_json::from_str(&repo_file("infra/table.json")).unwrap();
-    let stack = aws_support::unique("infra");
+    let stack = localstack::unique("infra");
     let body = serde_json::to_string(&plain_template(&template())).unwrap();
 
     cfn.create_stack()
@@ -299,7 +297,7 @@ async fn check_stack(sdk: SdkConfig, stack: String, spec: Value) {
 
 #[tokio::test]
 async fn issue4_localstack_sam_transform_expands_one_invoke_permission_per_route() {
-    let sdk: SdkConfig = aws_support::sdk().await;
+    let sdk: SdkConfig = localstack::sdk().await;
     let cfn = Cfn::new(&sdk);
     let mut t = template();
     // What `sam deploy` does before CloudFormation sees the template: code is in S3.
@@ -316,7 +314,7 @@ async fn issue4_localstack_sam_transform_expands_one_invoke_permission_per_route
         }
     }
 
-    let stack = aws_support::unique("sam");
+    let stack = localstack::unique("sam");
     cfn.create_change_set()
         .stack_name(&stack)
         .change_set_name("transform")

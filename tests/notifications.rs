@@ -16,6 +16,7 @@ use countersign_tests::{
     config_toml, keys, postgres,
     raw::Raw,
     receiver::{notify_toml, Mode, Receiver},
+    stores::Backend,
     submission, temp_db, Api, RecordingWaker, ToolServer,
 };
 use serde_json::{json, Value};
@@ -24,13 +25,6 @@ use std::{sync::Arc, time::Duration};
 fn config(tools: &ToolServer, receiver_url: &str, first_retry: &str, attempts: u32) -> Arc<Config> {
     let text = config_toml(tools, "30s", "2s") + &notify_toml(receiver_url, first_retry, attempts);
     Arc::new(Config::from_toml(&text).unwrap())
-}
-
-/// The local server's two stores.
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    Sqlite,
-    Postgres,
 }
 
 /// The tests of one scenario on the local server, named by their store.
@@ -52,6 +46,7 @@ async fn database(backend: Backend, label: &str) -> Database {
     match backend {
         Backend::Sqlite => Database::Sqlite(temp_db(label)),
         Backend::Postgres => postgres::database(label).await,
+        Backend::Dynamodb => unreachable!("the DynamoDB side is aws_notifications.rs"),
     }
 }
 

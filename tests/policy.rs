@@ -2,25 +2,18 @@
 //! groups, quorum, explanations. The engine runs over SQLite, DynamoDB (LocalStack) and Postgres
 //! with an injected clock; each store-facing guarantee is proven on all three.
 
-#[path = "aws_support/mod.rs"]
-mod aws_support;
-
 use countersign::embedded::Server;
 use countersign::{
-    clock::ManualClock,
-    config::{Config, Principal},
+    config::Config,
     domain::{audit, deed::Deed, Action, NextAction, State},
-    store::{dynamodb::DynamoStore, sqlite::SqliteStore, Store},
-    tools::Executors,
-    Engine, Error,
+    Error,
 };
 use countersign_tests::{
     on_every_store,
     receiver::{notify_toml, Mode, Receiver},
-    stores::Backend,
-    submission, temp_db, Api, RecordingWaker,
+    stores::{Backend, Place},
+    submission, temp_db, Api,
 };
-use jiff::Timestamp;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -89,45 +82,21 @@ executor = "builtin.echo"
     )
 }
 
-struct Rig {
-    engine: Arc<Engine>,
-    store: Arc<dyn Store>,
-    config: Arc<Config>,
+/// The shared rig, with this file's helpers.
+struct Rig(countersign_tests::rig::Rig);
+
+impl std::ops::Deref for Rig {
+    type Target = countersign_tests::rig::Rig;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 async fn rig(backend: Backend) -> Rig {
-    let config = Arc::new(Config::from_toml(&policy_toml()).unwrap());
-    let store: Arc<dyn Store> = match backend {
-        Backend::Sqlite => Arc::new(SqliteStore::open(&temp_db("policy")).unwrap()),
-        Backend::Postgres => Arc::new(countersign_tests::postgres::store("policy").await),
-        Backend::Dynamodb => {
-            let sdk = aws_support::sdk().await;
-            let table = aws_support::unique("policy");
-            aws_support::create_table(&sdk, &table).await;
-            Arc::new(DynamoStore::new(
-                aws_sdk_dynamodb::Client::new(&sdk),
-                &table,
-            ))
-        }
-    };
-    let engine = Arc::new(Engine::new(
-        config.clone(),
-        store.clone(),
-        Arc::new(RecordingWaker::default()),
-        Arc::new(Executors::new()),
-        Arc::new(ManualClock::new(Timestamp::now())),
-    ));
-    Rig {
-        engine,
-        store,
-        config,
-    }
+    Rig(countersign_tests::rig::Rig::start(backend, "policy", |_| policy_toml()).await)
 }
 
 impl Rig {
-    fn who(&self, key: &str) -> Principal {
-        self.config.principal(key).cloned().unwrap()
-    }
     async fn submit(&self, tool: &str, args: Value) -> Result<Action, Error> {
         let req = submission(json!({"tool": tool, "args": args}));
         let a = self.engine.submit(&self.who(AGENT), req, None).await?;
@@ -364,7 +333,7 @@ async fn approve_over_http(api: &Api, key: &str, action: &Value) -> (u16, Value)
 /// notification say one more is needed. SC-POL-03, SC-POL-04.
 async fn a_signoff_counts_only_while_its_approver_may_decide(backend: Backend) {
     let receiver = Receiver::start(Mode::Up).await;
-    let place = aws_support::place(backend, "quorum").await;
+    let place = Place::fresh(backend, "quorum").await;
     let before = quorum_config(
         &[
             ("fin-1", FINANCE_1, "finance"),

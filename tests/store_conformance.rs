@@ -4,9 +4,6 @@
 //! (SC-INT-07), stops (SC-STOP-01), the sweep index (SC-REC-01/02, SC-APP-04) and the
 //! notification outbox (SC-NOT-01/02): every port of the store (`Actions`, `Stops`, `Outbox`).
 
-#[path = "aws_support/mod.rs"]
-mod aws_support;
-
 use countersign::{
     domain::{
         action::Approval,
@@ -22,7 +19,7 @@ use countersign::{
         Stops, Store, StoreError, Unreadable,
     },
 };
-use countersign_tests::postgres;
+use countersign_tests::{localstack, postgres};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 use std::sync::Arc;
@@ -935,14 +932,7 @@ async fn sc_sec_06_tampered_chains_fail_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sc_sec_06_tampered_chains_fail_on_dynamodb() {
-    let sdk = aws_support::sdk().await;
-    let table = aws_support::unique("chain");
-    aws_support::create_table(&sdk, &table).await;
-    tampered_chains_fail(&DynamoStore::new(
-        aws_sdk_dynamodb::Client::new(&sdk),
-        &table,
-    ))
-    .await;
+    tampered_chains_fail(&localstack::fresh_store("chain").await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1030,14 +1020,7 @@ async fn sc_app_03_issue16_approve_and_claim_record_the_approval_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sc_app_03_issue16_approve_and_claim_record_the_approval_on_dynamodb() {
-    let sdk = aws_support::sdk().await;
-    let table = aws_support::unique("approve_claim");
-    aws_support::create_table(&sdk, &table).await;
-    approve_and_claim_record_the_approval(&DynamoStore::new(
-        aws_sdk_dynamodb::Client::new(&sdk),
-        &table,
-    ))
-    .await;
+    approve_and_claim_record_the_approval(&localstack::fresh_store("approve_claim").await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1052,14 +1035,7 @@ async fn store_conformance_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn store_conformance_dynamodb() {
-    let sdk = aws_support::sdk().await;
-    let table = aws_support::unique("conformance");
-    aws_support::create_table(&sdk, &table).await;
-    conformance(Arc::new(DynamoStore::new(
-        aws_sdk_dynamodb::Client::new(&sdk),
-        &table,
-    )))
-    .await;
+    conformance(Arc::new(localstack::fresh_store("conformance").await)).await;
 }
 
 /// DynamoDB only: TTL attributes (idempotency records; a sealed action's two items under a
@@ -1068,10 +1044,7 @@ async fn store_conformance_dynamodb() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn dynamodb_ttl_retention_and_fail_closed() {
     use aws_sdk_dynamodb::types::AttributeValue;
-    let sdk = aws_support::sdk().await;
-    let table = aws_support::unique("ttl");
-    aws_support::create_table(&sdk, &table).await;
-    let client = aws_sdk_dynamodb::Client::new(&sdk);
+    let (client, table) = localstack::fresh_table("ttl").await;
     let store = DynamoStore::new(client.clone(), &table)
         .with_retention(Some(SignedDuration::from_hours(24 * 90)));
     let tn = tenant("ttl");

@@ -1,16 +1,14 @@
-//! Support for the tests against LocalStack: the SDK pointed at it, a fresh table (from
-//! `infra/table.json`) and schedule group per test, the engine wired exactly as the Lambda
-//! functions wire it, real API Gateway events through `lambda_http`'s adapter, and the
-//! Scheduler's stored input delivered to the resume handler.
-#![allow(dead_code)]
+//! Support for the tests of the AWS path against LocalStack, compiled only into them: a fresh
+//! schedule group per test, the engine wired exactly as the Lambda functions wire it, real API
+//! Gateway events through `lambda_http`'s adapter, and the Scheduler's stored input delivered to
+//! the resume handler. The SDK on LocalStack and a fresh table are the support library's
+//! (`countersign_tests::localstack`), which every store's tests share.
+// Each test uses a part of it.
+#![allow(dead_code, unused_imports)]
 
 pub mod capacity;
 
 use aws_config::SdkConfig;
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
-};
 use countersign::{
     aws::{self, ResumeEvent, Settings},
     clock::ManualClock,
@@ -21,174 +19,16 @@ use countersign::{
     Clock, Engine,
 };
 use countersign_tests::ToolServer;
+// The SDK on LocalStack and a fresh table: in the support library, beside the stores.
+pub use countersign_tests::localstack::{create_table, endpoint, sdk, unique};
 use jiff::{SignedDuration, Timestamp};
 use lambda_http::{request::LambdaRequest, Adapter, Context, LambdaEvent, Service};
 use serde_json::{json, Value};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 
 pub const RESUME_ARN: &str = "arn:aws:lambda:us-east-1:000000000000:function:countersign-resume";
 pub const ROLE_ARN: &str = "arn:aws:iam::000000000000:role/countersign-scheduler";
 pub const DLQ_ARN: &str = "arn:aws:sqs:us-east-1:000000000000:countersign-wake-dlq";
-
-/// Point the SDK at LocalStack unless the caller already chose an endpoint.
-pub fn aws_env() {
-    static SET: Once = Once::new();
-    SET.call_once(|| {
-        for (k, v) in [
-            ("AWS_ENDPOINT_URL", "http://127.0.0.1:4566"),
-            ("AWS_ACCESS_KEY_ID", "test"),
-            ("AWS_SECRET_ACCESS_KEY", "test"),
-            ("AWS_REGION", "us-east-1"),
-            // What infra/template.yaml sets for every function (tests/infra_template.rs).
-            aws::HTTP_ENV,
-        ] {
-            if std::env::var(k).is_err() {
-                std::env::set_var(k, v);
-            }
-        }
-    });
-}
-
-pub fn endpoint() -> String {
-    aws_env();
-    std::env::var("AWS_ENDPOINT_URL").unwrap()
-}
-
-/// Fail loudly (never skip) when LocalStack is not there.
-pub async fn require_localstack() {
-    let url = format!("{}/_localstack/health", endpoint());
-    let ok = reqwest::Client::new()
-        .get(&url)
-        .timeout(std::time::Duration::from_secs(5))
-        .send()
-        .await
-        .map(|r| r.status().is_success());
-    assert!(
-        matches!(ok, Ok(true)),
-        "LocalStack is not reachable at {url}: start it with `bash localstack/start.sh` \
-         (or set AWS_ENDPOINT_URL) — these tests do not skip"
-    );
-}
-
-pub async fn sdk() -> SdkConfig {
-    aws_env();
-    require_localstack().await;
-    // The functions' own configuration (the environment alone), which `aws_env` completes.
-    aws::sdk_config_from_env().expect("aws_env sets the region and credentials")
-}
-
-/// A name unique to this test run: `cs-<label>-<ulid>` (lowercase, ≤ 64 characters).
-pub fn unique(label: &str) -> String {
-    format!("cs-{label}-{}", ulid::Ulid::new()).to_lowercase()
-}
-
-/// A fresh place for one test's records on `backend`: an SQLite file, a Postgres schema, or a
-/// table of its own on LocalStack.
-pub async fn place(
-    backend: countersign_tests::stores::Backend,
-    label: &str,
-) -> countersign_tests::stores::Place {
-    use countersign_tests::stores::{Backend, Place};
-    match backend {
-        Backend::Dynamodb => {
-            let sdk = sdk().await;
-            let table = unique(label);
-            create_table(&sdk, &table).await;
-            Place::Dynamodb {
-                client: aws_sdk_dynamodb::Client::new(&sdk),
-                table,
-            }
-        }
-        other => Place::fresh_db(other, label).await,
-    }
-}
-
-/// A store on a fresh table of its own (`label` names it).
-pub async fn fresh_store(label: &str) -> countersign::store::dynamodb::DynamoStore {
-    let sdk = sdk().await;
-    let table = unique(label);
-    create_table(&sdk, &table).await;
-    countersign::store::dynamodb::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &table)
-}
-
-/// Create a table from `infra/table.json`, the definition the infrastructure uses.
-pub async fn create_table(sdk: &SdkConfig, name: &str) {
-    // The nearest `infra/` above the including crate (the tests crate, or tests/bench).
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|dir| dir.join("infra/table.json"))
-        .find(|p| p.is_file())
-        .expect("infra/table.json above the crate");
-    let def: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let key_schema = |v: &Value| -> Vec<KeySchemaElement> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|k| {
-                KeySchemaElement::builder()
-                    .attribute_name(k["AttributeName"].as_str().unwrap())
-                    .key_type(KeyType::from(k["KeyType"].as_str().unwrap()))
-                    .build()
-                    .unwrap()
-            })
-            .collect()
-    };
-    let client = aws_sdk_dynamodb::Client::new(sdk);
-    let mut req = client
-        .create_table()
-        .table_name(name)
-        .set_key_schema(Some(key_schema(&def["KeySchema"])))
-        .billing_mode(BillingMode::from(def["BillingMode"].as_str().unwrap()));
-    for a in def["AttributeDefinitions"].as_array().unwrap() {
-        req = req.attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name(a["AttributeName"].as_str().unwrap())
-                .attribute_type(ScalarAttributeType::from(
-                    a["AttributeType"].as_str().unwrap(),
-                ))
-                .build()
-                .unwrap(),
-        );
-    }
-    for g in def["GlobalSecondaryIndexes"].as_array().unwrap() {
-        req = req.global_secondary_indexes(
-            GlobalSecondaryIndex::builder()
-                .index_name(g["IndexName"].as_str().unwrap())
-                .set_key_schema(Some(key_schema(&g["KeySchema"])))
-                .projection(
-                    Projection::builder()
-                        .projection_type(ProjectionType::from(
-                            g["Projection"]["ProjectionType"].as_str().unwrap(),
-                        ))
-                        .set_non_key_attributes(g["Projection"]["NonKeyAttributes"].as_array().map(
-                            |names| {
-                                names
-                                    .iter()
-                                    .map(|n| n.as_str().unwrap().to_owned())
-                                    .collect()
-                            },
-                        ))
-                        .build(),
-                )
-                .build()
-                .unwrap(),
-        );
-    }
-    req.send().await.expect("CreateTable");
-    client
-        .update_time_to_live()
-        .table_name(name)
-        .time_to_live_specification(
-            TimeToLiveSpecification::builder()
-                .enabled(true)
-                .attribute_name(def["TimeToLiveAttribute"].as_str().unwrap())
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .expect("UpdateTimeToLive");
-}
 
 pub async fn create_group(sdk: &SdkConfig, name: &str) {
     aws_sdk_scheduler::Client::new(sdk)

@@ -1,9 +1,11 @@
 //! Test support: a counting tool server (real HTTP on 127.0.0.1), a test configuration, an
 //! API client, and doubles for the wake port.
 
+pub mod localstack;
 pub mod postgres;
 pub mod raw;
 pub mod receiver;
+pub mod rig;
 pub mod stores;
 
 use axum::{
@@ -562,8 +564,7 @@ pub fn temp_db(name: &str) -> std::path::PathBuf {
 }
 
 /// The tests of one scenario, named by its SC id and their store: on SQLite, on DynamoDB and
-/// on Postgres. `Backend` (with those three variants) is the calling test file's own, or
-/// [`stores::Backend`].
+/// on Postgres. `Backend` is [`stores::Backend`], in scope where the macro is called.
 #[macro_export]
 macro_rules! on_every_store {
     ($scenario:ident: $sqlite:ident, $dynamodb:ident, $postgres:ident) => {

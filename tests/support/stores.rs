@@ -1,13 +1,24 @@
-//! The local server over each store — SQLite, Postgres, DynamoDB on LocalStack — over real
+//! Each store — SQLite, Postgres, DynamoDB on LocalStack — fresh for one test: as a store for an
+//! engine ([`store`], the [`crate::rig::Rig`]'s), or as a place for the local server over real
 //! HTTP, started again over the same records (a restart, perhaps with another config). The
 //! tests that prove one guarantee on every store (`on_every_store!`) start from here.
 
 use countersign::{
     config::Config,
     embedded::{Database, Parts, Server},
-    store::{dynamodb::DynamoStore, Store},
+    store::{dynamodb::DynamoStore, sqlite::SqliteStore, Store},
 };
 use std::sync::Arc;
+
+/// A fresh store of its own on `backend` (`label` names it): an SQLite file, a Postgres schema,
+/// or a table on LocalStack.
+pub async fn store(backend: Backend, label: &str) -> Arc<dyn Store> {
+    match backend {
+        Backend::Sqlite => Arc::new(SqliteStore::open(&crate::temp_db(label)).unwrap()),
+        Backend::Dynamodb => Arc::new(crate::localstack::fresh_store(label).await),
+        Backend::Postgres => Arc::new(crate::postgres::store(label).await),
+    }
+}
 
 /// The three stores; the `Backend` that [`crate::on_every_store`] names.
 #[derive(Clone, Copy, Debug)]
@@ -29,13 +40,16 @@ pub enum Place {
 }
 
 impl Place {
-    /// A fresh SQLite file or Postgres schema. DynamoDB needs a table made first: see
-    /// [`Place::Dynamodb`] (the tests' `aws_support` makes one).
-    pub async fn fresh_db(backend: Backend, label: &str) -> Place {
+    /// A fresh place for one test's records on `backend`: an SQLite file, a Postgres schema, or
+    /// a table of its own on LocalStack.
+    pub async fn fresh(backend: Backend, label: &str) -> Place {
         match backend {
             Backend::Sqlite => Place::Db(Database::Sqlite(crate::temp_db(label))),
             Backend::Postgres => Place::Db(crate::postgres::database(label).await),
-            Backend::Dynamodb => panic!("a DynamoDB place is built from its table"),
+            Backend::Dynamodb => {
+                let (client, table) = crate::localstack::fresh_table(label).await;
+                Place::Dynamodb { client, table }
+            }
         }
     }
 

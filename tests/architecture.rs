@@ -19,7 +19,6 @@ const RULES: &[Rule] = &[
             "embedded",
             "engine",
             "error",
-            "faults",
             "invariants",
             "notify",
             "policy_test",

@@ -14,11 +14,11 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_support::{AwsWorld, RESUME_ARN, ROLE_ARN};
 use countersign::{
     aws::{self, ResumeEvent},
-    faults::{Fault, FaultyStore, Gate, Matching},
     store::dynamodb::DynamoStore,
     tools::Executors,
     Engine,
 };
+use countersign_tests::faults::{Fault, FaultyStore, Gate, Matching};
 use countersign_tests::{keys, RecordingWaker, SECRET, SECRET_ENV};
 use jiff::{SignedDuration, Timestamp};
 use lambda_http::lambda_runtime::Diagnostic;

@@ -11,11 +11,11 @@ use aws_support::AwsWorld;
 use countersign::{
     config::Config,
     domain::State,
-    faults::{Fault, FaultyStore, Matching, Write},
     store::{dynamodb::DynamoStore, Actions, Outbox},
     tools::Executors,
     Clock, Engine,
 };
+use countersign_tests::faults::{Fault, FaultyStore, Matching, Write};
 use countersign_tests::{
     keys,
     receiver::{notify_toml, Mode, Receiver},

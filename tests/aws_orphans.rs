@@ -14,9 +14,9 @@ mod aws_support;
 use aws_sdk_dynamodb::types::AttributeValue;
 use countersign::{
     config::Config,
-    faults::{Fault, FaultyStore, Gate, Matching, Write},
     store::{dynamodb::DynamoStore, Store},
 };
+use countersign_tests::faults::{Fault, FaultyStore, Gate, Matching, Write};
 use countersign_tests::{config_toml, keys, stores, stores::Backend, Api, ToolServer};
 use serde_json::{json, Value};
 use std::{sync::Arc, time::Duration};

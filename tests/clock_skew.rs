@@ -11,12 +11,12 @@ use countersign::{
     config::Config,
     domain::resume::Wake,
     engine::ResumeOutcome,
-    faults::SkewedClock,
     store::dynamodb::DynamoStore,
     tools::Executors,
     wake::{in_process::InProcessWaker, scheduler::SchedulerWaker},
     Clock, Engine, SystemClock,
 };
+use countersign_tests::faults::SkewedClock;
 use countersign_tests::{
     config_toml, in_secs, keys, on_every_store, stores, stores::Backend, submission, ToolServer,
 };

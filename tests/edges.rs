@@ -1,6 +1,6 @@
 //! Guarantees at the edges (SPEC SC-EDGE-01, -02, -04, -05, -06, -07), each proven on SQLite, on
-//! DynamoDB (LocalStack) and on Postgres (scripts/postgres.sh): the engine with a fault-injecting store decorator (feature
-//! `faults`), an injected clock and tools over real HTTP. Every scenario below failed on the
+//! DynamoDB (LocalStack) and on Postgres (scripts/postgres.sh): the engine with a fault-injecting store decorator
+//! (`countersign_tests::faults`), an injected clock and tools over real HTTP. Every scenario below failed on the
 //! main branch before the fix it names; its comment says what it caught.
 
 use countersign::{
@@ -8,11 +8,11 @@ use countersign::{
     domain::{resume::Wake, Action, State},
     embedded::{Database, Parts, Server},
     engine::ResumeOutcome,
-    faults::{Fault, FaultyStore, Gate, Matching, Write},
     store::Actions,
     tools::{Call, Executors, ToolAnswer, ToolRunner},
     Clock,
 };
+use countersign_tests::faults::{Fault, FaultyStore, Gate, Matching, Write};
 use countersign_tests::{
     config_toml, keys, on_every_store, postgres, rig::Rig, stores, stores::Backend, submission,
     temp_db, Behaviour, ToolServer,

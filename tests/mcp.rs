@@ -9,8 +9,8 @@
 use countersign::{
     config::Config,
     embedded::{Parts, Server},
-    faults::FaultyStore,
 };
+use countersign_tests::faults::FaultyStore;
 use countersign_tests::{config_toml, in_secs, keys, temp_db, Api, Behaviour, ToolServer};
 use serde_json::{json, Value};
 use std::{

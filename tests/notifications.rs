@@ -7,11 +7,11 @@ use countersign::{
     config::Config,
     domain::State,
     embedded::{Database, Parts, Server},
-    faults::{Fault, FaultyStore, Matching, Write},
     store::Store,
     tools::Executors,
     Engine, SystemClock,
 };
+use countersign_tests::faults::{Fault, FaultyStore, Matching, Write};
 use countersign_tests::{
     config_toml, keys, postgres,
     raw::Raw,

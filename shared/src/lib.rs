@@ -25,8 +25,6 @@ pub mod domain;
 pub mod embedded;
 pub mod engine;
 pub mod error;
-#[cfg(feature = "faults")]
-pub mod faults;
 pub mod identity;
 pub mod invariants;
 pub mod live;

@@ -21,10 +21,10 @@ use countersign::{
     config::Config,
     domain::{Action, State},
     embedded::{Database, Parts, Server},
-    faults::{Chaos, FaultyStore},
     invariants,
     store::{ListQuery, Store},
 };
+use countersign_tests::faults::{Chaos, FaultyStore};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};

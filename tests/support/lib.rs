@@ -1,6 +1,7 @@
 //! Test support: a counting tool server (real HTTP on 127.0.0.1), a test configuration, an
 //! API client, and doubles for the wake port.
 
+pub mod faults;
 pub mod localstack;
 pub mod postgres;
 pub mod raw;
@@ -502,16 +503,15 @@ impl Waker for RecordingWaker {
     }
 }
 
-/// Serve the API over real HTTP from an engine over `store` wrapped in a [`FaultyStore`] (which
+/// Serve the API over real HTTP from an engine over `store` wrapped in a [`faults::FaultyStore`] (which
 /// counts list reads and injects faults on demand), with a recording wake port, no tools and the
 /// system clock.
 ///
-/// [`FaultyStore`]: countersign::faults::FaultyStore
 pub async fn counted_api(
     config: Arc<countersign::config::Config>,
     store: Arc<dyn countersign::store::Store>,
-) -> (Api, Arc<countersign::faults::FaultyStore>) {
-    let store = Arc::new(countersign::faults::FaultyStore::new(store));
+) -> (Api, Arc<faults::FaultyStore>) {
+    let store = Arc::new(faults::FaultyStore::new(store));
     let engine = Arc::new(countersign::Engine::new(
         config,
         store.clone(),

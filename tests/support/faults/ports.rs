@@ -2,14 +2,14 @@
 //! everything else passed to the store it wraps.
 
 use super::{FaultyStore, Write};
-use crate::{
+use async_trait::async_trait;
+use countersign::{
     domain::{notice::OutboxEntry, Action, Creation, Event, State, Transition},
     store::{
         Actions, IdempotencyRecord, ListPage, ListQuery, Outbox, Quarantined, Stop, Stops, Store,
         StoreResult, SweepRef, Unreadable,
     },
 };
-use async_trait::async_trait;
 use jiff::Timestamp;
 
 #[async_trait]

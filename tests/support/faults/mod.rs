@@ -1,6 +1,6 @@
-//! Fault injection for tests and the chaos run (cargo feature `faults`, enabled only by the
-//! tests crate). Production code carries no test branch: the engine sees an ordinary [`Store`]
-//! and [`Clock`]; these decorators wrap the real ones.
+//! Fault injection for the tests and the chaos run, in the tests crate: the product carries no
+//! test branch and no test code. The engine sees an ordinary [`Store`] and [`Clock`]; these
+//! decorators wrap the real ones.
 //!
 //! - [`FaultyStore`] fails chosen writes before they are sent (a transient error: throttling,
 //!   `TransactionConflict`), applies them and then reports an error (ambiguous: the answer was
@@ -11,7 +11,7 @@
 
 mod ports;
 
-use crate::{
+use countersign::{
     domain::{Change, Creation, State, Transition},
     store::{Store, StoreError, StoreResult},
     Clock,
@@ -390,7 +390,7 @@ impl Clock for SkewedClock {
             .now()
             .saturating_add(skew)
             .expect("a skewed instant in range");
-        crate::domain::time::micros(skewed)
+        countersign::domain::time::micros(skewed)
     }
 }
 

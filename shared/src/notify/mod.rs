@@ -4,14 +4,18 @@
 //! It runs beside the transitions, never inside them: a slow or dead receiver delays only its
 //! own notices. Embedded, [`run`] polls every second; on AWS the resume function's minute sweep
 //! calls [`Notifier::deliver_due`].
+//!
+//! Its own room: of the store it knows only the [`Outbox`] port (what is due, what a notice
+//! tells of, settling it), never the engine or the API (`tests/architecture.rs`). Each post is
+//! in `post`.
+
+mod post;
 
 use crate::{
-    config::{Config, Endpoint, Format},
+    config::{Config, Endpoint},
     domain::notice::{Notice, OutboxEntry, Settled},
     store::{Outbox, StoreError},
-    target,
-    tools::webhook::signed_headers,
-    Clock,
+    target, Clock,
 };
 use serde::Serialize;
 use std::{sync::Arc, time::Duration};
@@ -143,51 +147,12 @@ impl Notifier {
         };
         let (mut took, mut failure) = (Vec::new(), None);
         for endpoint in endpoints {
-            match self.post(endpoint, &notice).await {
+            match post::send(&self.clients, endpoint, &notice, self.clock.now()).await {
                 Ok(()) => took.push(endpoint.key()),
                 Err(why) => failure = Some(why),
             }
         }
         Ok((took, failure))
-    }
-
-    /// One signed POST. The error names a kind and a status, never the URL (it may hold a token).
-    async fn post(&self, endpoint: &Endpoint, notice: &Notice<'_>) -> Result<(), String> {
-        let http = self
-            .clients
-            .for_url(&endpoint.url, endpoint.allow_private)
-            .ok_or("target_refused")?;
-        let secret = std::env::var(&endpoint.secret_env)
-            .map_err(|_| format!("secret {} is not set", endpoint.secret_env))?;
-        let body = match endpoint.format {
-            Format::Json => notice.json(),
-            Format::Slack => notice.slack(),
-        };
-        let body = serde_json::to_vec(&body).expect("a notice serializes");
-        let id = notice.id();
-        let signed = signed_headers(
-            endpoint.signing,
-            &secret,
-            &id,
-            self.clock.now().as_second(),
-            &body,
-        )
-        .map_err(|_| "misconfigured".to_owned())?;
-        let mut request = http
-            .post(&endpoint.url)
-            .header("content-type", "application/json")
-            .header("countersign-event-id", &id);
-        for (name, value) in signed {
-            request = request.header(name, value);
-        }
-        let sent = request.body(body).send().await;
-        match sent {
-            Ok(r) if r.status().is_success() => Ok(()),
-            Ok(r) => Err(format!("http {}", r.status().as_u16())),
-            Err(e) if e.is_timeout() => Err("timeout".into()),
-            Err(e) if target::refused(&e) => Err("target_refused".into()),
-            Err(_) => Err("unreachable".into()),
-        }
     }
 }
 

@@ -9,8 +9,8 @@
 //! reads in `reads`, the outbox in `outbox`; this file is the writes on `actions`.
 
 use super::{
-    Actions, IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop, Stops, Store, StoreError,
-    StoreResult, SweepRef, Unreadable,
+    Actions, IdempotencyRecord, ListPage, ListQuery, Quarantined, StoreError, StoreResult,
+    SweepRef, Unreadable,
 };
 use crate::domain::{Action, Change, Creation, Event, State, Transition};
 use async_trait::async_trait;
@@ -26,6 +26,7 @@ mod listen;
 mod outbox;
 mod reads;
 mod schema;
+mod stops;
 
 pub use connect::Options;
 pub use listen::Listener;
@@ -303,49 +304,5 @@ impl Actions for PostgresStore {
 
     async fn quarantined(&self, tenant: &str) -> StoreResult<Vec<Quarantined>> {
         self.read_quarantined(tenant).await
-    }
-}
-
-#[async_trait]
-impl Stops for PostgresStore {
-    async fn put_stop(&self, stop: &Stop) -> StoreResult<()> {
-        let client = self.client().await?;
-        let body = serde_json::to_vec(stop).map_err(malformed)?;
-        client
-            .execute(
-                "INSERT INTO stops (tenant, scope, body) VALUES ($1, $2, $3)
-                 ON CONFLICT (tenant, scope) DO UPDATE SET body = excluded.body",
-                &[&stop.tenant, &stop.scope(), &body],
-            )
-            .await
-            .map_err(unavailable)
-            .map(drop)
-    }
-
-    async fn lift_stop(&self, tenant: &str, scope: &str) -> StoreResult<bool> {
-        let client = self.client().await?;
-        client
-            .execute(
-                "DELETE FROM stops WHERE tenant = $1 AND scope = $2",
-                &[&tenant, &scope],
-            )
-            .await
-            .map_err(unavailable)
-            .map(|n| n > 0)
-    }
-
-    async fn stops_for(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>> {
-        self.read_stops(tenant, agent_id).await
-    }
-}
-
-#[async_trait]
-impl Store for PostgresStore {
-    async fn load_with_stops(
-        &self,
-        tenant: &str,
-        action_id: &str,
-    ) -> StoreResult<(Option<Action>, Vec<Stop>)> {
-        self.read_with_stops(tenant, action_id).await
     }
 }

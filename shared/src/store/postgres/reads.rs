@@ -3,16 +3,16 @@
 //! point, SC-EDGE-02).
 
 use super::{malformed, unavailable, PostgresStore};
-use crate::domain::{Action, Event, State};
+use crate::domain::{Action, Event};
 use crate::store::{
-    sortable_instant as instant, IdempotencyRecord, ListPage, ListQuery, Quarantined, Stop,
-    StoreResult, SweepRef, Unreadable,
+    sortable_instant as instant, IdempotencyRecord, ListPage, ListQuery, Quarantined, StoreResult,
+    SweepRef, Unreadable,
 };
 use jiff::Timestamp;
 use tokio_postgres::{types::ToSql, Row};
 
 /// A shared read's answer; `None`: abandoned (the runtime is shutting down).
-fn gathered(answer: Option<StoreResult<Vec<Vec<u8>>>>) -> StoreResult<Vec<Vec<u8>>> {
+pub(super) fn gathered(answer: Option<StoreResult<Vec<Vec<u8>>>>) -> StoreResult<Vec<Vec<u8>>> {
     answer.unwrap_or_else(|| Err(super::abandoned("read")))
 }
 
@@ -120,42 +120,6 @@ impl PostgresStore {
                 })
             })
             .transpose()
-    }
-
-    /// Through the shared reads (`gather`), each made after its caller asked.
-    pub(super) async fn read_stops(&self, tenant: &str, agent_id: &str) -> StoreResult<Vec<Stop>> {
-        let bodies = gathered(
-            self.stops
-                .call((tenant.to_owned(), agent_id.to_owned()))
-                .await,
-        )?;
-        bodies
-            .iter()
-            .map(|body| serde_json::from_slice(body).map_err(malformed))
-            .collect()
-    }
-
-    /// An action and its agent's stops in one shared read (`gather`); stops only for an
-    /// `approved` one, as the port says.
-    pub(super) async fn read_with_stops(
-        &self,
-        tenant: &str,
-        id: &str,
-    ) -> StoreResult<(Option<Action>, Vec<Stop>)> {
-        let call = (tenant.to_owned(), id.to_owned());
-        let bodies = gathered(self.with_stops.call(call).await)?;
-        let Some((first, stops)) = bodies.split_first() else {
-            return Ok((None, Vec::new()));
-        };
-        let action = Action::from_stored(first).map_err(malformed)?;
-        let stops = match action.state() {
-            State::Approved => stops
-                .iter()
-                .map(|body| serde_json::from_slice(body).map_err(malformed))
-                .collect::<StoreResult<_>>()?,
-            _ => Vec::new(),
-        };
-        Ok((Some(action), stops))
     }
 
     pub(super) async fn read_due(

@@ -77,6 +77,7 @@ const RULES: &[Rule] = &[
         room: "identity",
         not: &["api", "embedded", "engine", "store", "wake", "tools"],
         io: true,
+        only: &[],
     },
 ];
 

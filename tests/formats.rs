@@ -23,7 +23,7 @@ use countersign::{
         policy::Matched,
         Action,
     },
-    store::{dynamodb::DynamoStore, sqlite::SqliteStore, Store},
+    store::{dynamodb::DynamoStore, sqlite::SqliteStore, Actions, Store},
 };
 use countersign_tests::{
     config_toml, in_secs, keys, stores::Place, temp_db, Api, ToolServer, DEED_KID, DEED_PUBLIC_PEM,

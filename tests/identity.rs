@@ -243,7 +243,7 @@ struct World {
 async fn world(backend: Backend, label: &str, extra: &str) -> World {
     let idp = Idp::start();
     let tools = ToolServer::start().await;
-    let place = aws_support::place(backend, label).await;
+    let place = countersign_tests::stores::Place::fresh(backend, label).await;
     let server = place.serve(config(&tools, &idp, extra)).await;
     World {
         api: Api::new(server.addr),
@@ -702,7 +702,7 @@ async fn sc_id_04_provider_down_tokens_wait_keys_work() {
                 .and_then(Config::read_keys)
                 .unwrap(),
         );
-        let place = aws_support::place(Backend::Sqlite, "id04down").await;
+        let place = countersign_tests::stores::Place::fresh(Backend::Sqlite, "id04down").await;
         let server = place.serve(config).await;
         let api = Api::new(server.addr);
         let mut claims = idp.claims(300);
@@ -730,7 +730,7 @@ async fn sc_id_04_provider_down_tokens_wait_keys_work() {
     }
 
     // Keys fetched once serve on while the provider is gone.
-    let place = aws_support::place(Backend::Sqlite, "id04cache").await;
+    let place = countersign_tests::stores::Place::fresh(Backend::Sqlite, "id04cache").await;
     let server = place.serve(config(&tools, &idp, "")).await;
     let api = Api::new(server.addr);
     let first = idp.forge("acme", "rsa", json!({}), idp.claims(300)).await;
@@ -790,7 +790,7 @@ async fn sc_id_03_keys_off_for_people() {
 /// approve, and refuses an expired one with its challenge, storing nothing for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sc_id_03_the_aws_functions_take_tokens_dynamodb() {
-    aws_support::require_localstack().await;
+    countersign_tests::localstack::require_localstack().await;
     let idp = Idp::start();
     let extra = format!(
         "\n[tenants.acme.identity]\nissuer = \"{}\"\naudience = \"{AUD}\"\n",

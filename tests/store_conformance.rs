@@ -573,12 +573,12 @@ async fn outbox(store: &dyn Store) {
     store.create(&created, None).await.unwrap();
     let a = created.action.clone();
     let due = store.outbox_due(early, 100).await.unwrap();
-    let mine: Vec<&OutboxEntry> = due.iter().filter(|e| e.action_id == a.id).collect();
+    let mine: Vec<&OutboxEntry> = due.iter().filter(|e| e.action_id == a.id()).collect();
     assert_eq!(mine.len(), 1, "the create wrote its notice: {due:?}");
     let requested = mine[0].clone();
     assert_eq!((requested.seq, requested.attempts), (1, 0));
     let (told, event) = store.outbox_subject(&requested).await.unwrap().unwrap();
-    assert_eq!((told.id.as_str(), event.seq), (a.id.as_str(), 1));
+    assert_eq!((told.id(), event.seq), (a.id(), 1));
 
     // A transition that loses its condition writes no notice.
     let seal = Transition::seal(&a, Actor::system(), &SealReason::ApprovalExpired, early);
@@ -589,14 +589,14 @@ async fn outbox(store: &dyn Store) {
         Err(StoreError::Conflict)
     ));
     assert_eq!(
-        store.outbox_entry(&tn, &a.id, 2).await.unwrap(),
+        store.outbox_entry(&tn, a.id(), 2).await.unwrap(),
         None,
         "a lost write leaves no notice"
     );
     // The winning one does, beside the first; both tell of the action as it is now.
     store.commit(&seal).await.unwrap();
     let sealed = store
-        .outbox_entry(&tn, &a.id, 2)
+        .outbox_entry(&tn, a.id(), 2)
         .await
         .unwrap()
         .expect("the seal's notice");
@@ -613,9 +613,9 @@ async fn outbox(store: &dyn Store) {
         ..requested.clone()
     };
     for gone in [
-        unknown(&tn, &a.id, 9),
+        unknown(&tn, a.id(), 9),
         unknown(&tn, "act_gone", 1),
-        unknown("other", &a.id, 1),
+        unknown("other", a.id(), 1),
     ] {
         assert!(
             store.outbox_subject(&gone).await.unwrap().is_none(),
@@ -642,13 +642,13 @@ async fn outbox(store: &dyn Store) {
     );
     store.outbox_settle(&sealed, None).await.unwrap();
     assert_eq!(
-        store.outbox_entry(&tn, &a.id, 2).await.unwrap(),
+        store.outbox_entry(&tn, a.id(), 2).await.unwrap(),
         None,
         "delivered, removed"
     );
     let listed = store.outbox_dead(&tn, 10).await.unwrap();
     assert!(
-        listed.iter().any(|e| e.action_id == a.id && e.seq == 1),
+        listed.iter().any(|e| e.action_id == a.id() && e.seq == 1),
         "the dead letter is listed: {listed:?}"
     );
     let later = plus(early, 100 * 3600);
@@ -658,14 +658,14 @@ async fn outbox(store: &dyn Store) {
             .await
             .unwrap()
             .iter()
-            .all(|e| e.action_id != a.id),
+            .all(|e| e.action_id != a.id()),
         "a dead letter is not due"
     );
     let revived = dead.revived(early);
     store.outbox_settle(&dead, Some(&revived)).await.unwrap();
     let due = store.outbox_due(early, 100).await.unwrap();
     assert!(
-        due.iter().any(|e| e.action_id == a.id),
+        due.iter().any(|e| e.action_id == a.id()),
         "redelivered, due again"
     );
     assert!(store.outbox_dead(&tn, 10).await.unwrap().is_empty());
@@ -682,11 +682,14 @@ async fn load_with_stops(store: &dyn Store) {
     };
     store.put_stop(&stop).await.unwrap();
     let a = create_pending(store, &tn, "a1", far()).await;
-    let (found, stops) = store.load_with_stops(&tn, &a.id).await.unwrap();
-    assert_eq!((found.map(|f| f.id), stops), (Some(a.id.clone()), vec![]));
+    let (found, stops) = store.load_with_stops(&tn, a.id()).await.unwrap();
+    assert_eq!(
+        (found.map(|f| f.id().to_owned()), stops),
+        (Some(a.id().to_owned()), vec![])
+    );
     let approved = approve(&a, plus(t0(), 60), plus(t0(), 3600), t0());
     store.commit(&approved).await.unwrap();
-    let (found, stops) = store.load_with_stops(&tn, &a.id).await.unwrap();
+    let (found, stops) = store.load_with_stops(&tn, a.id()).await.unwrap();
     assert_eq!(found.map(|f| f.state()), Some(State::Approved));
     assert_eq!(stops, vec![stop]);
     let (none, stops) = store.load_with_stops(&tn, "act_gone").await.unwrap();

@@ -11,7 +11,7 @@ use countersign::{
         canonical,
         notice::{OutboxEntry, RetryRule, Settled},
         transition::TicketTerms,
-        Action, Actor, Call, Creation, Decision, Lease, SealReason, Stage, State, Transition,
+        Action, Actor, Call, Creation, Decision, Lease, SealReason, Standing, State, Transition,
         Window,
     },
     store::{
@@ -56,7 +56,7 @@ fn pending(tenant: &str, agent: &str, expires_at: Timestamp) -> Action {
         decided_at: None,
         quorum: Default::default(),
     };
-    let stage = Stage::PendingApproval { approvals: vec![] };
+    let stage = Standing::PendingApproval { approvals: vec![] };
     Action::first(call, Decision::RequireApproval, stage, Some(approval), t0())
 }
 

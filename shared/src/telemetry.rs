@@ -7,7 +7,7 @@
 //! labels (an alarm matches a metric's exact dimension set), so the families that alarm are
 //! recorded once without labels and, where a breakdown helps, once more with them.
 
-use crate::domain::{Action, Decision, Stage};
+use crate::domain::{Action, Decision, Standing};
 use metrics::{counter, describe_counter, describe_histogram, histogram, Unit};
 
 pub const SUBMITTED: &str = "actions_submitted";
@@ -116,14 +116,14 @@ pub fn submitted(decision: Decision) {
 /// was due.
 pub fn landed(action: &Action) {
     counter!(TRANSITIONS, "to" => action.state().as_str()).increment(1);
-    match &action.stage() {
-        Stage::Executing { ticket, .. } => {
+    match &action.standing() {
+        Standing::Executing { ticket, .. } => {
             let late = action.updated_at().duration_since(ticket.due_at());
             histogram!(WAKE_LATENESS).record(late.as_secs_f64().max(0.0));
         }
-        Stage::Sealed { state, outcome, .. } => {
+        Standing::Sealed { end, outcome, .. } => {
             let reason = reason_label(outcome.reason.as_deref());
-            counter!(SEALED, "state" => state.as_str(), "reason" => reason).increment(1);
+            counter!(SEALED, "state" => end.as_str(), "reason" => reason).increment(1);
         }
         _ => {}
     }

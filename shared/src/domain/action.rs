@@ -4,65 +4,12 @@ pub use super::actor::{Actor, ActorKind};
 pub use super::call::RunRef;
 pub use super::next::NextAction;
 pub use super::quorum::{Quorum, Signoff};
+pub use super::state::{State, Terminal};
 use super::{call::Call, ticket::Ticket};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum State {
-    PendingApproval,
-    Approved,
-    Executing,
-    Succeeded,
-    Failed,
-    Cancelled,
-    Denied,
-}
-
-impl State {
-    pub const ALL: [State; 7] = [
-        State::PendingApproval,
-        State::Approved,
-        State::Executing,
-        State::Succeeded,
-        State::Failed,
-        State::Cancelled,
-        State::Denied,
-    ];
-
-    /// Terminal states are sealed: they never change again.
-    pub fn is_sealed(self) -> bool {
-        matches!(
-            self,
-            State::Succeeded | State::Failed | State::Cancelled | State::Denied
-        )
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::PendingApproval => "pending_approval",
-            State::Approved => "approved",
-            State::Executing => "executing",
-            State::Succeeded => "succeeded",
-            State::Failed => "failed",
-            State::Cancelled => "cancelled",
-            State::Denied => "denied",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<State> {
-        State::ALL.into_iter().find(|state| state.as_str() == s)
-    }
-}
-
-impl std::fmt::Display for State {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// The policy gate's outcome (the runtime contract's Allow, Block, SetResult,
 /// RequireConfirmation, Schedule).
@@ -119,11 +66,12 @@ pub struct Lease {
 }
 
 /// Where an action stands, with what only that state holds: a ticket exists only while
-/// approved or executing, a lease only while executing, an outcome only once sealed. Made by
-/// transitions (and intake's first commit); a stored record loads into one of them or is
-/// refused (SC-EDGE-08).
+/// approved or executing, a lease only while executing, an outcome only once sealed, and a
+/// sealed standing only in a [`Terminal`] state. Its [`State`] is the name of the place; this
+/// is the place itself. Made by transitions (and intake's first commit); a stored record loads
+/// into one of them or is refused (SC-EDGE-08).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Stage {
+pub enum Standing {
     /// Waits for a countersignature; its context is the action's `approval`. A quorum's
     /// approvals so far, each a distinct approver (SC-POL-04); empty for a single approval.
     PendingApproval { approvals: Vec<Signoff> },
@@ -131,9 +79,9 @@ pub enum Stage {
     Approved { ticket: Ticket },
     /// A worker holds the claim under `lease`.
     Executing { ticket: Ticket, lease: Lease },
-    /// Sealed in `state` (succeeded, failed, cancelled or denied) at `at`: it never changes again.
+    /// Sealed in `end` at `at`: it never changes again.
     Sealed {
-        state: State,
+        end: Terminal,
         outcome: Outcome,
         at: Timestamp,
     },
@@ -141,13 +89,13 @@ pub enum Stage {
 
 /// An action record: the committed call, where it stands, and its audit head. Stored and
 /// answered in one flat JSON shape (the call's members, then `state`, `ticket`, `lease`,
-/// `outcome`, `sealed_at`); [`Stage`] is how the code holds it. Its fields are the domain's:
+/// `outcome`, `sealed_at`); [`Standing`] is how the code holds it. Its fields are the domain's:
 /// others read them, and only the domain's transitions change them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Action {
     pub(super) call: Call,
     pub(super) decision: Decision,
-    pub(super) stage: Stage,
+    pub(super) standing: Standing,
     /// The countersignature: asked for while pending, kept once decided.
     pub(super) approval: Option<Approval>,
     pub(super) actor: Actor,
@@ -248,25 +196,25 @@ impl<'de> Deserialize<'de> for Action {
 impl TryFrom<Stored> for Action {
     type Error = Malformed;
 
-    /// One stage from the stored fields, or a refusal naming what does not fit.
+    /// One standing from the stored fields, or a refusal naming what does not fit.
     fn try_from(r: Stored) -> Result<Self, Malformed> {
         if r.state != State::PendingApproval && !r.approvals.is_empty() {
             return Err(Malformed(format!("{} with pending approvals", r.state)));
         }
-        let stage = match (r.state, r.ticket, r.lease, r.sealed_at) {
-            (State::PendingApproval, None, None, None) => Stage::PendingApproval {
+        let standing = match (r.state, r.state.terminal(), r.ticket, r.lease, r.sealed_at) {
+            (State::PendingApproval, _, None, None, None) => Standing::PendingApproval {
                 approvals: r.approvals,
             },
-            (State::Approved, Some(ticket), None, None) => Stage::Approved { ticket },
-            (State::Executing, Some(ticket), Some(lease), None) => {
-                Stage::Executing { ticket, lease }
+            (State::Approved, _, Some(ticket), None, None) => Standing::Approved { ticket },
+            (State::Executing, _, Some(ticket), Some(lease), None) => {
+                Standing::Executing { ticket, lease }
             }
-            (state, None, None, Some(at)) if state.is_sealed() => Stage::Sealed {
-                state,
+            (_, Some(end), None, None, Some(at)) => Standing::Sealed {
+                end,
                 outcome: r.outcome.unwrap_or_default(),
                 at,
             },
-            (state, ticket, lease, sealed_at) => {
+            (state, _, ticket, lease, sealed_at) => {
                 return Err(Malformed(format!(
                     "{state} with{} a ticket, with{} a lease, with{} a seal time",
                     if ticket.is_some() { "" } else { "out" },
@@ -278,7 +226,7 @@ impl TryFrom<Stored> for Action {
         let action = Action {
             call: r.call,
             decision: r.decision,
-            stage,
+            standing,
             approval: r.approval,
             actor: r.actor,
             version: r.version,
@@ -309,7 +257,7 @@ impl Action {
     pub fn first(
         call: Call,
         decision: Decision,
-        stage: Stage,
+        standing: Standing,
         approval: Option<Approval>,
         now: Timestamp,
     ) -> Action {
@@ -317,7 +265,7 @@ impl Action {
             actor: Actor::agent(call.agent_id()),
             call,
             decision,
-            stage,
+            standing,
             approval,
             version: 0,
             created_at: now,
@@ -342,8 +290,8 @@ impl Action {
     pub fn decision(&self) -> Decision {
         self.decision
     }
-    pub fn stage(&self) -> &Stage {
-        &self.stage
+    pub fn standing(&self) -> &Standing {
+        &self.standing
     }
     /// The countersignature: asked for while pending, kept once decided.
     pub fn approval(&self) -> Option<&Approval> {
@@ -379,62 +327,62 @@ impl Action {
     }
 
     pub fn state(&self) -> State {
-        match &self.stage {
-            Stage::PendingApproval { .. } => State::PendingApproval,
-            Stage::Approved { .. } => State::Approved,
-            Stage::Executing { .. } => State::Executing,
-            Stage::Sealed { state, .. } => *state,
+        match &self.standing {
+            Standing::PendingApproval { .. } => State::PendingApproval,
+            Standing::Approved { .. } => State::Approved,
+            Standing::Executing { .. } => State::Executing,
+            Standing::Sealed { end, .. } => end.state(),
         }
     }
 
     /// The committed ticket while approved or executing.
     pub fn ticket(&self) -> Option<&Ticket> {
-        match &self.stage {
-            Stage::Approved { ticket } | Stage::Executing { ticket, .. } => Some(ticket),
+        match &self.standing {
+            Standing::Approved { ticket } | Standing::Executing { ticket, .. } => Some(ticket),
             _ => None,
         }
     }
 
     /// The claim's lease while executing.
     pub fn lease(&self) -> Option<&Lease> {
-        match &self.stage {
-            Stage::Executing { lease, .. } => Some(lease),
+        match &self.standing {
+            Standing::Executing { lease, .. } => Some(lease),
             _ => None,
         }
     }
 
     /// How it ended, once sealed.
     pub fn outcome(&self) -> Option<&Outcome> {
-        match &self.stage {
-            Stage::Sealed { outcome, .. } => Some(outcome),
+        match &self.standing {
+            Standing::Sealed { outcome, .. } => Some(outcome),
             _ => None,
         }
     }
 
     pub fn sealed_at(&self) -> Option<Timestamp> {
-        match &self.stage {
-            Stage::Sealed { at, .. } => Some(*at),
+        match &self.standing {
+            Standing::Sealed { at, .. } => Some(*at),
             _ => None,
         }
     }
 
     /// A pending quorum's approvals so far (none in any other state).
     pub fn approvals(&self) -> &[Signoff] {
-        match &self.stage {
-            Stage::PendingApproval { approvals } => approvals,
+        match &self.standing {
+            Standing::PendingApproval { approvals } => approvals,
             _ => &[],
         }
     }
 
     /// The ticket and lease of an executing action: what a worker holding its claim runs.
     pub fn held(&self) -> Option<Held<'_>> {
-        match &self.stage {
-            Stage::Executing { ticket, lease } => Some(Held { ticket, lease }),
+        match &self.standing {
+            Standing::Executing { ticket, lease } => Some(Held { ticket, lease }),
             _ => None,
         }
     }
 
-    /// The stage's own consistency is its type; what is left is that the ticket is this
+    /// The standing's own consistency is its type; what is left is that the ticket is this
     /// action's call, and that a pending action has its approval context.
     fn check_invariants(&self) -> Result<(), Malformed> {
         if let Some(ticket) = self.ticket() {
@@ -457,7 +405,7 @@ impl Action {
                 return Err(Malformed("ticket deadline differs from the window".into()));
             }
         }
-        if let Stage::PendingApproval { approvals } = &self.stage {
+        if let Standing::PendingApproval { approvals } = &self.standing {
             let Some(approval) = &self.approval else {
                 return Err(Malformed("pending without approval context".into()));
             };
@@ -473,11 +421,11 @@ impl Action {
     /// When the sweep must look at this action next; `None` once sealed. One sparse index
     /// serves the three sweeps: due tickets, expired leases and lapsed approvals.
     pub fn sweep_at(&self) -> Option<Timestamp> {
-        match &self.stage {
-            Stage::PendingApproval { .. } => self.approval.as_ref().map(|a| a.expires_at),
-            Stage::Approved { ticket } => Some(ticket.due_at()),
-            Stage::Executing { lease, .. } => Some(lease.until),
-            Stage::Sealed { .. } => None,
+        match &self.standing {
+            Standing::PendingApproval { .. } => self.approval.as_ref().map(|a| a.expires_at),
+            Standing::Approved { ticket } => Some(ticket.due_at()),
+            Standing::Executing { lease, .. } => Some(lease.until),
+            Standing::Sealed { .. } => None,
         }
     }
 

@@ -4,7 +4,7 @@
 //! store or a clock.
 
 use super::{
-    action::{Actor, Approval, Lease, Outcome, Quorum, Stage, State},
+    action::{Actor, Approval, Lease, Outcome, Quorum, Standing, Terminal},
     call::Call,
     context::{approval_context, ContextInput},
     policy::Gate,
@@ -133,12 +133,12 @@ pub struct Making<'a> {
 /// is the agent's. `Err` for an admission that makes no action (`Invalid`, or a ticket for a
 /// tool not in the catalog, which [`admit`] never answers).
 pub fn first_form(call: Call, admission: Admission, m: Making<'_>) -> Result<Creation, String> {
-    let sealed = |state, outcome| Stage::Sealed {
-        state,
+    let sealed = |end, outcome| Standing::Sealed {
+        end,
         outcome,
         at: m.now,
     };
-    let (decision, stage, approval, reason) = match admission {
+    let (decision, standing, approval, reason) = match admission {
         Admission::Refused(reason) => (
             Decision::Deny,
             sealed(reason.state(), reason.outcome()),
@@ -150,10 +150,10 @@ pub fn first_form(call: Call, admission: Admission, m: Making<'_>) -> Result<Cre
                 result,
                 ..SealReason::SetResult.outcome()
             };
-            let stage = sealed(State::Succeeded, outcome);
+            let standing = sealed(Terminal::Succeeded, outcome);
             (
                 m.gate.decision,
-                stage,
+                standing,
                 None,
                 SealReason::SetResult.to_string(),
             )
@@ -176,25 +176,25 @@ pub fn first_form(call: Call, admission: Admission, m: Making<'_>) -> Result<Cre
                 deadline,
             };
             let ticket = Ticket::commit(&call, &terms);
-            let stage = match m.lease {
-                Some(lease) => Stage::Executing { ticket, lease },
-                None => Stage::Approved { ticket },
+            let standing = match m.lease {
+                Some(lease) => Standing::Executing { ticket, lease },
+                None => Standing::Approved { ticket },
             };
-            (m.gate.decision, stage, None, reason.to_owned())
+            (m.gate.decision, standing, None, reason.to_owned())
         }
         Admission::Approval { expires_at } => {
             let approval = asked(&call, expires_at, &m);
-            let stage = Stage::PendingApproval { approvals: vec![] };
+            let standing = Standing::PendingApproval { approvals: vec![] };
             let reason = "approval_required".to_owned();
-            (m.gate.decision, stage, Some(approval), reason)
+            (m.gate.decision, standing, Some(approval), reason)
         }
         Admission::Invalid { param, message } => return Err(format!("{param}: {message}")),
     };
-    let actor = match &stage {
-        Stage::Approved { .. } | Stage::Executing { .. } => Actor::system(),
+    let actor = match &standing {
+        Standing::Approved { .. } | Standing::Executing { .. } => Actor::system(),
         _ => Actor::agent(call.agent_id()),
     };
-    let first = Action::first(call, decision, stage, approval, m.now);
+    let first = Action::first(call, decision, standing, approval, m.now);
     Ok(Creation::new(first, actor, Some(&reason), m.now))
 }
 
@@ -225,6 +225,7 @@ fn asked(call: &Call, expires_at: Timestamp, m: &Making<'_>) -> Approval {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::State;
 
     fn at(secs: i64) -> Timestamp {
         Timestamp::from_second(1_800_000_000 + secs).unwrap()

@@ -8,6 +8,7 @@ use super::{
     action::{Action, Actor, Decision, Outcome, RunRef, State},
     call::Call,
     canonical,
+    state::may_move,
     window::Window,
 };
 use jiff::Timestamp;
@@ -178,6 +179,12 @@ pub enum ChainError {
         from: Option<State>,
         at: Option<State>,
     },
+    #[error("event {seq} moves from {from:?} to {to}, which no action may")]
+    Move {
+        seq: u64,
+        from: Option<State>,
+        to: State,
+    },
     #[error("event {seq} does not hash onto the chain")]
     Hash { seq: u64 },
     #[error("the approve event {seq} does not carry the approval's context_digest")]
@@ -227,8 +234,8 @@ pub struct Chain<'a> {
 
 impl Chain<'_> {
     /// The approval context still matches its digest and the args their digest; the chain
-    /// starts from the call's genesis, every event hashes onto the previous one and follows its
-    /// state, the approve event carries the approval's digest and the sealing event the
+    /// starts from the call's genesis, every event follows its state by a legal move
+    /// ([`may_move`]) and hashes onto the previous one, the approve event carries the approval's digest and the sealing event the
     /// outcome's; the chain ends at the stored head, version and state; and the approval
     /// context shows the record's own call (what the approver saw is what ran).
     pub fn verify(&self, events: &[Event]) -> Result<(), ChainError> {
@@ -256,6 +263,13 @@ impl Chain<'_> {
                     seq: e.seq,
                     from: e.from,
                     at: state,
+                });
+            }
+            if !may_move(e.from, e.to) {
+                return Err(ChainError::Move {
+                    seq: e.seq,
+                    from: e.from,
+                    to: e.to,
                 });
             }
             if link(&previous, &e.entry()) != e.hash {
@@ -524,7 +538,7 @@ mod tests {
     #[test]
     fn sc_sec_06_the_chain_binds_the_whole_call_and_the_outcome() {
         use crate::domain::{
-            action::{RunRef, Stage},
+            action::{RunRef, Standing},
             window::Window,
         };
         let (action, events) = succeeded("act_A");
@@ -573,7 +587,7 @@ mod tests {
             (
                 "outcome result",
                 Box::new(|a, _| {
-                    if let Stage::Sealed { outcome, .. } = &mut a.stage {
+                    if let Standing::Sealed { outcome, .. } = &mut a.standing {
                         outcome.result = Some(json!({"sent": false}));
                     }
                 }),
@@ -582,7 +596,7 @@ mod tests {
             (
                 "outcome emptied",
                 Box::new(|a, _| {
-                    if let Stage::Sealed { outcome, .. } = &mut a.stage {
+                    if let Standing::Sealed { outcome, .. } = &mut a.standing {
                         *outcome = Outcome::default();
                     }
                 }),
@@ -625,6 +639,57 @@ mod tests {
             tamper(&mut a, &mut e);
             assert_eq!(verify(&a, &e), Err(expected), "{name}");
         }
+        assert_eq!(verify(&action, &events), Ok(()));
+    }
+
+    /// Every event of a trail must be a legal move (`state::MOVES`). This trail is hand-made —
+    /// no transition builds it: an action created `pending_approval` whose second event seals
+    /// it `succeeded` with a result, no countersignature and no run in between — and hashed
+    /// correctly onto its genesis, head, version, state and outcome. Main's verifier (before
+    /// issue 29) accepted it, since it checked only that each event starts where the last one
+    /// ended; this one refuses the move.
+    #[test]
+    fn sc_sec_06_a_trail_with_an_illegal_move_fails_verification() {
+        use crate::domain::{action::Standing, Terminal};
+        let created = Creation::new(
+            pending("act_A", json!({"to": "ops@example.com"})),
+            Actor::agent("agent-1"),
+            Some("approval_required"),
+            at(0),
+        );
+        let mut forged = created.action.clone();
+        forged.standing = Standing::Sealed {
+            end: Terminal::Succeeded,
+            outcome: Outcome {
+                result: Some(json!({"sent": true})),
+                ..Outcome::default()
+            },
+            at: at(1),
+        };
+        forged.version = 2;
+        let event = Entry {
+            seq: 2,
+            at: at(1),
+            actor: Actor::system(),
+            from: Some(State::PendingApproval),
+            to: State::Succeeded,
+            reason: Some("tool_succeeded".into()),
+            context_digest: None,
+            outcome_digest: sealed_outcome(&forged),
+        }
+        .chain(&created.action.chain_head);
+        forged.chain_head = event.hash.clone();
+        let events = [created.event.clone(), event];
+        assert_eq!(
+            verify(&forged, &events),
+            Err(ChainError::Move {
+                seq: 2,
+                from: Some(State::PendingApproval),
+                to: State::Succeeded,
+            })
+        );
+        // The same trail through the legal moves verifies.
+        let (action, events) = succeeded("act_A");
         assert_eq!(verify(&action, &events), Ok(()));
     }
 

@@ -1,7 +1,7 @@
 //! Test fixtures shared by the domain's unit tests.
 
 use super::{
-    action::{Action, Approval, Decision, Stage},
+    action::{Action, Approval, Decision, Standing},
     call::Call,
     canonical,
 };
@@ -29,7 +29,7 @@ pub fn pending(id: &str, args: Value) -> Action {
     Action::first(
         Call::for_test(id, "mail.send", args),
         Decision::RequireApproval,
-        Stage::PendingApproval { approvals: vec![] },
+        Standing::PendingApproval { approvals: vec![] },
         Some(approval),
         at(0),
     )

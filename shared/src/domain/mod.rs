@@ -15,6 +15,7 @@ pub mod policy;
 pub mod quorum;
 pub mod resume;
 pub mod seal;
+pub mod state;
 pub mod submission;
 pub mod ticket;
 pub mod time;
@@ -22,7 +23,8 @@ pub mod transition;
 pub mod window;
 
 pub use action::{
-    Action, Actor, ActorKind, Decision, Lease, NextAction, Outcome, RunRef, Stage, State,
+    Action, Actor, ActorKind, Decision, Lease, NextAction, Outcome, RunRef, Standing, State,
+    Terminal,
 };
 pub use audit::Event;
 pub use call::Call;

@@ -1,6 +1,6 @@
 //! What an action waits for: the API's `next_action`, read from where the action stands.
 
-use super::action::{Action, Stage};
+use super::action::{Action, Standing};
 use jiff::Timestamp;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -8,8 +8,8 @@ use utoipa::ToSchema;
 impl Action {
     /// `next_action` of the API: what this action waits for.
     pub fn next_action(&self) -> NextAction {
-        match (&self.stage, &self.approval, self.ticket()) {
-            (Stage::PendingApproval { approvals }, Some(approval), _) => NextAction::Approval {
+        match (&self.standing, &self.approval, self.ticket()) {
+            (Standing::PendingApproval { approvals }, Some(approval), _) => NextAction::Approval {
                 context_digest: approval.context_digest.clone(),
                 still_needed: approval
                     .quorum

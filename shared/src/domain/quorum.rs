@@ -104,7 +104,7 @@ mod tests {
         assert_eq!(signed, ["fin-1", "fin-2", "fin-3"]);
         assert!(
             done.action.approvals().is_empty(),
-            "the stage holds a pending quorum only"
+            "the standing holds a pending quorum only"
         );
     }
 

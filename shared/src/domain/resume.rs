@@ -7,7 +7,7 @@
 //! - [`check_attempt`]: a claim is held, an attempt is next (SC-EDGE-01/02) — start it or not.
 
 use super::{
-    action::{Action, Stage, State},
+    action::{Action, Standing, State},
     seal::SealReason,
     ticket::Ticket,
 };
@@ -71,8 +71,8 @@ pub fn check(wake: &Wake, facts: Facts<'_>) -> Verdict {
     let Some(action) = facts.action else {
         return Verdict::Reject(Rejection::NoWaitingTicket);
     };
-    let ticket = match &action.stage {
-        Stage::Approved { ticket } if action.tenant() == wake.tenant => ticket,
+    let ticket = match &action.standing {
+        Standing::Approved { ticket } if action.tenant() == wake.tenant => ticket,
         _ => return Verdict::Reject(Rejection::NoWaitingTicket),
     };
     // SC-RES-02
@@ -225,7 +225,7 @@ mod tests {
         let mut a = Action::first(
             call,
             Decision::Schedule,
-            Stage::Approved { ticket },
+            Standing::Approved { ticket },
             None,
             t(0),
         );
@@ -266,8 +266,8 @@ mod tests {
         let a = approved();
         let wake = wake_of(&a);
         let mut sealed = a.clone();
-        sealed.stage = Stage::Sealed {
-            state: State::Cancelled,
+        sealed.standing = Standing::Sealed {
+            end: crate::domain::Terminal::Cancelled,
             outcome: Default::default(),
             at: t(5),
         };
@@ -387,7 +387,7 @@ mod tests {
         let mut a = approved();
         let approved_only = a.clone();
         let ticket = a.ticket().unwrap().clone();
-        a.stage = Stage::Executing {
+        a.standing = Standing::Executing {
             ticket,
             lease: Lease {
                 owner: "wrk".into(),

@@ -1,7 +1,7 @@
 //! Why an action was sealed: one closed set of reason codes, each with the state it seals in.
 //! The code is what the API shows in `outcome.reason` and the audit event's `reason`.
 
-use super::action::{Outcome, State};
+use super::action::{Outcome, Terminal};
 use super::policy::ConditionFailed;
 use serde::{Serialize, Serializer};
 
@@ -34,21 +34,21 @@ pub enum SealReason {
 }
 
 impl SealReason {
-    /// The sealed state this reason ends in.
-    pub fn state(&self) -> State {
+    /// The terminal state this reason seals in.
+    pub fn state(&self) -> Terminal {
         match self {
             SealReason::Cancelled
             | SealReason::CatalogChanged
             | SealReason::ScheduleMissed
-            | SealReason::ApprovalExpired => State::Cancelled,
+            | SealReason::ApprovalExpired => Terminal::Cancelled,
             SealReason::Stopped
             | SealReason::PolicyDenied
             | SealReason::ScheduleNeedsApproval
             | SealReason::CapabilityBound
             | SealReason::Denied(_)
-            | SealReason::ConditionFailed(_) => State::Denied,
-            SealReason::OutcomeUnknown => State::Failed,
-            SealReason::SetResult => State::Succeeded,
+            | SealReason::ConditionFailed(_) => Terminal::Denied,
+            SealReason::OutcomeUnknown => Terminal::Failed,
+            SealReason::SetResult => Terminal::Succeeded,
         }
     }
 
@@ -105,57 +105,62 @@ impl Serialize for SealReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::State;
 
     #[test]
     fn each_reason_seals_in_its_state() {
         let table = [
-            (SealReason::Cancelled, State::Cancelled, "cancelled"),
-            (SealReason::Stopped, State::Denied, "stopped"),
+            (SealReason::Cancelled, Terminal::Cancelled, "cancelled"),
+            (SealReason::Stopped, Terminal::Denied, "stopped"),
             (
                 SealReason::CatalogChanged,
-                State::Cancelled,
+                Terminal::Cancelled,
                 "catalog_changed",
             ),
             (
                 SealReason::ScheduleMissed,
-                State::Cancelled,
+                Terminal::Cancelled,
                 "schedule_missed",
             ),
             (
                 SealReason::ApprovalExpired,
-                State::Cancelled,
+                Terminal::Cancelled,
                 "approval_expired",
             ),
-            (SealReason::OutcomeUnknown, State::Failed, "outcome_unknown"),
-            (SealReason::PolicyDenied, State::Denied, "policy_denied"),
+            (
+                SealReason::OutcomeUnknown,
+                Terminal::Failed,
+                "outcome_unknown",
+            ),
+            (SealReason::PolicyDenied, Terminal::Denied, "policy_denied"),
             (
                 SealReason::ScheduleNeedsApproval,
-                State::Denied,
+                Terminal::Denied,
                 "schedule_needs_approval",
             ),
             (
                 SealReason::CapabilityBound,
-                State::Denied,
+                Terminal::Denied,
                 "capability_bound",
             ),
-            (SealReason::SetResult, State::Succeeded, "set_result"),
+            (SealReason::SetResult, Terminal::Succeeded, "set_result"),
             (
                 SealReason::ConditionFailed(ConditionFailed {
                     rule: 0,
                     message: "No such key: amount".into(),
                 }),
-                State::Denied,
+                Terminal::Denied,
                 "condition_error",
             ),
             (
                 SealReason::Denied("too risky".into()),
-                State::Denied,
+                Terminal::Denied,
                 "too risky",
             ),
         ];
         for (reason, state, code) in table {
             assert_eq!(reason.state(), state, "{reason}");
-            assert!(state.is_sealed());
+            assert!(State::from(state).is_sealed());
             assert_eq!(reason.as_str(), code);
         }
     }

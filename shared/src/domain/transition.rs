@@ -3,10 +3,11 @@
 //! record must still be at its expected `(state, version)`) in one conditional write.
 
 use super::{
-    action::{Action, Actor, Lease, Outcome, Signoff, Stage, State},
+    action::{Action, Actor, Lease, Outcome, Signoff, Standing, State, Terminal},
     audit::{self, Entry, Event},
     notice::{NoticeKind, OutboxEntry},
     seal::SealReason,
+    state::may_move,
     ticket::Ticket,
 };
 
@@ -87,9 +88,11 @@ impl Creation {
         action.actor = actor.clone();
         action.created_at = now;
         action.updated_at = now;
-        if let Stage::Sealed { at, .. } = &mut action.stage {
+        if let Standing::Sealed { at, .. } = &mut action.standing {
             *at = now;
         }
+        let to = action.state();
+        assert!(may_move(None, to), "no action starts {to}");
         let event = Entry {
             seq: 1,
             at: now,
@@ -112,22 +115,24 @@ impl Creation {
 }
 
 impl Transition {
-    /// Move `current` to `stage`; `edit` changes what else the move changes (the approval).
+    /// Move `current` to `standing`; `edit` changes what else the move changes (the approval).
     fn advance(
         current: &Action,
-        stage: Stage,
+        standing: Standing,
         actor: Actor,
         reason: Option<&str>,
         now: Timestamp,
         edit: impl FnOnce(&mut Action),
     ) -> Self {
         let mut next = current.clone();
-        next.stage = stage;
+        next.standing = standing;
         next.version = current.version + 1;
         next.actor = actor.clone();
         next.updated_at = now;
         edit(&mut next);
         let (from, to) = (current.state(), next.state());
+        // Fail closed on a bug: an illegal move is never written (its trail would not verify).
+        assert!(from.may_move_to(to), "no move from {from} to {to}");
         // The countersignature names what was countersigned (SC-SEC-06).
         let context_digest = super::audit::countersigns(Some(from), to)
             .then(|| next.approval.as_ref().map(|a| a.context_digest.clone()))
@@ -155,6 +160,18 @@ impl Transition {
         }
     }
 
+    /// A move the system makes (a claim, the tool's answer): nothing else changes.
+    fn by_system(current: &Action, standing: Standing, reason: &str, now: Timestamp) -> Self {
+        Self::advance(
+            current,
+            standing,
+            Actor::system(),
+            Some(reason),
+            now,
+            |_| {},
+        )
+    }
+
     /// Seal with a reason (cancel, deny, expiry, stop, missed window, …), in the reason's state.
     /// Sealing drops the ticket and lease: a sealed action has nothing left to wake.
     pub fn seal(current: &Action, actor: Actor, reason: &SealReason, now: Timestamp) -> Self {
@@ -165,12 +182,12 @@ impl Transition {
                 "message": "an attempt may have reached the tool and no result committed; reconcile with the tool (its Idempotency-Key is the action id)",
             }));
         }
-        let stage = Stage::Sealed {
-            state: reason.state(),
+        let standing = Standing::Sealed {
+            end: reason.state(),
             outcome,
             at: now,
         };
-        Self::advance(current, stage, actor, Some(reason.as_str()), now, |_| {})
+        Self::advance(current, standing, actor, Some(reason.as_str()), now, |_| {})
     }
 
     /// Countersign: `pending_approval → approved`, committing the ticket.
@@ -196,15 +213,8 @@ impl Transition {
     ) -> Self {
         let ticket = Ticket::commit(&current.call, &ticket);
         let approved = Self::countersign(current, approver, ticket.clone(), now);
-        let stage = Stage::Executing { ticket, lease };
-        let mut claimed = Self::advance(
-            &approved.action,
-            stage,
-            Actor::system(),
-            Some("claimed"),
-            now,
-            |_| {},
-        );
+        let standing = Standing::Executing { ticket, lease };
+        let mut claimed = Self::by_system(&approved.action, standing, "claimed", now);
         claimed.expected = approved.expected;
         claimed.change.prior = Some(approved.change.event);
         claimed
@@ -221,7 +231,7 @@ impl Transition {
         lapsed: &[String],
         now: Timestamp,
     ) -> Option<Self> {
-        let Stage::PendingApproval { approvals } = &current.stage else {
+        let Standing::PendingApproval { approvals } = &current.standing else {
             return None;
         };
         if approvals.iter().any(|s| s.approver == approver) {
@@ -240,10 +250,10 @@ impl Transition {
             [] => "approval_recorded".to_owned(),
             _ => format!("approval_recorded; lapsed: {}", lapsed.join(", ")),
         };
-        let stage = Stage::PendingApproval { approvals };
+        let standing = Standing::PendingApproval { approvals };
         let t = Self::advance(
             current,
-            stage,
+            standing,
             Actor::user(approver),
             Some(&reason),
             now,
@@ -259,10 +269,10 @@ impl Transition {
             approver: approver.to_owned(),
             at: now,
         });
-        let stage = Stage::Approved { ticket };
+        let standing = Standing::Approved { ticket };
         Self::advance(
             current,
-            stage,
+            standing,
             Actor::user(approver),
             Some("approved"),
             now,
@@ -295,22 +305,15 @@ impl Transition {
             epoch,
             until: lease_until,
         };
-        let stage = Stage::Executing { ticket, lease };
-        Some(Self::advance(
-            current,
-            stage,
-            Actor::system(),
-            Some(reason),
-            now,
-            |_| {},
-        ))
+        let standing = Standing::Executing { ticket, lease };
+        Some(Self::by_system(current, standing, reason, now))
     }
 
     /// The tool answered: `executing → succeeded | failed`.
     pub fn finish(current: &Action, result: Result<Value, Value>, now: Timestamp) -> Self {
-        let (state, outcome, reason) = match result {
+        let (end, outcome, reason) = match result {
             Ok(result) => (
-                State::Succeeded,
+                Terminal::Succeeded,
                 Outcome {
                     result: Some(result),
                     ..Outcome::default()
@@ -318,7 +321,7 @@ impl Transition {
                 "tool_succeeded",
             ),
             Err(error) => (
-                State::Failed,
+                Terminal::Failed,
                 Outcome {
                     error: Some(error),
                     ..Outcome::default()
@@ -326,11 +329,44 @@ impl Transition {
                 "tool_failed",
             ),
         };
-        let stage = Stage::Sealed {
-            state,
+        let standing = Standing::Sealed {
+            end,
             outcome,
             at: now,
         };
-        Self::advance(current, stage, Actor::system(), Some(reason), now, |_| {})
+        Self::by_system(current, standing, reason, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::fixtures::{at, pending};
+    use serde_json::json;
+
+    /// Every transition asserts the table of moves (`state::MOVES`): sealing a sealed action
+    /// again is refused where it is built. Before issue 29 it built a `cancelled → cancelled`
+    /// move (the engine's state checks were all that kept it from the store).
+    #[test]
+    #[should_panic(expected = "no move from cancelled to cancelled")]
+    fn sc_sec_06_a_transition_refuses_an_illegal_move() {
+        let created = Creation::new(
+            pending("act_A", json!({})),
+            Actor::agent("agent-1"),
+            None,
+            at(0),
+        );
+        let cancelled = Transition::seal(
+            &created.action,
+            Actor::agent("agent-1"),
+            &SealReason::Cancelled,
+            at(1),
+        );
+        Transition::seal(
+            &cancelled.action,
+            Actor::system(),
+            &SealReason::ApprovalExpired,
+            at(2),
+        );
     }
 }

@@ -6,7 +6,7 @@ use crate::{
     config::Recovery,
     domain::{
         resume::{check_recovery, RecoveryFacts, RecoveryVerdict, Verdict},
-        Action, Actor, SealReason, Stage, State,
+        Action, Actor, SealReason, Standing, State,
     },
     Error,
 };
@@ -97,22 +97,22 @@ impl Engine {
             Loaded::Missing => return Ok(Swept::Nothing),
             Loaded::Quarantined => return Ok(Swept::Quarantined),
         };
-        match &action.stage() {
+        match &action.standing() {
             // Listed before its approval lapses (an adapter may index a scheduled approval
             // from its window's start, where its ticket will be due: Store::defer_sweep).
-            Stage::PendingApproval { .. }
+            Standing::PendingApproval { .. }
                 if action.sweep_at().is_some_and(|at| at > self.clock.now()) =>
             {
                 self.defer(&action).await;
                 Ok(Swept::Nothing)
             }
-            Stage::PendingApproval { .. } => {
+            Standing::PendingApproval { .. } => {
                 self.seal(&action, Actor::system(), &SealReason::ApprovalExpired)
                     .await?;
                 Ok(Swept::Expired)
             }
             // SC-REC-01: a due ticket whose wake was lost goes through the same checks.
-            Stage::Approved { ticket } => {
+            Standing::Approved { ticket } => {
                 let wake = wake_with(&action, ticket);
                 let verdict = self.judge(&wake).await?;
                 // Only a run is deferred; sealing verdicts apply at once.
@@ -122,7 +122,7 @@ impl Engine {
                 self.apply(&wake, verdict).await?;
                 Ok(Swept::Resumed)
             }
-            Stage::Executing { .. } => match self.recovery_verdict(&action).await? {
+            Standing::Executing { .. } => match self.recovery_verdict(&action).await? {
                 RecoveryVerdict::Leave => {
                     // Listed before its lease ends (Store::defer_sweep): look again when it does.
                     self.defer(&action).await;
@@ -141,7 +141,7 @@ impl Engine {
                     Ok(Swept::Recovered)
                 }
             },
-            Stage::Sealed { .. } => Ok(Swept::Nothing),
+            Standing::Sealed { .. } => Ok(Swept::Nothing),
         }
     }
 

@@ -37,7 +37,7 @@ fn unknown_members_are_kept() {
 }
 
 use crate::domain::{
-    action::Approval, transition::TicketTerms, Change, Creation, Decision, SealReason, Stage,
+    action::Approval, transition::TicketTerms, Change, Creation, Decision, SealReason, Standing,
     Transition,
 };
 
@@ -93,7 +93,7 @@ fn submitted_with(call: crate::domain::Call, context: Value, context_digest: Str
     Action::first(
         call,
         Decision::RequireApproval,
-        Stage::PendingApproval { approvals: vec![] },
+        Standing::PendingApproval { approvals: vec![] },
         Some(approval),
         t("2026-10-21T12:00:00Z"),
     )

@@ -1,7 +1,7 @@
 //! The engine's errors. Each variant is one stable API code; `api::error` maps them to HTTP in
 //! exactly one place.
 
-use crate::domain::{SealReason, State};
+use crate::domain::{countersign::Objection, SealReason, State};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -151,6 +151,31 @@ impl Error {
         Error::Validation {
             param: param.to_owned(),
             message: message.into(),
+        }
+    }
+}
+
+/// A refused approve, deny or cancel (`domain::countersign`), as its API error.
+impl From<Objection> for Error {
+    fn from(o: Objection) -> Self {
+        match o {
+            Objection::OwnCall => Error::Forbidden(
+                "an approver cannot approve an action submitted under its own identity".into(),
+            ),
+            Objection::NotInGroups(groups) => Error::Forbidden(format!(
+                "this action is countersigned by the approver group(s) {}; this key is in none of them",
+                groups.join(", ")
+            )),
+            Objection::CommittedByPolicy => Error::Forbidden(
+                "this action was committed by policy; it takes no countersignature".into(),
+            ),
+            Objection::ContextChanged { current_digest } => Error::ContextChanged { current_digest },
+            Objection::AlreadyApproved => Error::validation(
+                "state",
+                "the action is already approved; cancel it instead",
+            ),
+            Objection::Executing => Error::ActionExecuting,
+            Objection::Sealed(state) => Error::ActionSealed { state },
         }
     }
 }

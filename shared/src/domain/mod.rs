@@ -8,6 +8,7 @@ pub mod call;
 pub mod canonical;
 pub mod condition;
 pub mod context;
+pub mod countersign;
 pub mod deed;
 pub mod next;
 pub mod notice;

@@ -1,15 +1,18 @@
-//! Countersign (SPEC §4 Approval): approve commits the ticket in one conditional write, then
-//! arms the wake; deny seals. A rule's approver groups say who may decide (SC-POL-03); a quorum
-//! records each approval as its own write until the last commits the ticket (SC-POL-04).
+//! Countersign (SPEC §4 Approval): load the action, ask the rule (`domain::countersign`),
+//! commit what it answers, and after a lost race ask again with the record that won. The last
+//! approval commits the ticket and arms the wake (or runs it, when due now); a deny seals.
 
-use super::{commit::Committed, require, Engine};
+use super::{commit::Committed, require, runs::Running, Engine};
 use crate::{
     config::{Principal, Role},
     domain::{
-        action::Approval, transition::TicketTerms, Action, Actor, SealReason, State, Transition,
+        countersign::{self, Approve, ApproveFacts, Decider},
+        transition::TicketTerms,
+        Action, Actor, Lease, SealReason, State, Transition,
     },
     Error,
 };
+use jiff::Timestamp;
 use std::sync::Arc;
 
 /// Re-tries of one approve that lost its write to another approver's partial approval.
@@ -18,7 +21,7 @@ const APPROVE_ATTEMPTS: usize = 8;
 /// What one approve attempt came to.
 enum Step {
     Done(Action),
-    /// Another approver's write landed first on a quorum still pending: try on this record.
+    /// Another write landed first: ask again on this record.
     Again(Action),
 }
 
@@ -45,21 +48,24 @@ impl Engine {
     ) -> Result<Action, Error> {
         require(who, &[Role::Approver], "approve actions")?;
         let mut action = self.load_for(who, action_id).await?;
-        if action.call().agent_id() == who.id {
-            return Err(Error::Forbidden(
-                "an approver cannot approve an action submitted under its own identity".into(),
-            ));
-        }
-        eligible(who, &action)?;
-        for _ in 0..APPROVE_ATTEMPTS {
+        let mut lost = 0;
+        loop {
             match self.approve_once(who, &action, context_digest).await? {
                 Step::Done(done) => return Ok(done),
+                // Only a quorum still pending takes another write: re-tried a bounded number
+                // of times. Any other winner is judged once more, and answered.
+                Step::Again(current) if current.state() == State::PendingApproval => {
+                    lost += 1;
+                    if lost == APPROVE_ATTEMPTS {
+                        return Err(Error::Unavailable(
+                            "other approvals kept landing first; retry".into(),
+                        ));
+                    }
+                    action = current;
+                }
                 Step::Again(current) => action = current,
             }
         }
-        Err(Error::Unavailable(
-            "other approvals kept landing first; retry".into(),
-        ))
     }
 
     async fn approve_once(
@@ -68,50 +74,49 @@ impl Engine {
         action: &Action,
         context_digest: &str,
     ) -> Result<Step, Error> {
-        let tenant = self.tenant(action.tenant())?;
+        let tool = self.tenant(action.tenant())?.tool(action.call().tool());
+        let fingerprint = tool.map(|t| t.fingerprint());
         let now = self.clock.now();
-        let approval = match awaiting(action, context_digest)? {
-            Awaiting::Countersignature(approval) => approval,
-            Awaiting::AlreadyApproved => return Ok(Step::Done(action.clone())),
-        };
-        // SC-APP-04: a lapsed approval is sealed here too, not only by the sweep.
-        if now >= approval.expires_at {
-            return Err(self.seal_refused(action, SealReason::ApprovalExpired).await);
-        }
-        // SC-APP-02
-        if approval.context_digest != context_digest {
-            return Err(Error::ContextChanged {
-                current_digest: approval.context_digest.clone(),
-            });
-        }
-        let given = action.approvals();
-        // SC-POL-04: one approver counts once; a repeated approve is answered, not counted.
-        if given.iter().any(|s| s.approver == who.id) {
-            return Ok(Step::Done(action.clone()));
-        }
-        // An earlier approval counts only while its approver may still decide: those that
-        // lapsed are dropped with this one, and the quorum waits for as many more.
-        let lapsed = self.lapsed(action);
-        let counted = given.len() - lapsed.len();
-        if (counted as u64) + 1 < u64::from(approval.quorum.required) {
-            let Some(t) = Transition::sign(action, &who.id, &lapsed, now) else {
-                return Ok(Step::Done(action.clone()));
-            };
-            return self.landed(self.commit_now(&t).await?, who);
-        }
-        let Some(tool) = tenant.tool(action.call().tool()) else {
-            return Err(self.seal_refused(action, SealReason::CatalogChanged).await);
-        };
-        // SC-APP-03; due now and fitting the request: committed already claimed (SC-EDGE-07).
-        let terms = TicketTerms::new(
-            action.call(),
-            super::intake::new_id("cor"),
-            tool.fingerprint(),
-            false,
+        let correlation_id = super::intake::new_id("cor");
+        let facts = ApproveFacts {
+            action,
+            approver: decider(who),
+            context_digest,
+            lapsed: &self.lapsed(action),
+            catalog_fingerprint: fingerprint.as_deref(),
+            correlation_id: &correlation_id,
+            run_deadline: self.config.limits.run_deadline,
             now,
-            self.config.limits.run_deadline,
-        );
-        let inline = self.inline_claim(tool, terms.due_at, now);
+        };
+        let t = match countersign::approve(&facts) {
+            Approve::AlreadyApproved => return Ok(Step::Done(action.clone())),
+            Approve::Refused(objection) => return Err(objection.into()),
+            Approve::Seal(reason) => return Err(self.seal_refused(action, reason).await),
+            Approve::Sign(t) => *t,
+            Approve::Commit(terms) => {
+                let inline = tool.and_then(|tool| self.inline_claim(tool, terms.due_at, now));
+                return self.commit_ticket(who, action, terms, inline, now).await;
+            }
+        };
+        Ok(match self.commit_now(&t).await? {
+            Committed::Landed(signed) => {
+                tracing::info!(tenant = %signed.tenant(), action_id = %signed.id(), approver = %who.id, "approval recorded; more needed");
+                Step::Done(signed)
+            }
+            Committed::LostTo(current) => Step::Again(current),
+        })
+    }
+
+    /// The last approval: commit the ticket — already claimed by this request (`inline`) when
+    /// it is due now and fits the request (SC-EDGE-07) — then run it or arm its wake.
+    async fn commit_ticket(
+        &self,
+        who: &Principal,
+        action: &Action,
+        terms: TicketTerms,
+        inline: Option<(Running<'_>, Lease)>,
+        now: Timestamp,
+    ) -> Result<Step, Error> {
         let t = match &inline {
             Some((_, lease)) => {
                 Transition::approve_claimed(action, &who.id, terms, lease.clone(), now)
@@ -121,30 +126,10 @@ impl Engine {
         match self.commit_now(&t).await? {
             Committed::Landed(approved) => {
                 tracing::info!(tenant = %approved.tenant(), action_id = %approved.id(), approver = %who.id, "approved; ticket committed");
-                Ok(Step::Done(
-                    self.hand_off(approved, inline.map(|(running, _)| running))
-                        .await,
-                ))
+                let running = inline.map(|(running, _)| running);
+                Ok(Step::Done(self.hand_off(approved, running).await))
             }
-            lost => self.landed(lost, who),
-        }
-    }
-
-    /// The answer to an approval write: ours, or what won — a quorum still pending is tried
-    /// again on the winner's record, a sealed one refused.
-    fn landed(&self, committed: Committed, who: &Principal) -> Result<Step, Error> {
-        match committed {
-            Committed::Landed(signed) => {
-                tracing::info!(tenant = %signed.tenant(), action_id = %signed.id(), approver = %who.id, "approval recorded; more needed");
-                Ok(Step::Done(signed))
-            }
-            Committed::LostTo(current) if current.state() == State::PendingApproval => {
-                Ok(Step::Again(current))
-            }
-            Committed::LostTo(current) if current.state().is_sealed() => Err(Error::ActionSealed {
-                state: current.state(),
-            }),
-            Committed::LostTo(current) => Ok(Step::Done(current)),
+            Committed::LostTo(current) => Ok(Step::Again(current)),
         }
     }
 
@@ -155,7 +140,7 @@ impl Engine {
         let may_still = |approver: &str| {
             self.config
                 .principals_named(action.tenant(), approver)
-                .any(|p| p.role == Role::Approver && may_decide(p, action))
+                .any(|p| p.role == Role::Approver && countersign::may_decide(&p.groups, action))
         };
         action
             .approvals()
@@ -175,6 +160,7 @@ impl Engine {
         }
     }
 
+    /// SC-APP-05: an eligible approver's deny seals the action in its words.
     pub async fn deny(
         &self,
         who: &Principal,
@@ -183,21 +169,7 @@ impl Engine {
     ) -> Result<Action, Error> {
         require(who, &[Role::Approver], "deny actions")?;
         let action = self.load_for(who, action_id).await?;
-        // SC-POL-03, SC-POL-04: any eligible approver's deny seals, a quorum's too.
-        eligible(who, &action)?;
-        match action.state() {
-            State::PendingApproval => {}
-            State::Approved => {
-                return Err(Error::validation(
-                    "state",
-                    "the action is already approved; cancel it instead",
-                ))
-            }
-            State::Executing => return Err(Error::ActionExecuting),
-            state => return Err(Error::ActionSealed { state }),
-        }
-        // SC-APP-05
-        let denial = SealReason::Denied(reason.to_owned());
+        let denial = countersign::deny(&action, decider(who), reason)?;
         match self.seal(&action, Actor::user(&who.id), &denial).await? {
             Committed::Landed(sealed) => Ok(sealed),
             Committed::LostTo(current) => Err(Error::ActionSealed {
@@ -207,57 +179,10 @@ impl Engine {
     }
 }
 
-/// Whether `who` may decide `action`'s approval: in one of the groups its rule names
-/// (SC-POL-03). An action without an approval has nothing to decide; its state answers.
-pub(crate) fn may_decide(who: &Principal, action: &Action) -> bool {
-    action
-        .approval()
-        .as_ref()
-        .is_none_or(|a| a.quorum.admits(&who.groups))
-}
-
-fn eligible(who: &Principal, action: &Action) -> Result<(), Error> {
-    if may_decide(who, action) {
-        return Ok(());
+/// An approver key as the rules see it.
+fn decider(who: &Principal) -> Decider<'_> {
+    Decider {
+        id: &who.id,
+        groups: &who.groups,
     }
-    let groups = action
-        .approval()
-        .as_ref()
-        .map(|a| a.quorum.groups.join(", "))
-        .unwrap_or_default();
-    Err(Error::Forbidden(format!(
-        "this action is countersigned by the approver group(s) {groups}; this key is in none of them"
-    )))
-}
-
-/// What an approve meets.
-enum Awaiting<'a> {
-    Countersignature(&'a Approval),
-    /// A retried approve of the same context: answered, not refused.
-    AlreadyApproved,
-}
-
-/// Whether `action` waits for the countersignature of `context_digest`.
-fn awaiting<'a>(action: &'a Action, context_digest: &str) -> Result<Awaiting<'a>, Error> {
-    match (action.state(), &action.approval()) {
-        (State::PendingApproval, Some(approval)) => Ok(Awaiting::Countersignature(approval)),
-        (State::Approved | State::Executing, Some(a)) if a.context_digest == context_digest => {
-            Ok(Awaiting::AlreadyApproved)
-        }
-        (State::Approved | State::Executing, None) => Err(Error::Forbidden(
-            "this action was committed by policy; it takes no countersignature".into(),
-        )),
-        (State::Approved | State::Executing, _) => Err(Error::ContextChanged {
-            current_digest: current_digest(action),
-        }),
-        (state, _) => Err(Error::ActionSealed { state }),
-    }
-}
-
-fn current_digest(action: &Action) -> String {
-    action
-        .approval()
-        .as_ref()
-        .map(|a| a.context_digest.clone())
-        .unwrap_or_default()
 }

@@ -1,45 +1,47 @@
-//! Cancel and stop (SPEC §4 Cancel and stop).
+//! Cancel and stop (SPEC §4 Cancel and stop): load, ask the rule (`domain::countersign`),
+//! commit, and after a lost race ask again with the record that won.
 
 use super::{commit::Committed, require, wake_of, Engine};
 use crate::{
     config::{Principal, Role},
-    domain::{Action, Actor, SealReason, State},
+    domain::{countersign, Action, Actor},
     error::Missing,
     store::Stop,
     Error,
 };
 
 impl Engine {
-    /// SC-CAN-01/02: one conditional write against the worker's claim; exactly one wins. An
-    /// agent cancels its own actions; another agent's is missing to it (SC-SEC-01).
+    /// SC-CAN-01/02/03: one conditional write against the worker's claim; exactly one wins,
+    /// and a cancel that lost to a write that left the action cancellable (approved meanwhile)
+    /// is asked again on the record that won. An agent cancels its own actions; another
+    /// agent's is missing to it (SC-SEC-01).
     pub async fn cancel(&self, who: &Principal, action_id: &str) -> Result<Action, Error> {
-        let action = self.load_for(who, action_id).await?;
+        let mut action = self.load_for(who, action_id).await?;
         let actor = match who.role {
             Role::Agent => Actor::agent(&who.id),
             Role::Approver | Role::Admin => Actor::user(&who.id),
         };
-        match action.state() {
-            State::PendingApproval | State::Approved => {}
-            State::Executing => return Err(Error::ActionExecuting),
-            state => return Err(Error::ActionSealed { state }),
-        }
-        match self.seal(&action, actor, &SealReason::Cancelled).await? {
-            Committed::Landed(cancelled) => {
-                tracing::info!(tenant = %cancelled.tenant(), action_id = %cancelled.id(), by = %who.id, "cancelled");
-                if let Some(wake) = wake_of(&action) {
-                    // Best effort: a wake that still fires finds no ticket (SC-RES-01).
-                    if let Err(e) = self.waker.disarm(&wake).await {
-                        tracing::warn!(tenant = %action.tenant(), action_id = %action.id(), error = %e, "could not delete the wake");
-                    }
+        loop {
+            let reason = countersign::cancel(&action)?;
+            match self.seal(&action, actor.clone(), &reason).await? {
+                Committed::Landed(cancelled) => {
+                    tracing::info!(tenant = %cancelled.tenant(), action_id = %cancelled.id(), by = %who.id, "cancelled");
+                    self.disarm(&action).await;
+                    return Ok(cancelled);
                 }
-                Ok(cancelled)
+                Committed::LostTo(current) => action = current,
             }
-            Committed::LostTo(current) => match current.state() {
-                State::Executing => Err(Error::ActionExecuting),
-                state if state.is_sealed() => Err(Error::ActionSealed { state }),
-                // Changed but still cancellable (e.g. approved meanwhile): try again on the new record.
-                _ => Box::pin(self.cancel(who, action_id)).await,
-            },
+        }
+    }
+
+    /// Delete the wake of a cancelled ticket. Best effort: a wake that still fires finds no
+    /// ticket (SC-RES-01).
+    async fn disarm(&self, action: &Action) {
+        let Some(wake) = wake_of(action) else {
+            return;
+        };
+        if let Err(e) = self.waker.disarm(&wake).await {
+            tracing::warn!(tenant = %action.tenant(), action_id = %action.id(), error = %e, "could not delete the wake");
         }
     }
 
@@ -61,7 +63,7 @@ impl Engine {
     pub async fn lift_stop(&self, who: &Principal, scope: &str) -> Result<(), Error> {
         require(who, &[Role::Admin], "lift stops")?;
         let missing = || Error::NotFound(Missing::Stop(scope.to_owned()));
-        if scope.is_empty() || scope.len() > crate::domain::submission::MAX_ID {
+        if !countersign::names_a_stop(scope) {
             return Err(missing());
         }
         if self.store.lift_stop(&who.tenant, scope).await? {

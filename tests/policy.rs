@@ -6,13 +6,15 @@ use countersign::embedded::Server;
 use countersign::{
     config::Config,
     domain::{audit, deed::Deed, Action, NextAction, State},
+    tools::Executors,
     Error,
 };
 use countersign_tests::{
+    faults::{Fault, FaultyStore, Gate, Matching, Write},
     on_every_store,
     receiver::{notify_toml, Mode, Receiver},
     stores::{Backend, Place},
-    submission, temp_db, Api,
+    submission, temp_db, Api, ToolServer,
 };
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -82,18 +84,33 @@ executor = "builtin.echo"
     )
 }
 
-/// The shared rig, with this file's helpers.
-struct Rig(countersign_tests::rig::Rig);
+/// The shared rig, its store behind a fault-injecting one (to hold a write at a gate), with
+/// this file's helpers.
+struct Rig {
+    inner: countersign_tests::rig::Rig,
+    /// The store the engine holds, to hold a write at a gate.
+    faults: Arc<FaultyStore>,
+}
 
 impl std::ops::Deref for Rig {
     type Target = countersign_tests::rig::Rig;
     fn deref(&self) -> &Self::Target {
-        &self.0
+        &self.inner
     }
 }
 
 async fn rig(backend: Backend) -> Rig {
-    Rig(countersign_tests::rig::Rig::start(backend, "policy", |_| policy_toml()).await)
+    let config = Arc::new(Config::from_toml(&policy_toml()).unwrap());
+    let faults = Arc::new(FaultyStore::new(
+        countersign_tests::stores::store(backend, "policy").await,
+    ));
+    let inner = countersign_tests::rig::Rig::on(
+        ToolServer::start().await,
+        config,
+        faults.clone(),
+        Arc::new(Executors::new()),
+    );
+    Rig { inner, faults }
 }
 
 impl Rig {
@@ -300,6 +317,39 @@ async fn a_quorum_commits_on_the_last_distinct_approval(backend: Backend) {
     ));
 }
 on_every_store!(a_quorum_commits_on_the_last_distinct_approval: sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_sqlite, sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_dynamodb, sc_pol_04_a_quorum_commits_on_the_last_distinct_approval_postgres);
+
+/// SC-POL-04, SC-APP-05: a deny whose write loses to another approver's partial approval is
+/// asked again on the record that won — still pending, so it seals it. On main the deny
+/// answered `409 action_sealed` with state `pending_approval`: a refusal naming a seal that
+/// never happened, the action left waiting.
+async fn a_deny_that_loses_to_a_partial_approval_still_denies(backend: Backend) {
+    let r = rig(backend).await;
+    let a = r
+        .pending("payments.transfer", json!({"amount": 60000}))
+        .await;
+    let gate = Gate::new();
+    let deny_write = Matching {
+        write: Some(Write::Commit),
+        to: Some(State::Denied),
+        ..Matching::any()
+    };
+    r.faults
+        .inject(deny_write.of(a.id()), Fault::HoldBefore(gate.clone()), 1);
+    let deny = {
+        let (engine, who, id) = (r.engine.clone(), r.who(FINANCE_2), a.id().to_owned());
+        tokio::spawn(async move { engine.deny(&who, &id, "not this one").await })
+    };
+    gate.reached().await;
+    let signed = r.approve(FINANCE_1, &a).await.unwrap();
+    assert_eq!(signed.approvals().len(), 1, "the approval landed first");
+    gate.open();
+    let denied = deny.await.unwrap().unwrap();
+    assert_eq!(denied.state(), State::Denied);
+    assert_eq!(denied.reason(), Some("not this one"));
+    let events = r.engine.events(&r.who(ADMIN), a.id()).await.unwrap();
+    audit::verify(&r.load(a.id()).await, &events).unwrap();
+}
+on_every_store!(a_deny_that_loses_to_a_partial_approval_still_denies: sc_pol_04_a_deny_that_loses_to_a_partial_approval_still_denies_sqlite, sc_pol_04_a_deny_that_loses_to_a_partial_approval_still_denies_dynamodb, sc_pol_04_a_deny_that_loses_to_a_partial_approval_still_denies_postgres);
 
 /// The policy tenant with these approvers, notifying `receiver` (plain http on loopback,
 /// allowed explicitly: SC-SEC-08).

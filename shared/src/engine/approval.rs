@@ -160,7 +160,9 @@ impl Engine {
         }
     }
 
-    /// SC-APP-05: an eligible approver's deny seals the action in its words.
+    /// SC-APP-05: an eligible approver's deny seals the action in its words. A deny that lost
+    /// its write is asked again on the record that won: another approver's partial approval
+    /// leaves it to deny (SC-POL-04), anything else answers why not.
     pub async fn deny(
         &self,
         who: &Principal,
@@ -168,13 +170,13 @@ impl Engine {
         reason: &str,
     ) -> Result<Action, Error> {
         require(who, &[Role::Approver], "deny actions")?;
-        let action = self.load_for(who, action_id).await?;
-        let denial = countersign::deny(&action, decider(who), reason)?;
-        match self.seal(&action, Actor::user(&who.id), &denial).await? {
-            Committed::Landed(sealed) => Ok(sealed),
-            Committed::LostTo(current) => Err(Error::ActionSealed {
-                state: current.state(),
-            }),
+        let mut action = self.load_for(who, action_id).await?;
+        loop {
+            let denial = countersign::deny(&action, decider(who), reason)?;
+            match self.seal(&action, Actor::user(&who.id), &denial).await? {
+                Committed::Landed(sealed) => return Ok(sealed),
+                Committed::LostTo(current) => action = current,
+            }
         }
     }
 }

@@ -577,6 +577,12 @@ async fn outbox(store: &dyn Store) {
     assert_eq!(mine.len(), 1, "the create wrote its notice: {due:?}");
     let requested = mine[0].clone();
     assert_eq!((requested.seq, requested.attempts), (1, 0));
+    // What the request said as it was raised is kept with it (SC-NOT-01: every try sends it).
+    assert_eq!(
+        requested.asked.as_ref().map(|a| a.approvals_needed),
+        Some(1),
+        "{requested:?}"
+    );
     let (told, event) = store.outbox_subject(&requested).await.unwrap().unwrap();
     assert_eq!((told.id(), event.seq), (a.id(), 1));
 

@@ -67,6 +67,27 @@ pub struct Notice<'a> {
     pub event: &'a Event,
     /// Where an approver opens this action (the approver page).
     pub page_url: String,
+    /// What the request said when it was raised ([`OutboxEntry::asked`]); `None` for an entry
+    /// written before it was kept, told from the action as it is now.
+    pub asked: Option<&'a Asked>,
+}
+
+/// Where a quorum stood when an approval request was raised. Kept on the outbox entry so every
+/// try of one notice sends the same body: the action may have moved on (another approval, a
+/// deny, the run) before a retry, and the notice is of its event, not of the action now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Asked {
+    pub approvals_needed: u32,
+    pub approved_by: Vec<String>,
+}
+
+impl Asked {
+    fn of(a: &Action) -> Asked {
+        Asked {
+            approvals_needed: still_needed(a),
+            approved_by: a.approvals().iter().map(|s| s.approver.clone()).collect(),
+        }
+    }
 }
 
 impl Notice<'_> {
@@ -86,11 +107,19 @@ impl Notice<'_> {
         })
     }
 
+    /// The quorum as the request was raised.
+    fn asked(&self) -> Asked {
+        self.asked
+            .cloned()
+            .unwrap_or_else(|| Asked::of(self.action))
+    }
+
     fn data(&self) -> Value {
         let a = self.action;
         match self.kind {
             NoticeKind::ApprovalRequested => {
                 let approval = a.approval.as_ref();
+                let asked = self.asked();
                 json!({
                     "tool": a.call().tool(),
                     "args": a.call().args(),
@@ -98,8 +127,8 @@ impl Notice<'_> {
                     "context": approval.map(|p| &p.context),
                     "context_digest": approval.map(|p| &p.context_digest),
                     "expires_at": approval.map(|p| super::time::text(&p.expires_at)),
-                    "approvals_needed": still_needed(a),
-                    "approved_by": a.approvals().iter().map(|s| &s.approver).collect::<Vec<_>>(),
+                    "approvals_needed": asked.approvals_needed,
+                    "approved_by": asked.approved_by,
                     "page_url": self.page_url,
                 })
             }
@@ -123,7 +152,8 @@ impl Notice<'_> {
                     .and_then(|p| p.context["schedule"]["summary"].as_str())
                     .map(|s| format!(", to run {s}"))
                     .unwrap_or_default();
-                let needed = match (still_needed(a), a.approvals().len()) {
+                let asked = self.asked();
+                let needed = match (asked.approvals_needed, asked.approved_by.len()) {
                     (n, 0) if n <= 1 => String::new(),
                     (n, 0) => format!(" ({n} approvals needed)"),
                     (n, given) => format!(" ({given} approved, {n} more needed)"),
@@ -222,6 +252,9 @@ pub struct OutboxEntry {
     pub delivered: Vec<String>,
     /// Bumped by every change: the conditional update's expected value.
     pub rev: u64,
+    /// An approval request's quorum as it was raised: what every try of it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<Asked>,
 }
 
 /// What a try leaves behind.
@@ -235,18 +268,21 @@ pub enum Settled {
 
 impl OutboxEntry {
     /// The entry of an action's event, if the event notifies.
+    /// `action` is the action as the event left it.
     pub fn for_event(action: &Action, event: &Event) -> Option<OutboxEntry> {
+        let kind = NoticeKind::of(event)?;
         Some(OutboxEntry {
             tenant: action.tenant().to_owned(),
             action_id: action.id().to_owned(),
             seq: event.seq,
-            kind: NoticeKind::of(event)?,
+            kind,
             attempts: 0,
             next_at: event.at,
             dead_at: None,
             last_error: None,
             delivered: Vec::new(),
             rev: 0,
+            asked: (kind == NoticeKind::ApprovalRequested).then(|| Asked::of(action)),
         })
     }
 
@@ -378,12 +414,50 @@ mod tests {
             action: &signed.action,
             event: &signed.event,
             page_url: "https://example.test/ui/".into(),
+            asked: None,
         };
         let data = &notice.json()["data"];
         assert_eq!(data["approvals_needed"], 1);
         assert_eq!(data["approved_by"], serde_json::json!(["fin-1"]));
         let text = notice.slack()["text"].as_str().unwrap().to_owned();
         assert!(text.contains("(1 approved, 1 more needed)"), "{text}");
+    }
+
+    /// SC-NOT-01: a retry sends the same notice even when the action moved on meanwhile. Caught
+    /// by tests/notifications.rs (receiver down, then up, on Postgres): the quorum's figures were
+    /// told from the action at each try, so a retry after the second approval said
+    /// `approvals_needed: 0, approved_by: []` under the first try's id.
+    #[test]
+    fn sc_not_01_a_retry_tells_the_request_as_it_was_raised() {
+        use crate::domain::{
+            fixtures::{at, pending},
+            transition::{Creation, Transition},
+        };
+        let mut a = pending(
+            "act_01J0000000000000000000000N",
+            serde_json::json!({"amount": 1}),
+        );
+        a.approval.as_mut().unwrap().quorum.required = 2;
+        let a = Creation::new(a, Actor::agent("agent-1"), None, at(0))
+            .action
+            .clone();
+        let first = Transition::sign(&a, "fin-1", &[], at(1)).unwrap();
+        let entry = OutboxEntry::for_event(&first.action, &first.event).unwrap();
+        let notice = |action| Notice {
+            kind: entry.kind,
+            action,
+            event: &first.event,
+            page_url: "https://example.test/ui/".into(),
+            asked: entry.asked.as_ref(),
+        };
+        let raised = notice(&first.action).json();
+        // The action moves on before the retry: here it lapses (a deny or the run alike).
+        let reason = crate::domain::SealReason::ApprovalExpired;
+        let moved = Transition::seal(&first.action, Actor::system(), &reason, at(2));
+        assert_ne!(moved.action.state(), State::PendingApproval);
+        assert_eq!(notice(&moved.action).json(), raised);
+        assert_eq!(raised["data"]["approvals_needed"], 1);
+        assert_eq!(raised["data"]["approved_by"], serde_json::json!(["fin-1"]));
     }
 
     #[test]
@@ -434,6 +508,7 @@ mod tests {
             last_error: None,
             delivered: vec![],
             rev: 0,
+            asked: None,
         };
         let two_tries = RetryRule {
             attempts: 2,

@@ -144,6 +144,7 @@ impl Notifier {
             action: &action,
             event: &event,
             page_url: format!("{}#action={}", self.page, action.id()),
+            asked: entry.asked.as_ref(),
         };
         let (mut took, mut failure) = (Vec::new(), None);
         for endpoint in endpoints {

@@ -12,64 +12,29 @@ use countersign::config::Config;
 use countersign_tests::{config_toml, keys, on_every_store, stores::Backend, Api, ToolServer};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::{
-    io::{BufRead, BufReader},
-    process::{Child, Command, Stdio},
-    sync::Arc,
-};
+use std::{process::Command, sync::Arc};
 
 /// This server's resource identifier in the tests' configuration.
 const AUD: &str = "https://countersign.test";
 
-/// The provider process: two issuers (tenants `acme` and `globex`) and the hostile-token signer.
+/// The provider process (`countersign_tests::idp`), and a client for it.
 struct Idp {
-    child: Child,
+    // Held for its life: dropped, the provider stops.
+    _provider: countersign_tests::idp::Provider,
     acme: String,
     globex: String,
     signer: String,
     http: reqwest::Client,
 }
 
-impl Drop for Idp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 impl Idp {
     fn start() -> Idp {
-        let dir = std::env::var("COUNTERSIGN_OIDC_NODE_DIR").unwrap_or_else(|_| {
-            format!(
-                "{}/.cache/countersign/oidc",
-                std::env::var("HOME").unwrap_or_default()
-            )
-        });
-        // Run from the install folder, where its imports resolve (a copy per test).
-        let script = format!("{dir}/provider-{}.mjs", ulid::Ulid::new());
-        std::fs::copy(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/identity/provider.mjs"),
-            &script,
-        )
-        .expect("oidc-provider is installed (source scripts/oidc-provider.sh)");
-        let mut child = Command::new("node")
-            .arg(&script)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node runs");
-        let mut line = String::new();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        out.read_line(&mut line).unwrap();
-        // Keep reading: the provider logs to stdout, and dies of a closed pipe.
-        std::thread::spawn(move || out.lines().for_each(drop));
-        let _ = std::fs::remove_file(&script);
-        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+        let provider = countersign_tests::idp::Provider::start();
         Idp {
-            child,
-            acme: v["acme"].as_str().unwrap().to_owned(),
-            globex: v["globex"].as_str().unwrap().to_owned(),
-            signer: v["signer"].as_str().unwrap().to_owned(),
+            acme: provider.acme.clone(),
+            globex: provider.globex.clone(),
+            signer: provider.signer.clone(),
+            _provider: provider,
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()

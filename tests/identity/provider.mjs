@@ -1,6 +1,8 @@
 // A real OpenID provider for tests/identity.rs: oidc-provider (scripts/oidc-provider.sh installs
 // it), two issuers — one per tenant — with client credentials, authorization code + PKCE,
-// resource indicators issuing JWT access tokens (RFC 9068) and dynamic client registration.
+// resource indicators issuing JWT access tokens (RFC 9068), dynamic client registration, and
+// the device authorization grant (RFC 8628) for the CLI's client `countersign-cli`, which gets
+// a refresh token.
 //
 // The person at the login page is played by the authorization request's `login_hint`: the
 // interaction signs that account in and consents to what was asked.
@@ -55,6 +57,14 @@ async function start(name) {
         response_types: ['code'],
         scope: `openid email profile ${SCOPES}`,
       },
+      {
+        client_id: 'countersign-cli',
+        token_endpoint_auth_method: 'none',
+        grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'],
+        redirect_uris: [],
+        response_types: [],
+        scope: `openid offline_access email profile ${SCOPES}`,
+      },
     ],
     scopes: ['openid', 'offline_access', 'email', 'profile', ...SCOPES.split(' ')],
     claims: { email: ['email'], profile: ['name'] },
@@ -65,10 +75,14 @@ async function start(name) {
       const account = token.accountId && ACCOUNTS[token.accountId];
       return account ? { ...account } : undefined;
     },
+    // A refresh token for a client allowed the refresh grant (the CLI). oidc-provider would
+    // want `offline_access` with `prompt=consent`, which the device grant has no way to send.
+    issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
     interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
+      deviceFlow: { enabled: true },
       registration: { enabled: true },
       resourceIndicators: {
         enabled: true,

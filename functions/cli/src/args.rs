@@ -23,9 +23,13 @@ pub struct Cli {
     )]
     pub url: String,
     /// Your API key (agent, approver or admin). Prefer the environment variable: flags end up
-    /// in shell history and process lists.
+    /// in shell history and process lists. Without one, the token `countersign login` stored.
     #[arg(long, env = "COUNTERSIGN_KEY", hide_env_values = true, global = true)]
     pub key: Option<String>,
+    /// Where `countersign login` keeps its token (mode 0600); by default
+    /// `$XDG_CONFIG_HOME/countersign/token.json`, else `~/.config/countersign/token.json`.
+    #[arg(long, env = "COUNTERSIGN_TOKEN_FILE", global = true)]
+    pub token_file: Option<std::path::PathBuf>,
     /// Print the API's JSON instead of tables.
     #[arg(long, global = true)]
     pub json: bool,
@@ -145,6 +149,25 @@ pub enum Command {
         /// The deed file exactly as `countersign deed` saved it.
         deed: std::path::PathBuf,
     },
+    /// Sign in with your organization's provider (OAuth device authorization, RFC 8628) and keep
+    /// the token for the other commands, in your config directory (mode 0600).
+    Login {
+        /// The provider's issuer; needed only when the server trusts more than one.
+        #[arg(long)]
+        issuer: Option<String>,
+        /// The CLI's client id at the provider (a public client allowed the device grant).
+        #[arg(long, env = "COUNTERSIGN_CLIENT_ID", default_value = "countersign-cli")]
+        client_id: String,
+        /// The resource to ask a token for (RFC 8707); by default the server's own, from its
+        /// protected resource metadata.
+        #[arg(long)]
+        resource: Option<String>,
+        /// The scopes to ask for.
+        #[arg(long, default_value = "openid countersign:approve")]
+        scope: String,
+    },
+    /// Forget the token `countersign login` stored.
+    Logout,
     /// The SHA-256 to put in the config for a key (reads the key from stdin when not given).
     KeyHash {
         /// The key; prefer stdin, an argument ends up in shell history.

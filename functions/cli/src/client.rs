@@ -15,7 +15,7 @@ impl Client {
         let key = key.filter(|k| !k.trim().is_empty()).ok_or_else(|| {
             Failure::new(
                 Exit::Usage,
-                "no API key: set COUNTERSIGN_KEY (or pass --key)",
+                "no API key: set COUNTERSIGN_KEY (or pass --key), or run countersign login",
             )
         })?;
         if !(url.starts_with("http://") || url.starts_with("https://")) {

@@ -4,22 +4,54 @@ use crate::{
     args::{Cli, Command},
     client::{segment, Client},
     exit::{Exit, Failure},
-    show,
+    login, session, show,
 };
 use countersign::domain::{canonical, deed};
 use reqwest::Method;
 use serde_json::{json, Value};
-use std::io::{BufRead, Write};
+use std::{
+    io::{BufRead, Write},
+    path::PathBuf,
+};
 
 pub async fn run(cli: Cli) -> Result<(), Failure> {
+    let token_file = cli.token_file.clone();
     // Offline commands: no URL, no key.
     match &cli.command {
         Command::KeyHash { secret } => return key_hash(secret.as_deref()),
         Command::Verify { public_key, deed } => return verify(public_key, deed, cli.json),
+        Command::Login {
+            issuer,
+            client_id,
+            resource,
+            scope,
+        } => {
+            let ask = login::Ask {
+                url: &cli.url,
+                issuer: issuer.as_deref(),
+                client_id,
+                resource: resource.as_deref(),
+                scope,
+            };
+            return signed_in(login::login(ask).await?, &token_file);
+        }
+        Command::Logout => return logout(&token_file),
         _ => {}
     }
-    let client = Client::new(&cli.url, cli.key.as_deref())?;
-    let out = Out::new(&client, cli.json, &cli.command).await;
+    let signed_in = cli.key.as_deref().is_none_or(|k| k.trim().is_empty());
+    let credential = match signed_in {
+        false => cli.key.clone(),
+        true => stored_token(&cli.url, &token_file).await?,
+    };
+    let client = Client::new(&cli.url, credential.as_deref())?;
+    match command(&client, cli).await {
+        Err(failure) if signed_in => Err(session::lapsed(failure)),
+        done => done,
+    }
+}
+
+async fn command(client: &Client, cli: Cli) -> Result<(), Failure> {
+    let out = Out::new(client, cli.json, &cli.command).await;
     match cli.command {
         Command::Submit {
             tool,
@@ -58,11 +90,11 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             let follow = pending && cursor.is_none();
             let state = pending.then(|| "pending_approval".to_owned()).or(state);
             let query = [("state", state), ("agent_id", agent)];
-            list(&client, &out, query, limit, cursor, follow).await?;
+            list(client, &out, query, limit, cursor, follow).await?;
         }
         Command::Show { id } => out.action(&client.get(&action_path(&id, "")).await?),
         Command::Approve { id, digest, yes } => {
-            approve(&client, &out, &id, digest.as_deref(), yes).await?
+            approve(client, &out, &id, digest.as_deref(), yes).await?
         }
         Command::Deny { id, reason } => {
             let path = action_path(&id, "/deny");
@@ -107,9 +139,51 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
                     .map_err(|e| Failure::new(Exit::Failure, e.to_string()))?,
             }
         }
-        Command::KeyHash { .. } | Command::Verify { .. } => {
+        Command::KeyHash { .. }
+        | Command::Verify { .. }
+        | Command::Login { .. }
+        | Command::Logout => {
             unreachable!("answered before a client is built")
         }
+    }
+    Ok(())
+}
+
+/// Without a key, the token `countersign login` stored for this server (none: no credential),
+/// renewed first with its refresh token when it lapsed.
+async fn stored_token(url: &str, given: &Option<PathBuf>) -> Result<Option<String>, Failure> {
+    let path = session::path(given.as_deref())?;
+    let Some(mut session) = session::Session::load(&path)? else {
+        return Ok(None);
+    };
+    session.check_server(url)?;
+    if session.lapsed(jiff::Timestamp::now().as_second()) {
+        login::refresh(&mut session).await?;
+        session.save(&path)?;
+    }
+    Ok(Some(session.access_token))
+}
+
+fn signed_in(session: session::Session, given: &Option<PathBuf>) -> Result<(), Failure> {
+    let path = session::path(given.as_deref())?;
+    session.save(&path)?;
+    let until = session
+        .expires_at
+        .and_then(|at| jiff::Timestamp::from_second(at).ok());
+    let until = until.map_or(String::new(), |t| format!(" until {t}"));
+    eprintln!(
+        "signed in at {} for {}{until}; the token is in {}",
+        session.issuer,
+        session.url,
+        path.display()
+    );
+    Ok(())
+}
+
+fn logout(given: &Option<PathBuf>) -> Result<(), Failure> {
+    match session::remove(&session::path(given.as_deref())?)? {
+        true => eprintln!("signed out: the stored token is removed"),
+        false => eprintln!("not signed in: no stored token"),
     }
     Ok(())
 }

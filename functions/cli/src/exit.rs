@@ -17,7 +17,8 @@ pub enum Exit {
     Refused = 4,
     /// Try again later: the server cannot be reached, `rate_limited`, `unavailable`.
     Unavailable = 5,
-    /// `unauthenticated`: the key is missing from the config or mistyped.
+    /// `unauthenticated`: the key is missing from the config or mistyped; a stored sign-in
+    /// expired or kept in a file others may read.
     Unauthenticated = 6,
     /// `approve` was not confirmed at its prompt.
     NotConfirmed = 7,

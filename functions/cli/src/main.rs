@@ -5,6 +5,8 @@ mod args;
 mod client;
 mod commands;
 mod exit;
+mod login;
+mod session;
 mod show;
 
 use clap::Parser;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The approver page end to end in headless Chromium (tests/browser/approver_page.py).
-# Installs what it needs, idempotently and pinned: Debian's chromium (apt) and the Playwright
-# client from PyPI in a venv under the cache (its own browser download is never used). Then
+# Installs what it needs, idempotently and pinned: Debian's chromium (apt), the Playwright
+# client from PyPI in a venv under the cache (its own browser download is never used) and
+# oidc-provider (scripts/oidc-provider.sh) for signing in with a provider. Then
 # builds the local server and runs the tests against it on a free port.
 #
 #   bash scripts/browser-test.sh                        # run the tests
@@ -25,6 +26,8 @@ if ! "$venv/bin/python" -c "import playwright" 2>/dev/null \
   "$venv/bin/pip" install -q "playwright==$PLAYWRIGHT_VERSION"
 fi
 
+# The real OpenID provider the sign-in test signs in with (SC-ID-10).
+source scripts/oidc-provider.sh
 cargo build -q -p countersign-server
 target=$(cargo metadata --format-version 1 --no-deps | "$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 export COUNTERSIGN_LOCAL_BIN="$target/debug/countersign-server" CHROMIUM=$(command -v chromium)

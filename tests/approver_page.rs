@@ -15,8 +15,14 @@ struct Page {
 }
 
 async fn page() -> Page {
+    page_with("").await
+}
+
+/// The page of a server whose configuration is the tests' with `extra` after it.
+async fn page_with(extra: &str) -> Page {
     let tools = ToolServer::start().await;
-    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let text = config_toml(&tools, "10s", "5s") + extra;
+    let config = Arc::new(Config::from_toml(&text).unwrap());
     let server = Server::start(config, &temp_db("ui"), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -60,7 +66,9 @@ async fn issue10_every_listed_ui_route_serves_its_file_with_a_strict_csp() {
     for (path, content_type) in [
         ("/ui/", "text/html"),
         ("/ui/app.js", "text/javascript"),
+        ("/ui/sign-in.js", "text/javascript"),
         ("/ui/app.css", "text/css"),
+        ("/ui/sign-in.json", "application/json"),
     ] {
         let (status, h, body) = p.get(path).await;
         assert_eq!(status, 200, "{path}");
@@ -93,7 +101,9 @@ async fn issue10_every_listed_ui_route_serves_its_file_with_a_strict_csp() {
 async fn issue10_the_page_has_no_inline_script_style_or_secret() {
     let p = page().await;
     let (_, _, html) = p.get("/ui/").await;
-    let (_, _, script) = p.get("/ui/app.js").await;
+    let (_, _, app) = p.get("/ui/app.js").await;
+    let (_, _, sign_in) = p.get("/ui/sign-in.js").await;
+    let script = app + &sign_in;
     // Every <script> names a file; no style element or attribute, no inline handlers.
     for tag in html.split("<script").skip(1) {
         let open = &tag[..tag.find('>').unwrap()];
@@ -153,4 +163,43 @@ async fn issue30_the_root_redirects_to_the_page() {
         "ui/",
         "relative: behind any path prefix"
     );
+}
+
+/// SC-ID-10: a tenant whose provider has a `page_client_id` is offered on the page
+/// (`sign-in.json`: its name, issuer, the page's client, the resource and the approver's scope),
+/// and the page's CSP lets it fetch from that provider's origin — and from no other.
+#[tokio::test]
+async fn sc_id_10_the_page_offers_the_providers_with_a_page_client() {
+    let extra = "\n[tenants.acme.identity]\nissuer = \"https://login.example.com/realms/acme\"\n\
+                 audience = \"https://countersign.example.com\"\npage_client_id = \"cs-page\"\n\
+                 [tenants.globex.identity]\nissuer = \"https://globex.example.org\"\n\
+                 audience = \"https://countersign.example.com\"\n";
+    let p = page_with(extra).await;
+    let (status, h, body) = p.get("/ui/sign-in.json").await;
+    assert_eq!(status, 200);
+    let offered: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        offered,
+        serde_json::json!({"providers": [{
+            "name": "login.example.com",
+            "issuer": "https://login.example.com/realms/acme",
+            "client_id": "cs-page",
+            "resource": "https://countersign.example.com",
+            "scope": "openid profile email countersign:approve",
+        }]}),
+        "globex has no page client: not offered"
+    );
+    for path in ["/ui/", "/ui/app.js", "/ui/sign-in.json"] {
+        let (_, h, _) = p.get(path).await;
+        let csp = header(&h, "content-security-policy");
+        assert_eq!(
+            csp,
+            CSP.replace(
+                "connect-src 'self';",
+                "connect-src 'self' https://login.example.com;"
+            ),
+            "{path}"
+        );
+    }
+    assert!(header(&h, "content-type").starts_with("application/json"));
 }

@@ -20,6 +20,7 @@ import tempfile
 import time
 import traceback
 import urllib.error
+import urllib.parse
 import urllib.request
 from datetime import datetime, timedelta, timezone
 
@@ -116,14 +117,14 @@ executor = "builtin.echo"
 class Server:
     """The local server binary on a free port (it reports the address it bound)."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, text=None, listen="127.0.0.1:0"):
         binary = os.environ["COUNTERSIGN_LOCAL_BIN"]
         conf = os.path.join(workdir, "config.toml")
         with open(conf, "w") as f:
-            f.write(config())
+            f.write(text or config())
         self.log = open(os.path.join(workdir, "server.log"), "w+")
         self.proc = subprocess.Popen(
-            [binary, "--listen", "127.0.0.1:0", "--config", conf,
+            [binary, "--listen", listen, "--config", conf,
              "--db", os.path.join(workdir, "countersign.db")],
             stdout=subprocess.DEVNULL, stderr=self.log, env={**os.environ, "NO_COLOR": "1"})
         self.base = None
@@ -168,6 +169,51 @@ class Server:
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=10)
+
+
+class Provider:
+    """The real OpenID provider of the identity tests (tests/identity/provider.mjs, oidc-provider
+    installed by scripts/oidc-provider.sh): its `acme` issuer signs in `ada` at its login page
+    (the interaction signs in the `login_hint`, or her) and consents to what is asked."""
+
+    def __init__(self):
+        node_dir = os.environ["COUNTERSIGN_OIDC_NODE_DIR"]
+        here = os.path.dirname(os.path.abspath(__file__))
+        # Run from the install folder, where its imports resolve.
+        self.script = os.path.join(node_dir, f"provider-browser-{os.getpid()}.mjs")
+        with open(os.path.join(here, "..", "identity", "provider.mjs")) as src, open(self.script, "w") as dst:
+            dst.write(src.read())
+        self.proc = subprocess.Popen(["node", self.script], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.issuers = json.loads(self.proc.stdout.readline())
+        # Keep reading: the provider logs to stdout, and dies of a closed pipe.
+        import threading
+        threading.Thread(target=lambda: [None for _ in self.proc.stdout], daemon=True).start()
+        self.acme = self.issuers["acme"]
+
+    def register_page(self, redirect_uri):
+        """The approver page's client, registered as its operator would (dynamic registration):
+        public, authorization code with PKCE, its redirect URI the page's address."""
+        body = {"redirect_uris": [redirect_uri], "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code"], "response_types": ["code"],
+                "client_name": "countersign approvals",
+                "scope": "openid profile email countersign:approve"}
+        req = urllib.request.Request(self.acme + "/reg", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req) as res:
+            return json.loads(res.read())["client_id"]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        os.remove(self.script)
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 # ---- page helpers ----------------------------------------------------------------------------
@@ -414,6 +460,92 @@ def test_sc_app_01_issue16_an_agent_key_is_refused_at_sign_in(t):
     expect(t.page.get_by_role("alert").first).to_contain_text("only an approver key can countersign")
     expect(t.page.get_by_role("heading", name=re.compile("Waiting for your countersignature"))).to_be_hidden()
     assert t.page.evaluate("sessionStorage.getItem('countersign.key')") is None
+
+
+def test_sc_id_10_an_approver_signs_in_with_the_provider_approves_and_signs_in_again(t):
+    """SC-ID-10: the page signs an approver in with the organization's provider (authorization
+    code + PKCE in the page, the token for this server's resource) — from a notification's link,
+    back at that action — and she approves as herself. When her sign-in lapses, the page says
+    so, she signs in again and is back at the action she was reviewing. Keys still work beside
+    it (every other test here)."""
+    provider = Provider()
+    workdir = tempfile.mkdtemp()
+    try:
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        client_id = provider.register_page(base + "/ui/")
+        text = config() + f"""
+[tenants.acme.identity]
+issuer = "{provider.acme}"
+audience = "{base}"
+page_client_id = "{client_id}"
+name = "Acme SSO"
+"""
+        server = Server(workdir, text, listen=f"127.0.0.1:{port}")
+        try:
+            signed_in_with_the_provider(t, server, provider)
+        finally:
+            server.stop()
+    finally:
+        provider.stop()
+
+
+def signed_in_with_the_provider(t, server, provider):
+    requests = []
+    t.page.on("request", lambda r: requests.append(r))
+    first = server.submit(AGENT, {"to": "sso@example.com", "subject": "signed by a person"})
+    second = server.submit(AGENT, {"to": "sso@example.com", "subject": "after a lapse"})
+    # A notification's link: the page remembers it across the trip to the provider.
+    t.page.goto(server.base + f"/ui/#action={first['id']}")
+    button = t.page.get_by_role("button", name="Sign in with Acme SSO")
+    expect(button).to_be_visible()
+    expect(t.page.get_by_label("Approver key")).to_be_visible()  # keys still work beside it
+    t.shot("approver-sign-in.png")
+    button.click()
+    # To the provider (its login page signs Ada in) and back, code exchanged for a token.
+    dialog = t.page.get_by_role("dialog")
+    expect(dialog).to_be_visible(timeout=20_000)
+    expect(dialog).to_contain_text("signed by a person")
+    expect(t.page.locator("#who")).to_have_text("ada · signed in with Acme SSO")
+    assert t.page.url == server.base + "/ui/", t.page.url  # the code left the address bar
+    t.shot("approver-signed-in.png")
+    authorize = next(r.url for r in requests if r.url.startswith(provider.acme + "/auth"))
+    for part in ("code_challenge=", "code_challenge_method=S256", "resource=" + urllib.parse.quote(server.base, safe="")):
+        assert part in authorize, (part, authorize)
+    token = t.page.evaluate("sessionStorage.getItem('countersign.key')")
+    assert token and token.count(".") == 2, "a JWT, kept in the tab"
+    for r in requests:
+        assert token not in r.url, r.url
+    dialog.get_by_role("button", name="Approve").click()
+    expect(t.page.get_by_role("alert").first).to_contain_text("Approved mail.send")
+    after = server.action(first["id"])
+    assert after["approval"]["approver"] == "ada", after
+    # The API saw a bearer token, no cookie: nothing for a cross-site request to ride on.
+    api_calls = [r for r in requests if r.url.startswith(server.base + "/v1/")]
+    assert all(r.headers.get("authorization") == f"Bearer {token}" for r in api_calls)
+    assert not any("cookie" in r.headers for r in api_calls)
+
+    # Her sign-in lapses while she reviews the second action (the server no longer takes the
+    # token): the page says so, and signing in again brings her back to that action.
+    review(t.page, second)
+    t.page.evaluate("key = 'lapsed.' + key")
+    dialog.get_by_role("button", name="Approve").click()
+    again = t.page.get_by_role("button", name="Sign in again with Acme SSO")
+    expect(again).to_be_visible()
+    expect(t.page.get_by_role("alert").first).to_contain_text("Your sign-in with Acme SSO has lapsed")
+    assert server.action(second["id"])["state"] == "pending_approval"
+    again.click()
+    expect(dialog).to_be_visible(timeout=20_000)
+    expect(dialog).to_contain_text("after a lapse")
+    dialog.get_by_role("button", name="Approve").click()
+    expect(t.page.get_by_role("alert").first).to_contain_text("Approved mail.send")
+    assert server.action(second["id"])["approval"]["approver"] == "ada"
+
+    # Signing out forgets the token; the provider's button is offered again.
+    t.page.get_by_role("button", name="Sign out").click()
+    expect(t.page.get_by_role("button", name="Sign in with Acme SSO")).to_be_visible()
+    assert t.page.evaluate("sessionStorage.getItem('countersign.key')") is None
+    assert not t.console_errors, t.console_errors
 
 
 def no_sideways_scroll(page):

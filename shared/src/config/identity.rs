@@ -27,6 +27,8 @@ pub(super) struct RawIdentity {
     admin_scope: Option<String>,
     keys_for_people: Option<bool>,
     require_at_jwt: Option<bool>,
+    page_client_id: Option<String>,
+    name: Option<String>,
 }
 
 /// How a tenant's tokens are checked and read.
@@ -57,6 +59,11 @@ pub struct IdentityConfig {
     pub keys_for_people: bool,
     /// Refuse a token whose header `typ` is not `at+jwt` (RFC 9068).
     pub require_at_jwt: bool,
+    /// The approver page's client at the provider (a public client, authorization code +
+    /// PKCE, redirect URI the page's address): with one, the page offers "Sign in with" it.
+    pub page_client_id: Option<String>,
+    /// The provider's name on the page's sign-in button (default: the issuer's host).
+    pub name: String,
 }
 
 pub(super) fn identity(at: &str, raw: RawIdentity) -> Result<IdentityConfig, ConfigError> {
@@ -103,6 +110,18 @@ pub(super) fn identity(at: &str, raw: RawIdentity) -> Result<IdentityConfig, Con
         admin_scope: text(raw.admin_scope, "countersign:admin", "admin_scope")?,
         keys_for_people: raw.keys_for_people.unwrap_or(true),
         require_at_jwt: raw.require_at_jwt.unwrap_or(false),
+        page_client_id: raw
+            .page_client_id
+            .map(|c| text(Some(c), "", "page_client_id"))
+            .transpose()?,
+        name: match raw.name.map(|n| n.trim().to_owned()) {
+            Some(n) if n.is_empty() => return Err(bad(format!("{at}.name"), "must not be empty")),
+            Some(n) => n,
+            None => reqwest::Url::parse(&issuer)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_else(|| issuer.clone()),
+        },
         issuer,
         audience,
     };
@@ -134,6 +153,14 @@ fn url(at: &str, raw: String) -> Result<String, ConfigError> {
 }
 
 impl IdentityConfig {
+    /// The issuer's origin (scheme, host, port): where the approver page fetches the
+    /// provider's discovery and token endpoint (its CSP allows it).
+    pub fn origin(&self) -> String {
+        reqwest::Url::parse(&self.issuer)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_default()
+    }
+
     /// The resource identifiers a token's `aud` may name: the audience, and its `/mcp`.
     pub fn audiences(&self) -> [String; 2] {
         let base = self.audience.trim_end_matches('/');

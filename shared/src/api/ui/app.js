@@ -396,7 +396,8 @@ async function load(quiet) {
     await openLinked(pending);
     return true;
   } catch (error) {
-    if (error.code === "unauthenticated") signOut();
+    // A lapsed sign-in says so itself, and offers to sign in again.
+    if (error.code === "unauthenticated" && lapsed()) return false;
     if (quiet) {
       say(`Not refreshed: ${await explain(error, {})}`);
     } else {
@@ -557,13 +558,43 @@ function show(signedIn) {
 }
 
 function signOut() {
+  forget();
+  say("Signed out.");
+  offerProviders($("providers"));
+}
+
+// The credential and what came with it, gone from the tab.
+function forget() {
   key = null;
   sessionStorage.removeItem(KEY_SLOT);
+  sessionStorage.removeItem(VIA_SLOT);
   sessionStorage.removeItem("countersign.zone");
   $("key").value = "";
   $("updated").textContent = "";
+  $("who").textContent = "";
   show(false);
-  say("Signed out.");
+}
+
+// The server no longer takes the credential. A provider's token lapses by design: the person
+// signs in again and comes back to the action they were reviewing (answers true). A key the
+// server no longer takes just signs out (answers false).
+function lapsed() {
+  const via = signedInVia();
+  const place = current ? `#action=${current.action.id}` : location.hash;
+  if ($("decide").open) $("decide").close();
+  if (!via) {
+    signOut();
+    return false;
+  }
+  forget();
+  $("providers").replaceChildren();
+  const again = el("button", { type: "button", class: "primary", text: `Sign in again with ${via.name}` });
+  again.addEventListener("click", () => startSignIn(via, again, place));
+  $("providers").append(again);
+  $("providers").hidden = false;
+  alarm(`Your sign-in with ${via.name} has lapsed. Sign in again to carry on where you were.`);
+  again.focus();
+  return true;
 }
 
 async function signIn(event) {
@@ -574,37 +605,54 @@ async function signIn(event) {
     $("key").focus();
     return;
   }
-  key = typed;
   alarm("");
-  // Only approver keys countersign: any other key is refused here, before the page offers
+  if (await useCredential(typed, "key")) {
+    $("key").value = "";
+  } else {
+    $("key").focus();
+  }
+}
+
+// Signed in with `credential` — a key or a provider's token — if it is an approver's and the
+// board loads.
+async function useCredential(credential, kind) {
+  key = credential;
+  // Only approvers countersign: any other credential is refused here, before the page offers
   // an Approve button that the server would refuse.
+  let me;
   try {
-    const me = await api("GET", "me");
+    me = await api("GET", "me");
     if (me.role !== "approver") {
       key = null;
       const article = /^[aeiou]/.test(me.role) ? "an" : "a";
-      alarm(`This is ${article} ${me.role} key (${me.key_id}); ` +
-        "only an approver key can countersign. Sign in with an approver key.");
-      $("key").focus();
-      return;
+      alarm(kind === "key"
+        ? `This is ${article} ${me.role} key (${me.key_id}); ` +
+          "only an approver key can countersign. Sign in with an approver key."
+        : `You are signed in as ${me.key_id}, ${article} ${me.role}; only an approver can ` +
+          "countersign.");
+      return false;
     }
     tenantZone = me.time_zone;
     sessionStorage.setItem("countersign.zone", tenantZone);
   } catch (error) {
     key = null;
     alarm(await explain(error, {}));
-    $("key").focus();
-    return;
+    return false;
   }
-  if (await load()) {
-    sessionStorage.setItem(KEY_SLOT, key);
-    $("key").value = "";
-    show(true);
-    $("refresh").focus();
-  } else {
+  if (!(await load())) {
     key = null;
-    $("key").focus();
+    return false;
   }
+  sessionStorage.setItem(KEY_SLOT, key);
+  whoText(me);
+  show(true);
+  $("refresh").focus();
+  return true;
+}
+
+function whoText(me) {
+  const via = signedInVia();
+  $("who").textContent = via ? `${me.key_id} · signed in with ${via.name}` : `key ${me.key_id}`;
 }
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -618,11 +666,21 @@ document.addEventListener("DOMContentLoaded", () => {
   window.addEventListener("hashchange", () => { if (key) load(); });
   document.addEventListener("visibilitychange", refreshQuietly);
   setInterval(refreshQuietly, REFRESH_EVERY_MS);
+  start();
+});
+
+async function start() {
+  const token = await finishSignIn();
+  if (token) {
+    if (await useCredential(token, "token")) return;
+    sessionStorage.removeItem(VIA_SLOT);
+  }
   if (key) {
     show(true);
-    load();
-  } else {
-    show(false);
-    $("key").focus();
+    if (await load()) api("GET", "me").then(whoText, () => {});
+    return;
   }
-});
+  show(false);
+  await offerProviders($("providers"));
+  if (!token && !$("alert").textContent) $("key").focus();
+}

@@ -99,41 +99,16 @@ impl Idp {
             .append_pair("resource", resource)
             .append_pair("login_hint", person)
             .append_pair("state", "s");
-        let mut cookies: Vec<String> = Vec::new();
-        let mut next = url.to_string();
-        let code = loop {
-            let answer = self
-                .http
-                .get(&next)
-                .header("cookie", cookies.join("; "))
-                .send()
-                .await
-                .unwrap();
-            for c in answer.headers().get_all("set-cookie") {
-                let pair = c.to_str().unwrap().split(';').next().unwrap().to_owned();
-                let name = pair.split('=').next().unwrap().to_owned();
-                cookies.retain(|k| !k.starts_with(&format!("{name}=")));
-                cookies.push(pair);
-            }
-            let status = answer.status();
-            let location = answer
-                .headers()
-                .get("location")
-                .map(|l| l.to_str().unwrap().to_owned())
-                .unwrap_or_else(|| panic!("{status}: a redirect"));
-            let to = reqwest::Url::parse(issuer)
-                .unwrap()
-                .join(&location)
-                .unwrap();
-            if to.as_str().starts_with(redirect) {
-                let code = to.query_pairs().find(|(k, _)| k == "code");
-                break code
-                    .unwrap_or_else(|| panic!("a code: {to}"))
-                    .1
-                    .into_owned();
-            }
-            next = to.to_string();
-        };
+        // The person's browser, to the redirect back with the code.
+        let mut browser = countersign_tests::idp::Browser::default();
+        let (to, _) = browser
+            .follow(&self.http, self.http.get(url), Some(redirect))
+            .await;
+        let code = to.query_pairs().find(|(k, _)| k == "code");
+        let code = code
+            .unwrap_or_else(|| panic!("a code: {to}"))
+            .1
+            .into_owned();
         let answer: Value = self
             .http
             .post(format!("{issuer}/token"))

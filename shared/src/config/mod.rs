@@ -17,6 +17,7 @@ mod limits;
 mod notify;
 mod policy;
 mod server;
+mod slack;
 mod targets;
 mod tenant;
 #[cfg(test)]
@@ -32,6 +33,7 @@ pub use limits::{Limits, Rate};
 pub use notify::{Endpoint, Format};
 pub use policy::Conditions;
 pub use server::TlsFiles;
+pub use slack::{SlackConfig, SLACK_API};
 pub use tenant::{Person, Principal, Role, Tenant};
 
 #[derive(Debug, thiserror::Error)]

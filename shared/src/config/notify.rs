@@ -109,7 +109,10 @@ fn endpoint(at: &str, raw: RawEndpoint, targets: &Targets) -> Result<Endpoint, C
             NoticeKind::parse(e).ok_or_else(|| {
                 bad(
                     format!("{at}.events"),
-                    format!("{e:?} is not one of \"approval_requested\", \"action_sealed\""),
+                    format!(
+                        "{e:?} is not one of {}",
+                        NoticeKind::ALL.map(|k| format!("{:?}", k.as_str())).join(", ")
+                    ),
                 )
             })
         })

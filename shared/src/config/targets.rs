@@ -12,7 +12,11 @@ pub(super) struct Targets {
 impl Targets {
     /// Check a webhook URL; true if its host may be private.
     pub(super) fn check(&self, at: &str, url: &str) -> Result<bool, ConfigError> {
-        let at = format!("{at}.url");
+        self.check_field(&format!("{at}.url"), url)
+    }
+
+    /// The same for the URL in field `at` (the whole path, e.g. `tenants.acme.slack.api_url`).
+    pub(super) fn check_field(&self, at: &str, url: &str) -> Result<bool, ConfigError> {
         let parsed = reqwest::Url::parse(url).map_err(|e| bad(&at, e))?;
         let host = target::host(&parsed).ok_or_else(|| bad(&at, "must name a host"))?;
         let listed = |hosts: &[String]| hosts.iter().any(|h| h.eq_ignore_ascii_case(host));

@@ -2,8 +2,8 @@
 //! kinds, tool catalog, webhook targets, notification endpoints and deed key.
 
 use super::{
-    bad, catalog, duration, identity, keys, notify, policy, targets::Targets, ConfigError,
-    DeedSigner, Endpoint, IdentityConfig, ToolEntry,
+    bad, catalog, duration, identity, keys, notify, policy, slack, targets::Targets, ConfigError,
+    DeedSigner, Endpoint, IdentityConfig, SlackConfig, ToolEntry,
 };
 use crate::domain::policy::Rule;
 use jiff::{tz::TimeZone, SignedDuration};
@@ -34,6 +34,8 @@ pub(super) struct RawTenant {
     deed_key: Option<keys::RawDeedKey>,
     /// The tenant's identity provider (SC-ID-03): OAuth access tokens beside keys.
     identity: Option<identity::RawIdentity>,
+    /// The tenant's Slack app (docs/slack.md): approval requests as messages with buttons.
+    slack: Option<slack::RawSlack>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -45,6 +47,8 @@ struct RawKey {
     /// Approver groups (SC-POL-03): a rule's `approvers` names them.
     #[serde(default)]
     groups: Vec<String>,
+    /// The approver's Slack user id: their clicks on a Slack message approve as this key.
+    slack_user: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -93,6 +97,8 @@ pub struct Tenant {
     pub notify: Vec<Endpoint>,
     /// Whose OAuth access tokens the tenant accepts (SC-ID-03); `None`: keys only.
     pub identity: Option<IdentityConfig>,
+    /// The tenant's Slack app (SC-CH-01); `None`: no Slack messages.
+    pub slack: Option<SlackConfig>,
 }
 
 impl Tenant {
@@ -127,10 +133,20 @@ pub(super) fn tenant(
         "24h",
     )?;
 
-    principals(&at, name, raw.keys, keys)?;
+    let slack_users = principals(&at, name, raw.keys, keys)?;
     let targets = Targets {
         http: raw.allow_http_hosts,
         private: raw.allow_private_hosts,
+    };
+    let slack = match (raw.slack, slack_users.first_key_value()) {
+        (Some(raw), _) => Some(slack::slack(&at, raw, &targets, slack_users)?),
+        (None, Some((_, key))) => {
+            return Err(bad(
+                format!("{at}.slack"),
+                format!("approver {key} has a slack_user, but the tenant has no [{at}.slack]"),
+            ))
+        }
+        (None, None) => None,
     };
     let identity = raw
         .identity
@@ -147,6 +163,7 @@ pub(super) fn tenant(
             identity.is_some(),
         )?,
         identity,
+        slack,
         tools: catalog::tools(&at, raw.tools, &targets)?,
         notify: notify::endpoints(&at, raw.notify, &targets)?,
         deed_key: raw.deed_key.map(|k| keys::named(&at, k)).transpose()?,
@@ -159,12 +176,14 @@ pub(super) fn tenant(
 }
 
 /// The tenant's keys, by hash, into the one map of every tenant's keys (a hash is unique).
+/// Answers the approver key ids by their Slack user ids.
 fn principals(
     at: &str,
     tenant: &str,
     raw: Vec<RawKey>,
     keys: &mut HashMap<String, Principal>,
-) -> Result<(), ConfigError> {
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut slack_users = BTreeMap::new();
     for (i, key) in raw.into_iter().enumerate() {
         let key_at = format!("{at}.keys[{i}]");
         let hash = key.sha256.to_ascii_lowercase();
@@ -180,6 +199,20 @@ fn principals(
         if key.role != Role::Approver && !key.groups.is_empty() {
             return Err(bad(&key_at, "only approver keys belong to groups"));
         }
+        if let Some(user) = key.slack_user {
+            if key.role != Role::Approver {
+                return Err(bad(&key_at, "only approver keys have a slack_user"));
+            }
+            slack::user_id(&key_at, &user)?;
+            if let Some(other) = slack_users.insert(user.clone(), key.id.clone()) {
+                if other != key.id {
+                    return Err(bad(
+                        format!("{key_at}.slack_user"),
+                        format!("{user} is already the Slack user of approver {other}"),
+                    ));
+                }
+            }
+        }
         let principal = Principal {
             tenant: tenant.to_owned(),
             role: key.role,
@@ -191,5 +224,5 @@ fn principals(
             return Err(bad(&key_at, "this key hash is declared twice"));
         }
     }
-    Ok(())
+    Ok(slack_users)
 }

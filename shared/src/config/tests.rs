@@ -303,3 +303,52 @@ fn sc_id_03_identity_loads_with_defaults_and_refusals_name_the_field() {
     assert!(err(rule).contains("approver key"));
     assert!(load(&format!("{rule}{}", id(good))).is_ok());
 }
+
+const SLACK: &str = "[tenants.acme.slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\nsigning_secret_env = \"SLACK_SIGNING_SECRET\"\nchannel = \"C0123456789\"";
+
+fn approver(extra: &str) -> String {
+    format!("keys = [{{ id = \"fin-1\", role = \"approver\", sha256 = \"{KEY}\"{extra} }}]")
+}
+
+/// SC-CH-01: the tenant's Slack app is named by the configuration with the names docs/slack.md
+/// gives, and an approver key names its Slack user; each mistake names its entry.
+#[test]
+fn sc_ch_01_the_slack_app_and_slack_users_are_configured_and_checked() {
+    let config = load(&format!(
+        "{}\n{SLACK}\napi_url = \"https://slack.example.com/api/\"",
+        approver(", slack_user = \"U0123ABCD\"")
+    ))
+    .unwrap();
+    let slack = config.tenants["acme"].slack.as_ref().unwrap();
+    assert_eq!(slack.bot_token, Secret::Env("SLACK_BOT_TOKEN".into()));
+    assert_eq!(slack.channel, "C0123456789");
+    assert_eq!(slack.api_url, "https://slack.example.com/api");
+    assert_eq!(slack.approver("U0123ABCD"), Some("fin-1"));
+    assert_eq!(slack.approver("U9999"), None);
+    let by_ssm = load(&SLACK.replace("bot_token_env = \"SLACK_BOT_TOKEN\"", "bot_token_ssm = \"/countersign/acme/slack-bot\"")).unwrap();
+    let slack = by_ssm.tenants["acme"].slack.as_ref().unwrap();
+    assert_eq!(slack.bot_token, Secret::Ssm("/countersign/acme/slack-bot".into()));
+    assert_eq!(slack.api_url, SLACK_API);
+
+    let refused = [
+        (SLACK.replace("bot_token_env = \"SLACK_BOT_TOKEN\"\n", ""), "tenants.acme.slack: needs exactly one of bot_token_env, bot_token_ssm"),
+        (format!("{SLACK}\nbot_token_ssm = \"/x\""), "tenants.acme.slack: needs exactly one of bot_token_env, bot_token_ssm"),
+        (SLACK.replace("signing_secret_env = \"SLACK_SIGNING_SECRET\"", "signing_secret_ssm = \"x\""), "tenants.acme.slack.signing_secret_ssm: must be a parameter name"),
+        (SLACK.replace("signing_secret_env = \"SLACK_SIGNING_SECRET\"", "signing_secret_env = \"\""), "tenants.acme.slack: needs exactly one of signing_secret_env, signing_secret_ssm"),
+        (SLACK.replace("C0123456789", "#approvals"), "tenants.acme.slack.channel: \"#approvals\" is not a channel id"),
+        (format!("{SLACK}\napi_url = \"http://slack.example.com/api\""), "tenants.acme.slack.api_url: must be https"),
+        (format!("{SLACK}\napi_url = \"https://127.0.0.1:9/api\""), "tenants.acme.slack.api_url: 127.0.0.1 is not a public address"),
+        (format!("{SLACK}\nteam = \"T1\""), "unknown field `team`"),
+        (approver(", slack_user = \"U0123ABCD\""), "tenants.acme.slack: approver fin-1 has a slack_user, but the tenant has no [tenants.acme.slack]"),
+        (format!("{}\n{SLACK}", approver(", slack_user = \"fin@example.com\"")), "tenants.acme.keys[0].slack_user: \"fin@example.com\" is not a Slack user id"),
+        (format!("keys = [{{ id = \"a\", role = \"admin\", sha256 = \"{KEY}\", slack_user = \"U1234\" }}]\n{SLACK}"), "tenants.acme.keys[0]: only approver keys have a slack_user"),
+        (format!("keys = [{{ id = \"a\", role = \"approver\", sha256 = \"{KEY}\", slack_user = \"U1234\" }}, {{ id = \"b\", role = \"approver\", sha256 = \"{}\", slack_user = \"U1234\" }}]\n{SLACK}", KEY.replace('7', "8")), "tenants.acme.keys[1].slack_user: U1234 is already the Slack user of approver a"),
+    ];
+    for (body, expected) in refused {
+        let e = err(&body);
+        assert!(e.contains(expected), "{body}\n→ {e}");
+    }
+    // A local stand-in of the Web API is reached only where the tenant allows it.
+    let local = load(&format!("allow_http_hosts = [\"127.0.0.1\"]\nallow_private_hosts = [\"127.0.0.1\"]\n{SLACK}\napi_url = \"http://127.0.0.1:9/api\"")).unwrap();
+    assert!(local.tenants["acme"].slack.as_ref().unwrap().allow_private);
+}

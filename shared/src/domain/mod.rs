@@ -16,6 +16,7 @@ pub mod policy;
 pub mod quorum;
 pub mod resume;
 pub mod seal;
+pub mod slack;
 pub mod state;
 pub mod submission;
 pub mod ticket;

@@ -6,20 +6,28 @@ use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-/// The two events a tenant can subscribe to.
+/// The events a tenant can subscribe to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoticeKind {
     /// The action entered `pending_approval`: a person should look at it.
     ApprovalRequested,
+    /// The last approval committed its ticket (`pending_approval → approved`): a Slack message
+    /// loses its buttons (SC-CH-03).
+    ActionApproved,
     /// The action was sealed (any terminal state).
     ActionSealed,
 }
 
 impl NoticeKind {
-    pub const ALL: [NoticeKind; 2] = [NoticeKind::ApprovalRequested, NoticeKind::ActionSealed];
+    pub const ALL: [NoticeKind; 3] = [
+        NoticeKind::ApprovalRequested,
+        NoticeKind::ActionApproved,
+        NoticeKind::ActionSealed,
+    ];
 
-    /// The notice an audit event raises, if any: entering `pending_approval`, or any sealing.
+    /// The notice an audit event raises, if any: entering `pending_approval`, the approval that
+    /// commits the ticket, or any sealing.
     pub fn of(event: &Event) -> Option<NoticeKind> {
         match (event.from, event.to) {
             (_, to) if to.is_sealed() => Some(NoticeKind::ActionSealed),
@@ -28,6 +36,7 @@ impl NoticeKind {
             (Some(State::PendingApproval), State::PendingApproval) => {
                 Some(NoticeKind::ApprovalRequested)
             }
+            (Some(State::PendingApproval), State::Approved) => Some(NoticeKind::ActionApproved),
             _ => None,
         }
     }
@@ -35,6 +44,7 @@ impl NoticeKind {
     pub fn as_str(self) -> &'static str {
         match self {
             NoticeKind::ApprovalRequested => "approval_requested",
+            NoticeKind::ActionApproved => "action_approved",
             NoticeKind::ActionSealed => "action_sealed",
         }
     }
@@ -132,6 +142,10 @@ impl Notice<'_> {
                     "page_url": self.page_url,
                 })
             }
+            NoticeKind::ActionApproved => json!({
+                "approved_by": a.approval().and_then(|p| p.approver.as_ref()),
+                "due_at": a.ticket().map(|t| super::time::text(&t.due_at())),
+            }),
             NoticeKind::ActionSealed => json!({
                 "state": self.event.to,
                 "reason": self.event.reason,
@@ -165,6 +179,14 @@ impl Notice<'_> {
                     self.page_url
                 )
             }
+            NoticeKind::ActionApproved => format!(
+                "`{}` ({}) is approved by {}",
+                a.call().tool(),
+                a.id(),
+                a.approval()
+                    .and_then(|p| p.approver.as_deref())
+                    .unwrap_or("an approver")
+            ),
             NoticeKind::ActionSealed => format!(
                 "`{}` ({}) is {}: {}",
                 a.call().tool(),
@@ -359,7 +381,7 @@ mod tests {
             (None, Succeeded, Some(NoticeKind::ActionSealed)),
             (None, Approved, None),
             (None, Executing, None),
-            (Some(PendingApproval), Approved, None),
+            (Some(PendingApproval), Approved, Some(NoticeKind::ActionApproved)),
             // SC-POL-04: a quorum's partial approval asks again.
             (
                 Some(PendingApproval),

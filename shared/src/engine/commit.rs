@@ -201,7 +201,8 @@ impl Engine {
     }
 
     /// The transition as the tenant's endpoints want it: its notice goes into the outbox only
-    /// when an endpoint listens for its kind, so a tenant without endpoints pays no outbox write.
+    /// when an endpoint (or the tenant's Slack app) listens for its kind, so a tenant without
+    /// endpoints pays no outbox write.
     fn subscribed<'t>(&self, t: &'t Transition) -> std::borrow::Cow<'t, Transition> {
         let listened = self.listens(t);
         if t.notify == listened {
@@ -224,11 +225,17 @@ impl Engine {
         }
     }
 
+    /// An endpoint listens for the notice's kind, or the tenant's Slack app does: it posts the
+    /// request and updates that message on every later notice of an action that asked for
+    /// approval (SC-CH-03).
     fn listens(&self, change: &Change) -> bool {
         NoticeKind::of(&change.event).is_some_and(|kind| {
             self.config
                 .tenant(change.action.tenant())
-                .is_some_and(|tenant| tenant.notify.iter().any(|e| e.wants(kind)))
+                .is_some_and(|tenant| {
+                    tenant.notify.iter().any(|e| e.wants(kind))
+                        || (tenant.slack.is_some() && change.action.approval().is_some())
+                })
         })
     }
 }

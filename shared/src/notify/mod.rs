@@ -7,15 +7,20 @@
 //!
 //! Its own room: of the store it knows only the [`Outbox`] port (what is due, what a notice
 //! tells of, settling it), never the engine or the API (`tests/architecture.rs`). Each post is
-//! in `post`.
+//! in `post`; the tenant's Slack app is a channel beside the endpoints, in `slack`: the same
+//! entries, tries, backoff and dead letters, and a Slack that is down fails only its own part of
+//! an entry (the endpoints that took it are not sent it again).
 
 mod post;
+pub mod slack;
 
 use crate::{
     config::{Config, Endpoint},
     domain::notice::{Notice, OutboxEntry, Settled},
     store::{Outbox, StoreError},
-    target, Clock,
+    target,
+    tools::secrets::Secrets,
+    Clock,
 };
 use serde::Serialize;
 use std::{sync::Arc, time::Duration};
@@ -33,6 +38,8 @@ pub struct Notifier {
     clients: target::Clients,
     /// The approver page: notices link to `<page>#action=<id>`.
     page: String,
+    /// The channels' secrets fetched at boot (SSM); environment secrets are read when used.
+    secrets: Secrets,
 }
 
 /// What one pass did.
@@ -63,19 +70,46 @@ impl Notifier {
             clock,
             clients,
             page,
+            secrets: Secrets::default(),
         }
+    }
+
+    /// With the channels' secrets the process fetched at boot (the AWS functions: SSM).
+    pub fn with_secrets(self, secrets: Secrets) -> Self {
+        Notifier { secrets, ..self }
     }
 
     /// One pass over the due entries, each tried concurrently.
     pub async fn deliver_due(self: &Arc<Self>) -> Result<DeliveryReport, StoreError> {
         let due = self.outbox.outbox_due(self.clock.now(), BATCH).await?;
-        let mut tries = tokio::task::JoinSet::new();
+        // One action's notices in order, one after the other (a Slack request is posted before
+        // its update is tried); different actions concurrently.
+        let mut by_action = std::collections::BTreeMap::<_, Vec<OutboxEntry>>::new();
         for entry in due {
+            let key = (entry.tenant.clone(), entry.action_id.clone());
+            by_action.entry(key).or_default().push(entry);
+        }
+        let mut tries = tokio::task::JoinSet::new();
+        for (_, mut entries) in by_action {
+            entries.sort_by_key(|e| e.seq);
             let me = self.clone();
-            tries.spawn(async move { me.settle(entry).await });
+            tries.spawn(async move {
+                let mut settled = Vec::new();
+                for entry in entries {
+                    settled.push(me.settle(entry).await);
+                }
+                settled
+            });
         }
         let mut report = DeliveryReport::default();
+        let mut done_all = Vec::new();
         while let Some(done) = tries.join_next().await {
+            match done {
+                Ok(settled) => done_all.extend(settled.into_iter().map(Ok)),
+                Err(e) => done_all.push(Err(e)),
+            }
+        }
+        for done in done_all {
             match done {
                 Ok(Ok(Some(Settled::Done))) => report.delivered += 1,
                 Ok(Ok(Some(Settled::Again(e)))) if e.dead_at.is_some() => report.parked += 1,
@@ -109,20 +143,23 @@ impl Notifier {
         }
     }
 
-    /// Post the notice to every subscribed endpoint that has not taken it yet.
+    /// Post the notice to every subscribed endpoint that has not taken it yet, and to the
+    /// tenant's Slack app.
     async fn try_once(
         &self,
         entry: &OutboxEntry,
     ) -> Result<(Vec<String>, Option<String>), StoreError> {
-        let endpoints: Vec<&Endpoint> = self
-            .config
-            .tenant(&entry.tenant)
+        let tenant = self.config.tenant(&entry.tenant);
+        let endpoints: Vec<&Endpoint> = tenant
             .map(|t| t.notify.iter())
             .into_iter()
             .flatten()
-            .filter(|e| e.wants(entry.kind) && !entry.delivered.contains(&e.key()))
+            .filter(|e| e.wants(entry.kind) && !entry.delivered.iter().any(|d| *d == e.key()))
             .collect();
-        if endpoints.is_empty() {
+        let slack = tenant
+            .and_then(|t| Some((t, t.slack.as_ref()?)))
+            .filter(|_| !entry.delivered.iter().any(|d| d == slack::CHANNEL));
+        if endpoints.is_empty() && slack.is_none() {
             return Ok((Vec::new(), None));
         }
         let subject = match self.outbox.outbox_subject(entry).await {
@@ -150,6 +187,21 @@ impl Notifier {
         for endpoint in endpoints {
             match post::send(&self.clients, endpoint, &notice, self.clock.now()).await {
                 Ok(()) => took.push(endpoint.key()),
+                Err(why) => failure = Some(why),
+            }
+        }
+        // Only an action that asked for approval has a Slack message.
+        if let Some((tenant, config)) = slack.filter(|_| action.approval().is_some()) {
+            let sent = match slack::WebApi::new(&self.clients, config, &self.secrets) {
+                Ok(api) => {
+                    let outbox = &*self.outbox;
+                    slack::deliver(&api, outbox, config, tenant, entry, &action, &notice.page_url)
+                        .await
+                }
+                Err(why) => Err(why),
+            };
+            match sent {
+                Ok(()) => took.push(slack::CHANNEL.to_owned()),
                 Err(why) => failure = Some(why),
             }
         }

@@ -210,6 +210,24 @@ pub trait Outbox: Send + Sync + 'static {
     /// What `entry` tells of: its action as it is now and the event it announces; `None` when
     /// either is gone (retention). An action that does not load is `Malformed`.
     async fn outbox_subject(&self, entry: &OutboxEntry) -> StoreResult<Option<(Action, Event)>>;
+    /// What a channel keeps about an action from one notice to the next (SC-CH-03) — Slack:
+    /// the channel and `ts` of the message it posted, which later notices update. `None`
+    /// until kept.
+    async fn channel_note(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        channel: &str,
+    ) -> StoreResult<Option<String>>;
+    /// Keep `note` for the action's `channel`, replacing any. Not a transition: the action's
+    /// record, version and events stay as they are.
+    async fn keep_channel_note(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        channel: &str,
+        note: &str,
+    ) -> StoreResult<()>;
 }
 
 /// [`Outbox::outbox_subject`] read through the action store: its action, then its events (the

@@ -117,6 +117,23 @@ impl Outbox for FaultyStore {
     async fn outbox_subject(&self, entry: &OutboxEntry) -> StoreResult<Option<(Action, Event)>> {
         self.inner.outbox_subject(entry).await
     }
+    async fn channel_note(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        channel: &str,
+    ) -> StoreResult<Option<String>> {
+        self.inner.channel_note(tenant, action_id, channel).await
+    }
+    async fn keep_channel_note(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        channel: &str,
+        note: &str,
+    ) -> StoreResult<()> {
+        self.inner.keep_channel_note(tenant, action_id, channel, note).await
+    }
 }
 
 /// Loads and stop reads one after the other, through the faults above.

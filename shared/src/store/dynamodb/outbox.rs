@@ -10,8 +10,11 @@
 //! | `np` | S: `N#<shard>` while a notice is live; `D#<tenant>` once only dead letters remain; absent when `nq` is empty |
 //! | `na` | N: the earliest next try (live), or the earliest `dead_at` (dead), nanoseconds |
 //!
+//! | `cn_<channel>` | S: what a channel keeps about the action between notices (SC-CH-03), e.g. `cn_slack`: the Slack message's channel and ts |
+//!
 //! `np`/`na` key the sparse `notify` index (projecting `nq`), read by the delivery worker per
-//! shard and by the dead-letter list per tenant.
+//! shard and by the dead-letter list per tenant. A channel's note rides on the state item too,
+//! so it expires with the action under a retention.
 
 use super::item::{action_of, events_of, get_s, s, Item};
 use super::keys::{nanos, parse_state_keys, state_sk, sweep_shard, tenant_pk, SWEEP_SHARDS};
@@ -335,4 +338,68 @@ impl Outbox for DynamoStore {
         let event = events_of(&state)?.into_iter().find(|e| e.seq == entry.seq);
         Ok(event.map(|e| (action, e)))
     }
+
+    async fn channel_note(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        channel: &str,
+    ) -> StoreResult<Option<String>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(tenant_pk(tenant)))
+            .key("sk", s(state_sk(action_id)))
+            .projection_expression("#cn")
+            .expression_attribute_names("#cn", note_attribute(channel))
+            .consistent_read(true)
+            .return_consumed_capacity(CAPACITY)
+            .send()
+            .await
+            .map_err(|e| unavailable("GetItem(note)", e))?;
+        meter("GetItem(note)", Units::Read, out.consumed_capacity());
+        match out.item().and_then(|item| item.get(&note_attribute(channel))) {
+            Some(AttributeValue::S(note)) => Ok(Some(note.clone())),
+            Some(_) => Err(malformed("a channel note is not a string")),
+            None => Ok(None),
+        }
+    }
+
+    /// An unconditional `SET` on the state item — but only on one that exists, so a note never
+    /// makes a stub item of an action that is gone. The version is untouched: a transition's
+    /// conditional write does not see it.
+    async fn keep_channel_note(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        channel: &str,
+        note: &str,
+    ) -> StoreResult<()> {
+        let sent = self
+            .update(tenant, state_sk(action_id))
+            .update_expression("SET #cn = :note")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_names("#cn", note_attribute(channel))
+            .expression_attribute_values(":note", s(note))
+            .send()
+            .await;
+        match sent {
+            Ok(out) => {
+                meter("UpdateItem(note)", Units::Write, out.consumed_capacity());
+                Ok(())
+            }
+            Err(e)
+                if e.as_service_error().and_then(|s| s.code())
+                    == Some("ConditionalCheckFailedException") =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(unavailable("UpdateItem(note)", e)),
+        }
+    }
+}
+
+fn note_attribute(channel: &str) -> String {
+    format!("cn_{channel}")
 }

@@ -135,4 +135,38 @@ impl Outbox for PostgresStore {
     async fn outbox_subject(&self, entry: &OutboxEntry) -> StoreResult<Option<(Action, Event)>> {
         subject_of(self, entry).await
     }
+
+    async fn channel_note(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        channel: &str,
+    ) -> StoreResult<Option<String>> {
+        let rows = self
+            .rows(
+                "SELECT note FROM channel_notes WHERE tenant = $1 AND action_id = $2 AND channel = $3",
+                &[&tenant, &action_id, &channel],
+            )
+            .await?;
+        Ok(rows.first().map(|row| row.get(0)))
+    }
+
+    async fn keep_channel_note(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        channel: &str,
+        note: &str,
+    ) -> StoreResult<()> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "INSERT INTO channel_notes (tenant, action_id, channel, note) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (tenant, action_id, channel) DO UPDATE SET note = excluded.note",
+                &[&tenant, &action_id, &channel, &note],
+            )
+            .await
+            .map_err(unavailable)
+            .map(drop)
+    }
 }

@@ -82,6 +82,17 @@ CREATE TABLE sweep_turn (
     until TIMESTAMPTZ NOT NULL
 );
 "#,
+    // 4: what a notification channel keeps about an action between notices (SC-CH-03): the
+    //    Slack message a request was posted as, which later notices update.
+    r#"
+CREATE TABLE channel_notes (
+    tenant    TEXT COLLATE "C" NOT NULL,
+    action_id TEXT COLLATE "C" NOT NULL,
+    channel   TEXT COLLATE "C" NOT NULL,
+    note      TEXT NOT NULL,
+    PRIMARY KEY (tenant, action_id, channel)
+);
+"#,
 ];
 
 /// Any number will do as long as it is fixed: it names "countersign migrates" among the

@@ -23,6 +23,13 @@ CREATE TABLE IF NOT EXISTS outbox (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_at) WHERE dead_at IS NULL;
 CREATE INDEX IF NOT EXISTS outbox_dead ON outbox (tenant, dead_at) WHERE dead_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS channel_notes (
+    tenant    TEXT NOT NULL,
+    action_id TEXT NOT NULL,
+    channel   TEXT NOT NULL,
+    note      TEXT NOT NULL,    -- e.g. a Slack message's channel and ts
+    PRIMARY KEY (tenant, action_id, channel)
+) WITHOUT ROWID;
 ";
 
 /// Inside the transition's transaction: the notice lands with the transition or not at all.
@@ -153,5 +160,44 @@ impl Outbox for SqliteStore {
 
     async fn outbox_subject(&self, entry: &OutboxEntry) -> StoreResult<Option<(Action, Event)>> {
         subject_of(self, entry).await
+    }
+
+    async fn channel_note(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        channel: &str,
+    ) -> StoreResult<Option<String>> {
+        let key = (tenant.to_owned(), action_id.to_owned(), channel.to_owned());
+        self.with(move |conn| {
+            conn.query_row(
+                "SELECT note FROM channel_notes WHERE tenant = ?1 AND action_id = ?2 AND channel = ?3",
+                params![key.0, key.1, key.2],
+                |row| row.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(unavailable)
+        })
+        .await
+    }
+
+    async fn keep_channel_note(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        channel: &str,
+        note: &str,
+    ) -> StoreResult<()> {
+        let row = (tenant.to_owned(), action_id.to_owned(), channel.to_owned(), note.to_owned());
+        self.write(move |conn| {
+            conn.execute(
+                "INSERT INTO channel_notes (tenant, action_id, channel, note) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (tenant, action_id, channel) DO UPDATE SET note = excluded.note",
+                params![row.0, row.1, row.2, row.3],
+            )
+            .map_err(unavailable)
+        })
+        .await
+        .map(drop)
     }
 }

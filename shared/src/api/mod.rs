@@ -17,6 +17,7 @@ pub mod rate;
 pub mod resource;
 mod router;
 mod routes;
+pub mod slack;
 pub mod ui;
 pub mod view;
 
@@ -57,4 +58,6 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     // OAuth protected resource metadata (RFC 9728, docs/identity.md): the API's and MCP's.
     ("GET", "/.well-known/oauth-protected-resource", "intake"),
     ("GET", "/.well-known/oauth-protected-resource/mcp", "intake"),
+    // Slack's buttons and the deny modal (docs/slack.md): signed by Slack, not by a key.
+    ("POST", "/v1/slack/interactions", "approve"),
 ];

@@ -69,6 +69,7 @@ pub fn intake_routes(r: Routes) -> Routes {
 pub fn approve_routes(r: Routes) -> Routes {
     r.route("/v1/actions/{id}/approve", post(routes::approve))
         .route("/v1/actions/{id}/deny", post(routes::deny))
+        .route("/v1/slack/interactions", post(super::slack::interactions))
 }
 
 /// The cancel function's routes: cancel, the stops, the dead notifications.

@@ -46,6 +46,9 @@ pub struct Engine {
     runs: Arc<runs::Runs>,
     /// The notification worker over the same store, built on first use (the AWS sweep).
     notifier: std::sync::OnceLock<Arc<crate::notify::Notifier>>,
+    /// The notification channels' secrets fetched at boot (SSM on AWS: the Slack bot token and
+    /// signing secret); environment secrets are read where they are used.
+    channel_secrets: crate::tools::secrets::Secrets,
 }
 
 impl Engine {
@@ -66,6 +69,7 @@ impl Engine {
             worker_id,
             runs: Arc::new(runs::Runs::new()),
             notifier: std::sync::OnceLock::new(),
+            channel_secrets: Default::default(),
         }
     }
 
@@ -83,7 +87,21 @@ impl Engine {
             worker_id: self.worker_id.clone(),
             runs: self.runs.clone(),
             notifier: std::sync::OnceLock::new(),
+            channel_secrets: self.channel_secrets.clone(),
         }
+    }
+
+    /// With the notification channels' secrets fetched at boot (`aws::load_channel_secrets`).
+    pub fn with_channel_secrets(self, channel_secrets: crate::tools::secrets::Secrets) -> Engine {
+        Engine {
+            channel_secrets,
+            ..self
+        }
+    }
+
+    /// The channels' fetched secrets: the Slack interactions verify with the signing secret.
+    pub fn channel_secrets(&self) -> &crate::tools::secrets::Secrets {
+        &self.channel_secrets
     }
 
     /// With other tools (the AWS functions fetch the secrets a new configuration names).

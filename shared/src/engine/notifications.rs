@@ -21,12 +21,15 @@ impl Engine {
     pub fn notifier(&self) -> Arc<Notifier> {
         self.notifier
             .get_or_init(|| {
-                Arc::new(Notifier::new(
-                    self.config.clone(),
-                    self.store.clone(),
-                    self.clock.clone(),
-                    "/ui/",
-                ))
+                Arc::new(
+                    Notifier::new(
+                        self.config.clone(),
+                        self.store.clone(),
+                        self.clock.clone(),
+                        "/ui/",
+                    )
+                    .with_secrets(self.channel_secrets.clone()),
+                )
             })
             .clone()
     }

@@ -1,0 +1,479 @@
+//! Slack (SC-CH-01 … SC-CH-07, docs/slack.md): approval requests posted as Block Kit messages,
+//! the buttons' interactions verified and approved, every later transition updating the
+//! message — on the local server over SQLite, DynamoDB (LocalStack) and Postgres.
+//!
+//! Slack's own code checks us: a stand-in of the Web API (`tests/slack/web_api.py`) parses
+//! every message and modal with `slack_sdk`'s Block Kit models and checks the bot token, and
+//! the interactions the tests send are signed by `slack_sdk.signature.SignatureVerifier`.
+//! `source scripts/slack-sdk.sh` first (it installs the pinned `slack_sdk`).
+
+use countersign::config::Config;
+use countersign_tests::{
+    config_toml, keys,
+    on_every_store,
+    stores::{Backend, Place},
+    Api, ToolServer,
+};
+use serde_json::{json, Value};
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    sync::{Arc, Once},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+const BOT_TOKEN: &str = "xoxb-countersign-test";
+const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+const TOKEN_ENV: &str = "COUNTERSIGN_TEST_SLACK_BOT_TOKEN";
+const SECRET_ENV: &str = "COUNTERSIGN_TEST_SLACK_SIGNING_SECRET";
+const CHANNEL: &str = "C0123456789";
+/// approver-1's Slack user.
+const FIN: &str = "UFIN00001";
+/// The Slack user of agent-1's approver key: the agent itself (SC-APP-01, no self-approval).
+const SELF: &str = "USELF0001";
+
+/// The Web API stand-in, a child process killed on drop.
+struct WebApi {
+    child: Child,
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Drop for WebApi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl WebApi {
+    fn start() -> WebApi {
+        let python = std::env::var("COUNTERSIGN_SLACK_PYTHON")
+            .expect("COUNTERSIGN_SLACK_PYTHON: `source scripts/slack-sdk.sh` first");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/slack/web_api.py");
+        let mut child = Command::new(python)
+            .args([script, BOT_TOKEN])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the Web API stand-in starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line.trim().parse().expect("the stand-in prints its port");
+        WebApi {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    async fn calls(&self) -> Vec<Value> {
+        let calls: Value = self
+            .http
+            .get(format!("{}/calls", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let calls = calls.as_array().unwrap().clone();
+        // Slack's models took every message we sent, and the token was ours every time.
+        for call in &calls {
+            assert!(call["error"].is_null(), "the stand-in refused a call: {call}");
+        }
+        calls
+    }
+
+    /// The calls of `method` that mention `action_id`.
+    async fn calls_of(&self, method: &str, action_id: &str) -> Vec<Value> {
+        self.calls()
+            .await
+            .into_iter()
+            .filter(|c| c["method"] == method && c["body"].to_string().contains(action_id))
+            .collect()
+    }
+
+    /// Wait (up to 30 s) for a call of `method` about `action_id` that `matches`.
+    async fn wait_for(
+        &self,
+        method: &str,
+        action_id: &str,
+        matches: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            let found = self.calls_of(method, action_id).await;
+            if let Some(call) = found.into_iter().find(|c| matches(&c["body"])) {
+                return call["body"].clone();
+            }
+            assert!(
+                Instant::now() < until,
+                "no {method} for {action_id}: {:#?}",
+                self.calls().await
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// `x-slack-signature` for this request, computed by slack_sdk.
+    async fn sign(&self, secret: &str, timestamp: &str, body: &str) -> String {
+        let signed: Value = self
+            .http
+            .post(format!("{}/sign", self.base))
+            .json(&json!({"secret": secret, "timestamp": timestamp, "body": body}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        signed["signature"].as_str().unwrap().to_owned()
+    }
+}
+
+/// The tests' configuration with the tenant's Slack app on the stand-in, approver-1 as `FIN`
+/// and agent-1's approver key as `SELF`.
+fn config(tools: &ToolServer, web_api: &WebApi, approval_ttl: &str) -> Arc<Config> {
+    static ENV: Once = Once::new();
+    ENV.call_once(|| {
+        std::env::set_var(TOKEN_ENV, BOT_TOKEN);
+        std::env::set_var(SECRET_ENV, SIGNING_SECRET);
+    });
+    let mut text = String::new();
+    for line in config_toml(tools, "30s", "2s").lines() {
+        let user = if line.contains("id = \"approver-1\", role = \"approver\"") {
+            Some(FIN)
+        } else if line.contains("id = \"agent-1\", role = \"approver\"") {
+            Some(SELF)
+        } else {
+            None
+        };
+        let line = match user {
+            Some(user) => line.replace(" },", &format!(", slack_user = \"{user}\" }},")),
+            None => line.replace("approval_ttl = \"1h\"", &format!("approval_ttl = \"{approval_ttl}\"")),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "\n[tenants.acme.slack]\nbot_token_env = \"{TOKEN_ENV}\"\nsigning_secret_env = \"{SECRET_ENV}\"\nchannel = \"{CHANNEL}\"\napi_url = \"{}/api\"\n",
+        web_api.base
+    ));
+    Arc::new(Config::from_toml(&text).expect("the Slack test config loads"))
+}
+
+/// One test's world: the tools, the stand-in, the server over `backend`'s store.
+struct World {
+    tools: ToolServer,
+    slack: WebApi,
+    api: Api,
+    http: reqwest::Client,
+    _server: countersign::embedded::Server,
+    _place: Place,
+}
+
+async fn world(backend: Backend, label: &str, approval_ttl: &str) -> World {
+    let tools = ToolServer::start().await;
+    let slack = WebApi::start();
+    let place = Place::fresh(backend, label).await;
+    let server = place.serve(config(&tools, &slack, approval_ttl)).await;
+    World {
+        api: Api::new(server.addr),
+        tools,
+        slack,
+        http: reqwest::Client::new(),
+        _server: server,
+        _place: place,
+    }
+}
+
+/// How an interaction is signed.
+enum Sign {
+    Right,
+    Secret(&'static str),
+    /// The timestamp this many seconds before now.
+    Aged(u64),
+    /// Signed, then one byte of the body changed.
+    Altered,
+}
+
+impl World {
+    /// A pending `mail.send` and its posted message: (action id, context digest, message).
+    async fn pending(&self, to: &str) -> (String, String, Value) {
+        let (s, action) = self
+            .api
+            .submit(keys::AGENT, json!({"tool": "mail.send", "args": {"to": to, "body": "x".repeat(600)}}))
+            .await;
+        assert_eq!(s, 202, "{action}");
+        let id = action["id"].as_str().unwrap().to_owned();
+        let digest = action["approval"]["context_digest"].as_str().unwrap().to_owned();
+        let message = self.slack.wait_for("chat.postMessage", &id, |_| true).await;
+        (id, digest, message)
+    }
+
+    /// Send a Slack interaction `payload` signed as `sign`: (status, answer).
+    async fn interact(&self, payload: &Value, sign: Sign) -> (u16, Value) {
+        let body = form_urlencoded::Serializer::new(String::new())
+            .append_pair("payload", &payload.to_string())
+            .finish();
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let at = match sign {
+            Sign::Aged(secs) => now - secs,
+            _ => now,
+        }
+        .to_string();
+        let secret = match sign {
+            Sign::Secret(s) => s,
+            _ => SIGNING_SECRET,
+        };
+        let signature = self.slack.sign(secret, &at, &body).await;
+        let body = match sign {
+            // The clicking user changed after signing.
+            Sign::Altered => body.replacen("U", "W", 1),
+            _ => body,
+        };
+        let answer = self
+            .http
+            .post(format!("{}/v1/slack/interactions", self.api.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("x-slack-request-timestamp", at)
+            .header("x-slack-signature", signature)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status().as_u16();
+        let bytes = answer.bytes().await.unwrap();
+        let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        (status, value)
+    }
+
+    /// Where the action stands: its state and its audit trail's length.
+    async fn standing(&self, id: &str) -> (String, usize) {
+        let action = self.api.action(id).await;
+        let (s, events) = self
+            .api
+            .get(&format!("/v1/actions/{id}/events"), keys::AGENT)
+            .await;
+        assert_eq!(s, 200, "{events}");
+        (
+            action["state"].as_str().unwrap().to_owned(),
+            events["data"].as_array().unwrap().len(),
+        )
+    }
+}
+
+/// A click on a message's button `action_id` by Slack user `user`.
+fn click(message: &Value, action_id: &str, user: &str) -> Value {
+    let button = message["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "actions")
+        .flat_map(|b| b["elements"].as_array().unwrap().iter())
+        .find(|e| e["action_id"] == action_id)
+        .unwrap_or_else(|| panic!("no {action_id} button in {message}"))
+        .clone();
+    json!({
+        "type": "block_actions",
+        "user": {"id": user, "username": "someone", "team_id": "T0001"},
+        "team": {"id": "T0001"},
+        "channel": {"id": message["channel"]},
+        "container": {"type": "message", "channel_id": message["channel"]},
+        "trigger_id": format!("trig-{user}"),
+        "actions": [{"type": "button", "action_id": action_id, "block_id": "decide", "value": button["value"]}],
+    })
+}
+
+fn has_buttons(message: &Value) -> bool {
+    message["blocks"].to_string().contains("countersign_approve")
+}
+
+fn header(message: &Value) -> String {
+    message["blocks"][0]["text"]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+/// SC-CH-02, SC-CH-04, SC-CH-05: the request's message shows the call and carries the action
+/// and its digest; forged, stale and altered requests, an unknown Slack user and an ineligible
+/// one change nothing; two racing clicks count one approval and run the tool once, a replay
+/// changes nothing; the message is updated to where the action ended.
+async fn approve_by_button(backend: Backend) {
+    let w = world(backend, "slack-approve", "1h").await;
+    let (id, digest, message) = w.pending("ops@example.com").await;
+    assert_eq!(message["channel"], CHANNEL);
+    assert_eq!(header(&message), "Approval requested: mail.send");
+    let text = message["blocks"].to_string();
+    for shown in ["agent-1", "ops@example.com", "(400 more characters)", "Expires", "1 needed", "CET"] {
+        assert!(text.contains(shown), "{shown} not in {text}");
+    }
+    let value: Value = serde_json::from_str(
+        message["blocks"][3]["elements"][0]["value"].as_str().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(value, json!({"t": "acme", "a": id, "d": digest}));
+    let before = w.standing(&id).await;
+    assert_eq!(before.0, "pending_approval");
+
+    let approve = click(&message, "countersign_approve", FIN);
+    for (sign, what) in [
+        (Sign::Secret("not-the-signing-secret"), "a forged signature"),
+        (Sign::Aged(301), "a timestamp more than 5 minutes old"),
+        (Sign::Altered, "a body altered after signing"),
+    ] {
+        let (status, answer) = w.interact(&approve, sign).await;
+        assert_eq!(status, 401, "{what}: {answer}");
+        assert_eq!(answer["error"]["code"], "unauthenticated", "{what}");
+    }
+    for (user, code) in [("UNOBODY01", "forbidden"), (SELF, "forbidden")] {
+        let (status, answer) = w
+            .interact(&click(&message, "countersign_approve", user), Sign::Right)
+            .await;
+        assert_eq!((status, &answer["ok"]), (200, &json!(false)), "{user}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{user}: {answer}");
+    }
+    // The refused were told, privately.
+    let told = w.slack.calls_of("chat.postEphemeral", "countersign did not take").await;
+    assert!(told.iter().any(|c| c["body"]["user"] == "UNOBODY01"), "{told:?}");
+    assert!(told.iter().any(|c| c["body"]["user"] == SELF), "{told:?}");
+    assert_eq!(w.standing(&id).await, before, "nothing changed");
+    assert_eq!(w.tools.count_for(&id), 0);
+
+    // A double click: two identical signed requests at once.
+    let (a, b) = tokio::join!(
+        w.interact(&approve, Sign::Right),
+        w.interact(&approve, Sign::Right)
+    );
+    assert_eq!((a.0, b.0), (200, 200), "{a:?} {b:?}");
+    assert!(a.1["ok"] == true || b.1["ok"] == true, "{a:?} {b:?}");
+    let ran = w.api.wait_sealed(&id, 30).await;
+    assert_eq!(ran["state"], "succeeded", "{ran}");
+    let (_, events) = w.api.get(&format!("/v1/actions/{id}/events"), keys::AGENT).await;
+    let approvals = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["from"] == "pending_approval" && e["to"] == "approved")
+        .count();
+    assert_eq!(approvals, 1, "{events}");
+    assert_eq!(w.tools.count_for(&id), 1, "the tool ran once");
+    let after = w.standing(&id).await;
+    // A replay of the same signed click later changes nothing.
+    let (status, _) = w.interact(&approve, Sign::Right).await;
+    assert_eq!(status, 200);
+    assert_eq!(w.standing(&id).await, after);
+    assert_eq!(w.tools.count_for(&id), 1);
+
+    // The message, updated in place: the same ts, no buttons, where the action ended.
+    let posted_ts = first_ts(&w, &id).await;
+    let updated = w
+        .slack
+        .wait_for("chat.update", &id, |m| header(m) == "Ran: mail.send")
+        .await;
+    assert_eq!((updated["channel"].as_str(), updated["ts"].as_str()), (Some(CHANNEL), Some(posted_ts.as_str())));
+    assert!(!has_buttons(&updated), "{updated}");
+    assert_eq!(w.slack.calls_of("chat.postMessage", &id).await.len(), 1, "posted once");
+}
+
+/// The ts the stand-in gave the action's message (its first post: 1700000001.000100, …).
+async fn first_ts(w: &World, id: &str) -> String {
+    let calls = w.slack.calls().await;
+    let posts: Vec<&Value> = calls.iter().filter(|c| c["method"] == "chat.postMessage").collect();
+    let at = posts
+        .iter()
+        .position(|c| c["body"].to_string().contains(id))
+        .unwrap();
+    format!("{}.000100", 1_700_000_001 + at)
+}
+
+/// SC-CH-06: Deny opens a modal asking why; its submission denies with that reason, and the
+/// message says so. An empty reason is refused on the field.
+async fn deny_by_modal(backend: Backend) {
+    let w = world(backend, "slack-deny", "1h").await;
+    let (id, _, message) = w.pending("deny@example.com").await;
+    let (status, answer) = w
+        .interact(&click(&message, "countersign_deny", FIN), Sign::Right)
+        .await;
+    assert_eq!((status, &answer["modal"]), (200, &json!("deny")), "{answer}");
+    let opened = w.slack.wait_for("views.open", &id, |_| true).await;
+    assert_eq!(opened["trigger_id"], format!("trig-{FIN}"));
+    let view = &opened["view"];
+    let submission = |reason: &str| {
+        json!({
+            "type": "view_submission",
+            "user": {"id": FIN},
+            "team": {"id": "T0001"},
+            "view": {
+                "id": "V0001",
+                "callback_id": view["callback_id"],
+                "private_metadata": view["private_metadata"],
+                "state": {"values": {"reason": {"reason_input": {"type": "plain_text_input", "value": reason}}}},
+            },
+        })
+    };
+    let (status, answer) = w.interact(&submission("  "), Sign::Right).await;
+    assert_eq!(status, 200);
+    assert_eq!(answer["response_action"], "errors", "{answer}");
+    assert_eq!(w.standing(&id).await.0, "pending_approval");
+
+    let (status, answer) = w.interact(&submission("not on a Friday"), Sign::Right).await;
+    assert_eq!((status, answer), (200, Value::Null), "an empty answer closes the modal");
+    let denied = w.api.action(&id).await;
+    assert_eq!(denied["state"], "denied", "{denied}");
+    assert_eq!(denied["outcome"]["reason"], "not on a Friday", "{denied}");
+    let updated = w
+        .slack
+        .wait_for("chat.update", &id, |m| header(m) == "Denied: mail.send")
+        .await;
+    assert!(updated["blocks"].to_string().contains("not on a Friday"), "{updated}");
+    assert!(!has_buttons(&updated));
+    assert_eq!(w.tools.count_for(&id), 0);
+}
+
+/// SC-CH-03: an approval made elsewhere (the API, as the page makes it) updates the Slack
+/// message too.
+async fn approval_elsewhere_updates_the_message(backend: Backend) {
+    let w = world(backend, "slack-elsewhere", "1h").await;
+    let (id, digest, _) = w.pending("page@example.com").await;
+    let (status, approved) = w.api.approve(&id, &digest).await;
+    assert_eq!(status, 200, "{approved}");
+    let updated = w
+        .slack
+        .wait_for("chat.update", &id, |m| header(m) == "Ran: mail.send")
+        .await;
+    assert!(updated["blocks"].to_string().contains("approver-1"), "{updated}");
+    assert!(!has_buttons(&updated));
+}
+
+/// SC-CH-05: a click after the approval expired approves nothing.
+async fn click_after_expiry(backend: Backend) {
+    let w = world(backend, "slack-expired", "2s").await;
+    let (id, _, message) = w.pending("late@example.com").await;
+    let expires: jiff::Timestamp = w.api.action(&id).await["approval"]["expires_at"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    while jiff::Timestamp::now() <= expires {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (status, answer) = w
+        .interact(&click(&message, "countersign_approve", FIN), Sign::Right)
+        .await;
+    assert_eq!((status, &answer["ok"]), (200, &json!(false)), "{answer}");
+    assert_eq!(answer["error"]["code"], "action_sealed", "{answer}");
+    let sealed = w.api.wait_sealed(&id, 30).await;
+    assert_eq!((&sealed["state"], &sealed["outcome"]["reason"]), (&json!("cancelled"), &json!("approval_expired")));
+    assert_eq!(w.tools.count_for(&id), 0);
+    let updated = w
+        .slack
+        .wait_for("chat.update", &id, |m| header(m) == "Cancelled: mail.send")
+        .await;
+    assert!(updated["blocks"].to_string().contains("Expired"), "{updated}");
+}
+
+on_every_store!(approve_by_button: sc_ch_04_approve_by_button_sqlite, sc_ch_04_approve_by_button_dynamodb, sc_ch_04_approve_by_button_postgres);
+on_every_store!(deny_by_modal: sc_ch_06_deny_by_modal_sqlite, sc_ch_06_deny_by_modal_dynamodb, sc_ch_06_deny_by_modal_postgres);
+on_every_store!(approval_elsewhere_updates_the_message: sc_ch_03_approval_elsewhere_updates_the_message_sqlite, sc_ch_03_approval_elsewhere_updates_the_message_dynamodb, sc_ch_03_approval_elsewhere_updates_the_message_postgres);
+on_every_store!(click_after_expiry: sc_ch_05_click_after_expiry_sqlite, sc_ch_05_click_after_expiry_dynamodb, sc_ch_05_click_after_expiry_postgres);

@@ -113,12 +113,13 @@ pub fn engine_with(
     ))
 }
 
-/// Fetch every `secret_ssm` of the catalog (GetParameter, decrypted) and check every secret.
+/// Fetch every `secret_ssm` of the catalog and every `*_ssm` of the Slack apps (GetParameter,
+/// decrypted) and check every webhook secret.
 /// The parameter's value is never logged; an error names the entry and the parameter.
 pub async fn load_secrets(config: &Config, sdk: &SdkConfig) -> Result<Secrets, BootError> {
     let ssm = aws_sdk_ssm::Client::new(sdk);
     let mut secrets = Secrets::default();
-    for (at, secret) in config.webhook_secrets() {
+    for (at, secret) in config.webhook_secrets().into_iter().chain(config.slack_secrets()) {
         let Secret::Ssm(name) = secret else { continue };
         let out = ssm
             .get_parameter()

@@ -15,7 +15,7 @@ use crate::{
     api::Routes,
     config::{Conditions, Config, ConfigError},
     live::{Live, Refusal},
-    tools::{Executors, ToolRunner},
+    tools::{secrets::Secrets, Executors, ToolRunner},
     wake::scheduler::SchedulerTarget,
     Clock, Engine, SystemClock,
 };
@@ -41,11 +41,12 @@ pub trait Duties: Send + Sync + 'static {
     /// from its environment checked.
     fn parse(text: &str) -> Result<Config, ConfigError>;
 
-    /// The tools it runs under `config`, with the `secret_ssm` secrets they need fetched.
+    /// The tools it runs under `config`, with the `secret_ssm` secrets they need fetched; and
+    /// the fetched secrets themselves (the Slack app's, for the notifier and the interactions).
     fn tools(
         config: &Config,
         sdk: &SdkConfig,
-    ) -> impl Future<Output = Result<Arc<dyn ToolRunner>, BootError>> + Send;
+    ) -> impl Future<Output = Result<Armed, BootError>> + Send;
 }
 
 /// `intake`: gates (its policy's conditions compiled at load) and runs allowed calls' tools.
@@ -65,7 +66,7 @@ impl Duties for Intake {
     fn tools(
         config: &Config,
         sdk: &SdkConfig,
-    ) -> impl Future<Output = Result<Arc<dyn ToolRunner>, BootError>> + Send {
+    ) -> impl Future<Output = Result<Armed, BootError>> + Send {
         with_secrets(config, sdk)
     }
 }
@@ -78,7 +79,7 @@ impl Duties for Approve {
     fn tools(
         config: &Config,
         sdk: &SdkConfig,
-    ) -> impl Future<Output = Result<Arc<dyn ToolRunner>, BootError>> + Send {
+    ) -> impl Future<Output = Result<Armed, BootError>> + Send {
         with_secrets(config, sdk)
     }
 }
@@ -88,8 +89,8 @@ impl Duties for Cancel {
         Config::from_toml_with(text, Conditions::Defer)?.read_keys()
     }
 
-    async fn tools(_: &Config, _: &SdkConfig) -> Result<Arc<dyn ToolRunner>, BootError> {
-        Ok(Arc::new(Executors::new()))
+    async fn tools(_: &Config, _: &SdkConfig) -> Result<Armed, BootError> {
+        Ok((Arc::new(Executors::new()), Secrets::default()))
     }
 }
 
@@ -104,16 +105,18 @@ impl Duties for Resume {
     fn tools(
         config: &Config,
         sdk: &SdkConfig,
-    ) -> impl Future<Output = Result<Arc<dyn ToolRunner>, BootError>> + Send {
+    ) -> impl Future<Output = Result<Armed, BootError>> + Send {
         with_secrets(config, sdk)
     }
 }
 
-/// The tools over every `secret_ssm` the catalog names, fetched and checked.
-async fn with_secrets(config: &Config, sdk: &SdkConfig) -> Result<Arc<dyn ToolRunner>, BootError> {
-    Ok(Arc::new(Executors::with_secrets(
-        load_secrets(config, sdk).await?,
-    )))
+/// A function's tools and the secrets it fetched at cold start.
+pub type Armed = (Arc<dyn ToolRunner>, Secrets);
+
+/// The tools over every `secret_ssm` the catalog (and the Slack apps) name, fetched and checked.
+async fn with_secrets(config: &Config, sdk: &SdkConfig) -> Result<Armed, BootError> {
+    let secrets = load_secrets(config, sdk).await?;
+    Ok((Arc::new(Executors::with_secrets(secrets.clone())), secrets))
 }
 
 /// What a function reads from its environment at cold start besides the SDK's settings.
@@ -194,7 +197,7 @@ impl<D: Duties> Function<D> {
     ) -> Result<Arc<Self>, BootError> {
         let ssm = aws_sdk_ssm::Client::new(&sdk);
         let (text, serving) = first_read(&ssm, &boot.source).await?;
-        let (config, tools) = load::<D>(&boot.source, &sdk, &text).await?;
+        let (config, (tools, secrets)) = load::<D>(&boot.source, &sdk, &text).await?;
         let settings = Settings {
             table: boot.table.clone(),
             target: boot.target.clone(),
@@ -202,6 +205,11 @@ impl<D: Duties> Function<D> {
             retention: boot.retention,
         };
         let engine = engine_with(&settings, &sdk, tools, clock);
+        let engine = Arc::new(
+            engine
+                .with_config(settings.config.clone())
+                .with_channel_secrets(secrets),
+        );
         tracing::info!(
             source = boot.source.variable(),
             tenants = settings.config.tenants.len(),
@@ -270,9 +278,12 @@ impl<D: Duties> Function<D> {
             return;
         }
         match load::<D>(&self.boot.source, &self.sdk, &document.text).await {
-            Ok((config, tools)) => {
-                self.live
-                    .replace(path, |now| now.with_config(config).with_tools(tools));
+            Ok((config, (tools, secrets))) => {
+                self.live.replace(path, |now| {
+                    now.with_config(config)
+                        .with_tools(tools)
+                        .with_channel_secrets(secrets)
+                });
                 looked.serving = document.versions;
             }
             // Tried again at the next look (a secret it names may be created meanwhile): the
@@ -310,7 +321,7 @@ async fn load<D: Duties>(
     from: &ConfigSource,
     sdk: &SdkConfig,
     text: &str,
-) -> Result<(Arc<Config>, Arc<dyn ToolRunner>), BootError> {
+) -> Result<(Arc<Config>, Armed), BootError> {
     let config = D::parse(text).map_err(|e| BootError::Invalid(from.variable(), e.to_string()))?;
     let tools = D::tools(&config, sdk).await?;
     Ok((Arc::new(config), tools))

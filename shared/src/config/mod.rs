@@ -147,6 +147,18 @@ impl Config {
     }
 
     /// Every webhook secret the catalog names, with the entry that names it (for boot errors).
+    /// The Slack apps' secrets, each with the entry that names it (`tenants.acme.slack.bot_token`).
+    pub fn slack_secrets(&self) -> Vec<(String, &Secret)> {
+        let mut out = Vec::new();
+        for (tenant, t) in &self.tenants {
+            if let Some(slack) = &t.slack {
+                out.push((format!("tenants.{tenant}.slack.bot_token"), &slack.bot_token));
+                out.push((format!("tenants.{tenant}.slack.signing_secret"), &slack.signing_secret));
+            }
+        }
+        out
+    }
+
     pub fn webhook_secrets(&self) -> Vec<(String, &Secret)> {
         let mut out = Vec::new();
         for (tenant, t) in &self.tenants {

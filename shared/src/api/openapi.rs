@@ -56,6 +56,7 @@ use utoipa::{
         super::mcp::endpoint,
         super::resource::api,
         super::resource::mcp,
+        super::slack::interactions,
     ),
     components(schemas(
         view::ActionView,

@@ -83,7 +83,22 @@ fn verified_tenants(engine: &Engine, headers: &HeaderMap, body: &[u8]) -> Vec<St
         .collect()
 }
 
-/// The handler: verify, then parse, then act.
+/// Slack's interactions: the Approve and Deny buttons and the deny modal (docs/slack.md).
+/// Authenticated by Slack's signature, not by a key: verified before anything is parsed.
+#[utoipa::path(
+    post,
+    path = "/v1/slack/interactions",
+    tag = "approval",
+    request_body(
+        content = String,
+        content_type = "application/x-www-form-urlencoded",
+        description = "Slack's `payload=<JSON>` form, signed by Slack (`X-Slack-Signature: v0=…`, `X-Slack-Request-Timestamp`)"
+    ),
+    responses(
+        (status = 200, description = "Taken. A click answers `{\"ok\": …}` (Slack ignores it; a refusal is told to the person in an ephemeral message); the deny modal's submission answers nothing (it closes) or `{\"response_action\": \"errors\"}`", body = Object),
+        (status = 401, description = "unauthenticated: the Slack signature does not verify under any tenant's signing secret, or its timestamp is more than 5 minutes from the server's clock", body = super::error::ErrorBody),
+    )
+)]
 pub(super) async fn interactions(
     Shared(engine): Shared<Arc<Engine>>,
     headers: HeaderMap,

@@ -11,6 +11,7 @@ use countersign::config::Config;
 use countersign_tests::{
     config_toml, keys,
     on_every_store,
+    receiver::{notify_toml, Mode, Receiver},
     stores::{Backend, Place},
     Api, ToolServer,
 };
@@ -117,6 +118,32 @@ impl WebApi {
         }
     }
 
+    /// Answer the next `times` calls `503` (Slack down).
+    async fn fail(&self, times: u32) {
+        let answer = self
+            .http
+            .post(format!("{}/fail", self.base))
+            .json(&json!({"times": times, "status": 503}))
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success());
+    }
+
+    /// How many calls were answered `503`.
+    async fn failed(&self) -> u64 {
+        let failed: Value = self
+            .http
+            .get(format!("{}/failed", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        failed["failed"].as_u64().unwrap()
+    }
+
     /// `x-slack-signature` for this request, computed by slack_sdk.
     async fn sign(&self, secret: &str, timestamp: &str, body: &str) -> String {
         let signed: Value = self
@@ -135,7 +162,7 @@ impl WebApi {
 
 /// The tests' configuration with the tenant's Slack app on the stand-in, approver-1 as `FIN`
 /// and agent-1's approver key as `SELF`.
-fn config(tools: &ToolServer, web_api: &WebApi, approval_ttl: &str) -> Arc<Config> {
+fn config(tools: &ToolServer, web_api: &WebApi, approval_ttl: &str, extra: &str) -> Arc<Config> {
     static ENV: Once = Once::new();
     ENV.call_once(|| {
         std::env::set_var(TOKEN_ENV, BOT_TOKEN);
@@ -157,6 +184,7 @@ fn config(tools: &ToolServer, web_api: &WebApi, approval_ttl: &str) -> Arc<Confi
         text.push_str(&line);
         text.push('\n');
     }
+    text.push_str(extra);
     text.push_str(&format!(
         "\n[tenants.acme.slack]\nbot_token_env = \"{TOKEN_ENV}\"\nsigning_secret_env = \"{SECRET_ENV}\"\nchannel = \"{CHANNEL}\"\napi_url = \"{}/api\"\n",
         web_api.base
@@ -175,10 +203,22 @@ struct World {
 }
 
 async fn world(backend: Backend, label: &str, approval_ttl: &str) -> World {
+    world_with(backend, label, approval_ttl, "", 0).await
+}
+
+/// With `extra` configuration, and the stand-in down for its first `down` calls.
+async fn world_with(
+    backend: Backend,
+    label: &str,
+    approval_ttl: &str,
+    extra: &str,
+    down: u32,
+) -> World {
     let tools = ToolServer::start().await;
     let slack = WebApi::start();
+    slack.fail(down).await;
     let place = Place::fresh(backend, label).await;
-    let server = place.serve(config(&tools, &slack, approval_ttl)).await;
+    let server = place.serve(config(&tools, &slack, approval_ttl, extra)).await;
     World {
         api: Api::new(server.addr),
         tools,
@@ -473,6 +513,28 @@ async fn click_after_expiry(backend: Backend) {
     assert!(updated["blocks"].to_string().contains("Expired"), "{updated}");
 }
 
+/// SC-CH-03: a Slack that is down delays only its own messages. The webhook endpoint takes the
+/// request at once and is not sent it again while Slack's part is retried with backoff; once
+/// Slack answers, the message is posted, once.
+async fn slack_down_delays_only_slack(backend: Backend) {
+    let receiver = Receiver::start(Mode::Up).await;
+    let notify = notify_toml(&receiver.url(), "300ms", 1000);
+    let w = world_with(backend, "slack-down", "1h", &notify, 3).await;
+    let (s, action) = w
+        .api
+        .submit(keys::AGENT, json!({"tool": "mail.send", "args": {"to": "down@example.com"}}))
+        .await;
+    assert_eq!(s, 202, "{action}");
+    let id = action["id"].as_str().unwrap().to_owned();
+    let notice = format!("ntf_{}_1", id.strip_prefix("act_").unwrap());
+    assert!(receiver.wait_taken(&[notice.clone()], 30).await, "the endpoint took it");
+    w.slack.wait_for("chat.postMessage", &id, |_| true).await;
+    assert_eq!(w.slack.failed().await, 3, "Slack's part was tried while it was down");
+    assert_eq!(receiver.taken(&notice).len(), 1, "the endpoint was not sent it again");
+    assert_eq!(w.slack.calls_of("chat.postMessage", &id).await.len(), 1);
+}
+
+on_every_store!(slack_down_delays_only_slack: sc_ch_03_slack_down_delays_only_slack_sqlite, sc_ch_03_slack_down_delays_only_slack_dynamodb, sc_ch_03_slack_down_delays_only_slack_postgres);
 on_every_store!(approve_by_button: sc_ch_04_approve_by_button_sqlite, sc_ch_04_approve_by_button_dynamodb, sc_ch_04_approve_by_button_postgres);
 on_every_store!(deny_by_modal: sc_ch_06_deny_by_modal_sqlite, sc_ch_06_deny_by_modal_dynamodb, sc_ch_06_deny_by_modal_postgres);
 on_every_store!(approval_elsewhere_updates_the_message: sc_ch_03_approval_elsewhere_updates_the_message_sqlite, sc_ch_03_approval_elsewhere_updates_the_message_dynamodb, sc_ch_03_approval_elsewhere_updates_the_message_postgres);

@@ -12,7 +12,8 @@ Prints its port on the first line of stdout, then serves:
   models refuse or do not know is answered `invalid_blocks` (HTTP 200, as Slack does) and
   recorded as an error.
 - GET /calls: every call so far, `[{"method", "body", "error"}]`, for the tests to look at.
-- POST /fail {"times": n, "status": s}: answer the next n calls with HTTP s (Slack down).
+- POST /fail {"times": n, "status": s}: answer the next n calls with HTTP s (Slack down);
+  GET /failed: how many were answered so.
 - POST /sign {"secret", "timestamp", "body"}: `x-slack-signature` for that request, computed by
   slack_sdk.signature.SignatureVerifier — the tests' interactions are signed by Slack's code.
 """
@@ -29,7 +30,7 @@ from slack_sdk.signature import SignatureVerifier
 TOKEN = sys.argv[1]
 CALLS = []
 LOCK = threading.Lock()
-FAIL = {"times": 0, "status": 503}
+FAIL = {"times": 0, "status": 503, "failed": 0}
 TS = [1700000000]
 
 
@@ -77,6 +78,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/calls":
             with LOCK:
                 return self.answer(200, CALLS)
+        if self.path == "/failed":
+            with LOCK:
+                return self.answer(200, {"failed": FAIL["failed"]})
         self.answer(404, {"ok": False})
 
     def do_POST(self):
@@ -97,6 +101,7 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             if FAIL["times"] > 0:
                 FAIL["times"] -= 1
+                FAIL["failed"] += 1
                 return self.answer(FAIL["status"], {"ok": False, "error": "down"})
         body = json.loads(raw) if raw else {}
         error = None

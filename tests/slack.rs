@@ -9,8 +9,7 @@
 
 use countersign::config::Config;
 use countersign_tests::{
-    config_toml, keys,
-    on_every_store,
+    config_toml, keys, on_every_store,
     receiver::{notify_toml, Mode, Receiver},
     stores::{Backend, Place},
     Api, ToolServer,
@@ -82,7 +81,10 @@ impl WebApi {
         let calls = calls.as_array().unwrap().clone();
         // Slack's models took every message we sent, and the token was ours every time.
         for call in &calls {
-            assert!(call["error"].is_null(), "the stand-in refused a call: {call}");
+            assert!(
+                call["error"].is_null(),
+                "the stand-in refused a call: {call}"
+            );
         }
         calls
     }
@@ -179,7 +181,10 @@ fn config(tools: &ToolServer, web_api: &WebApi, approval_ttl: &str, extra: &str)
         };
         let line = match user {
             Some(user) => line.replace(" },", &format!(", slack_user = \"{user}\" }},")),
-            None => line.replace("approval_ttl = \"1h\"", &format!("approval_ttl = \"{approval_ttl}\"")),
+            None => line.replace(
+                "approval_ttl = \"1h\"",
+                &format!("approval_ttl = \"{approval_ttl}\""),
+            ),
         };
         text.push_str(&line);
         text.push('\n');
@@ -218,7 +223,9 @@ async fn world_with(
     let slack = WebApi::start();
     slack.fail(down).await;
     let place = Place::fresh(backend, label).await;
-    let server = place.serve(config(&tools, &slack, approval_ttl, extra)).await;
+    let server = place
+        .serve(config(&tools, &slack, approval_ttl, extra))
+        .await;
     World {
         api: Api::new(server.addr),
         tools,
@@ -244,11 +251,17 @@ impl World {
     async fn pending(&self, to: &str) -> (String, String, Value) {
         let (s, action) = self
             .api
-            .submit(keys::AGENT, json!({"tool": "mail.send", "args": {"to": to, "body": "x".repeat(600)}}))
+            .submit(
+                keys::AGENT,
+                json!({"tool": "mail.send", "args": {"to": to, "body": "x".repeat(600)}}),
+            )
             .await;
         assert_eq!(s, 202, "{action}");
         let id = action["id"].as_str().unwrap().to_owned();
-        let digest = action["approval"]["context_digest"].as_str().unwrap().to_owned();
+        let digest = action["approval"]["context_digest"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         let message = self.slack.wait_for("chat.postMessage", &id, |_| true).await;
         (id, digest, message)
     }
@@ -258,7 +271,10 @@ impl World {
         let body = form_urlencoded::Serializer::new(String::new())
             .append_pair("payload", &payload.to_string())
             .finish();
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
         let at = match sign {
             Sign::Aged(secs) => now - secs,
             _ => now,
@@ -328,11 +344,16 @@ fn click(message: &Value, action_id: &str, user: &str) -> Value {
 }
 
 fn has_buttons(message: &Value) -> bool {
-    message["blocks"].to_string().contains("countersign_approve")
+    message["blocks"]
+        .to_string()
+        .contains("countersign_approve")
 }
 
 fn header(message: &Value) -> String {
-    message["blocks"][0]["text"]["text"].as_str().unwrap_or_default().to_owned()
+    message["blocks"][0]["text"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// SC-CH-02, SC-CH-04, SC-CH-05: the request's message shows the call and carries the action
@@ -345,11 +366,20 @@ async fn approve_by_button(backend: Backend) {
     assert_eq!(message["channel"], CHANNEL);
     assert_eq!(header(&message), "Approval requested: mail.send");
     let text = message["blocks"].to_string();
-    for shown in ["agent-1", "ops@example.com", "(400 more characters)", "Expires", "1 needed", "CET"] {
+    for shown in [
+        "agent-1",
+        "ops@example.com",
+        "(400 more characters)",
+        "Expires",
+        "1 needed",
+        "CET",
+    ] {
         assert!(text.contains(shown), "{shown} not in {text}");
     }
     let value: Value = serde_json::from_str(
-        message["blocks"][3]["elements"][0]["value"].as_str().unwrap(),
+        message["blocks"][3]["elements"][0]["value"]
+            .as_str()
+            .unwrap(),
     )
     .unwrap();
     assert_eq!(value, json!({"t": "acme", "a": id, "d": digest}));
@@ -370,12 +400,22 @@ async fn approve_by_button(backend: Backend) {
         let (status, answer) = w
             .interact(&click(&message, "countersign_approve", user), Sign::Right)
             .await;
-        assert_eq!((status, &answer["ok"]), (200, &json!(false)), "{user}: {answer}");
+        assert_eq!(
+            (status, &answer["ok"]),
+            (200, &json!(false)),
+            "{user}: {answer}"
+        );
         assert_eq!(answer["error"]["code"], code, "{user}: {answer}");
     }
     // The refused were told, privately.
-    let told = w.slack.calls_of("chat.postEphemeral", "countersign did not take").await;
-    assert!(told.iter().any(|c| c["body"]["user"] == "UNOBODY01"), "{told:?}");
+    let told = w
+        .slack
+        .calls_of("chat.postEphemeral", "countersign did not take")
+        .await;
+    assert!(
+        told.iter().any(|c| c["body"]["user"] == "UNOBODY01"),
+        "{told:?}"
+    );
     assert!(told.iter().any(|c| c["body"]["user"] == SELF), "{told:?}");
     assert_eq!(w.standing(&id).await, before, "nothing changed");
     assert_eq!(w.tools.count_for(&id), 0);
@@ -389,7 +429,10 @@ async fn approve_by_button(backend: Backend) {
     assert!(a.1["ok"] == true || b.1["ok"] == true, "{a:?} {b:?}");
     let ran = w.api.wait_sealed(&id, 30).await;
     assert_eq!(ran["state"], "succeeded", "{ran}");
-    let (_, events) = w.api.get(&format!("/v1/actions/{id}/events"), keys::AGENT).await;
+    let (_, events) = w
+        .api
+        .get(&format!("/v1/actions/{id}/events"), keys::AGENT)
+        .await;
     let approvals = events["data"]
         .as_array()
         .unwrap()
@@ -411,15 +454,25 @@ async fn approve_by_button(backend: Backend) {
         .slack
         .wait_for("chat.update", &id, |m| header(m) == "Ran: mail.send")
         .await;
-    assert_eq!((updated["channel"].as_str(), updated["ts"].as_str()), (Some(CHANNEL), Some(posted_ts.as_str())));
+    assert_eq!(
+        (updated["channel"].as_str(), updated["ts"].as_str()),
+        (Some(CHANNEL), Some(posted_ts.as_str()))
+    );
     assert!(!has_buttons(&updated), "{updated}");
-    assert_eq!(w.slack.calls_of("chat.postMessage", &id).await.len(), 1, "posted once");
+    assert_eq!(
+        w.slack.calls_of("chat.postMessage", &id).await.len(),
+        1,
+        "posted once"
+    );
 }
 
 /// The ts the stand-in gave the action's message (its first post: 1700000001.000100, …).
 async fn first_ts(w: &World, id: &str) -> String {
     let calls = w.slack.calls().await;
-    let posts: Vec<&Value> = calls.iter().filter(|c| c["method"] == "chat.postMessage").collect();
+    let posts: Vec<&Value> = calls
+        .iter()
+        .filter(|c| c["method"] == "chat.postMessage")
+        .collect();
     let at = posts
         .iter()
         .position(|c| c["body"].to_string().contains(id))
@@ -435,7 +488,11 @@ async fn deny_by_modal(backend: Backend) {
     let (status, answer) = w
         .interact(&click(&message, "countersign_deny", FIN), Sign::Right)
         .await;
-    assert_eq!((status, &answer["modal"]), (200, &json!("deny")), "{answer}");
+    assert_eq!(
+        (status, &answer["modal"]),
+        (200, &json!("deny")),
+        "{answer}"
+    );
     let opened = w.slack.wait_for("views.open", &id, |_| true).await;
     assert_eq!(opened["trigger_id"], format!("trig-{FIN}"));
     let view = &opened["view"];
@@ -457,8 +514,14 @@ async fn deny_by_modal(backend: Backend) {
     assert_eq!(answer["response_action"], "errors", "{answer}");
     assert_eq!(w.standing(&id).await.0, "pending_approval");
 
-    let (status, answer) = w.interact(&submission("not on a Friday"), Sign::Right).await;
-    assert_eq!((status, answer), (200, Value::Null), "an empty answer closes the modal");
+    let (status, answer) = w
+        .interact(&submission("not on a Friday"), Sign::Right)
+        .await;
+    assert_eq!(
+        (status, answer),
+        (200, Value::Null),
+        "an empty answer closes the modal"
+    );
     let denied = w.api.action(&id).await;
     assert_eq!(denied["state"], "denied", "{denied}");
     assert_eq!(denied["outcome"]["reason"], "not on a Friday", "{denied}");
@@ -466,7 +529,10 @@ async fn deny_by_modal(backend: Backend) {
         .slack
         .wait_for("chat.update", &id, |m| header(m) == "Denied: mail.send")
         .await;
-    assert!(updated["blocks"].to_string().contains("not on a Friday"), "{updated}");
+    assert!(
+        updated["blocks"].to_string().contains("not on a Friday"),
+        "{updated}"
+    );
     assert!(!has_buttons(&updated));
     assert_eq!(w.tools.count_for(&id), 0);
 }
@@ -482,7 +548,10 @@ async fn approval_elsewhere_updates_the_message(backend: Backend) {
         .slack
         .wait_for("chat.update", &id, |m| header(m) == "Ran: mail.send")
         .await;
-    assert!(updated["blocks"].to_string().contains("approver-1"), "{updated}");
+    assert!(
+        updated["blocks"].to_string().contains("approver-1"),
+        "{updated}"
+    );
     assert!(!has_buttons(&updated));
 }
 
@@ -504,13 +573,19 @@ async fn click_after_expiry(backend: Backend) {
     assert_eq!((status, &answer["ok"]), (200, &json!(false)), "{answer}");
     assert_eq!(answer["error"]["code"], "action_sealed", "{answer}");
     let sealed = w.api.wait_sealed(&id, 30).await;
-    assert_eq!((&sealed["state"], &sealed["outcome"]["reason"]), (&json!("cancelled"), &json!("approval_expired")));
+    assert_eq!(
+        (&sealed["state"], &sealed["outcome"]["reason"]),
+        (&json!("cancelled"), &json!("approval_expired"))
+    );
     assert_eq!(w.tools.count_for(&id), 0);
     let updated = w
         .slack
         .wait_for("chat.update", &id, |m| header(m) == "Cancelled: mail.send")
         .await;
-    assert!(updated["blocks"].to_string().contains("Expired"), "{updated}");
+    assert!(
+        updated["blocks"].to_string().contains("Expired"),
+        "{updated}"
+    );
 }
 
 /// SC-CH-03: a Slack that is down delays only its own messages. The webhook endpoint takes the
@@ -522,15 +597,29 @@ async fn slack_down_delays_only_slack(backend: Backend) {
     let w = world_with(backend, "slack-down", "1h", &notify, 3).await;
     let (s, action) = w
         .api
-        .submit(keys::AGENT, json!({"tool": "mail.send", "args": {"to": "down@example.com"}}))
+        .submit(
+            keys::AGENT,
+            json!({"tool": "mail.send", "args": {"to": "down@example.com"}}),
+        )
         .await;
     assert_eq!(s, 202, "{action}");
     let id = action["id"].as_str().unwrap().to_owned();
     let notice = format!("ntf_{}_1", id.strip_prefix("act_").unwrap());
-    assert!(receiver.wait_taken(&[notice.clone()], 30).await, "the endpoint took it");
+    assert!(
+        receiver.wait_taken(&[notice.clone()], 30).await,
+        "the endpoint took it"
+    );
     w.slack.wait_for("chat.postMessage", &id, |_| true).await;
-    assert_eq!(w.slack.failed().await, 3, "Slack's part was tried while it was down");
-    assert_eq!(receiver.taken(&notice).len(), 1, "the endpoint was not sent it again");
+    assert_eq!(
+        w.slack.failed().await,
+        3,
+        "Slack's part was tried while it was down"
+    );
+    assert_eq!(
+        receiver.taken(&notice).len(),
+        1,
+        "the endpoint was not sent it again"
+    );
     assert_eq!(w.slack.calls_of("chat.postMessage", &id).await.len(), 1);
 }
 

@@ -119,7 +119,11 @@ pub fn engine_with(
 pub async fn load_secrets(config: &Config, sdk: &SdkConfig) -> Result<Secrets, BootError> {
     let ssm = aws_sdk_ssm::Client::new(sdk);
     let mut secrets = Secrets::default();
-    for (at, secret) in config.webhook_secrets().into_iter().chain(config.slack_secrets()) {
+    for (at, secret) in config
+        .webhook_secrets()
+        .into_iter()
+        .chain(config.slack_secrets())
+    {
         let Secret::Ssm(name) = secret else { continue };
         let out = ssm
             .get_parameter()

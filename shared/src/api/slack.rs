@@ -161,7 +161,11 @@ fn button(tenants: &[String], value: Option<&str>) -> Option<ButtonValue> {
 /// The approver key a Slack user clicks as.
 fn approver(engine: &Engine, tenant: &str, slack_user: &str) -> Option<Principal> {
     let config = engine.config();
-    let key_id = config.tenant(tenant)?.slack.as_ref()?.approver(slack_user)?;
+    let key_id = config
+        .tenant(tenant)?
+        .slack
+        .as_ref()?
+        .approver(slack_user)?;
     config
         .principals_named(tenant, key_id)
         .find(|p| p.role == Role::Approver)
@@ -270,7 +274,9 @@ fn refused(e: &Error) -> Answer {
 async fn tell(engine: &Engine, tenant: &str, payload: &Value, answer: Answer) -> Answer {
     let text = match &answer {
         Answer::Refused(_, message) => format!("countersign did not take your click: {message}"),
-        Answer::Pending => "countersign is recording your approval; the message will show it.".into(),
+        Answer::Pending => {
+            "countersign is recording your approval; the message will show it.".into()
+        }
         _ => return answer,
     };
     let (channel, user) = (&payload["channel"]["id"], &payload["user"]["id"]);
@@ -327,10 +333,16 @@ mod tests {
         let mut altered = body.to_vec();
         altered[10] ^= 1;
         assert!(!verify(secret, ts, &altered, sig, now), "altered body");
-        assert!(!verify(secret, "1531420619", body, sig, now), "altered timestamp");
+        assert!(
+            !verify(secret, "1531420619", body, sig, now),
+            "altered timestamp"
+        );
         assert!(!verify(secret, ts, body, &sig.replace("v0=", "v1="), now));
         assert!(!verify(secret, ts, body, "v0=zz", now));
-        assert!(!verify(secret, ts, body, &sig[..sig.len() - 2], now), "cut short");
+        assert!(
+            !verify(secret, ts, body, &sig[..sig.len() - 2], now),
+            "cut short"
+        );
         assert!(!verify(secret, "soon", body, sig, now));
     }
 }

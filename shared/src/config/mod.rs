@@ -152,8 +152,14 @@ impl Config {
         let mut out = Vec::new();
         for (tenant, t) in &self.tenants {
             if let Some(slack) = &t.slack {
-                out.push((format!("tenants.{tenant}.slack.bot_token"), &slack.bot_token));
-                out.push((format!("tenants.{tenant}.slack.signing_secret"), &slack.signing_secret));
+                out.push((
+                    format!("tenants.{tenant}.slack.bot_token"),
+                    &slack.bot_token,
+                ));
+                out.push((
+                    format!("tenants.{tenant}.slack.signing_secret"),
+                    &slack.signing_secret,
+                ));
             }
         }
         out

@@ -111,7 +111,9 @@ fn endpoint(at: &str, raw: RawEndpoint, targets: &Targets) -> Result<Endpoint, C
                     format!("{at}.events"),
                     format!(
                         "{e:?} is not one of {}",
-                        NoticeKind::ALL.map(|k| format!("{:?}", k.as_str())).join(", ")
+                        NoticeKind::ALL
+                            .map(|k| format!("{:?}", k.as_str()))
+                            .join(", ")
                     ),
                 )
             })

@@ -325,9 +325,16 @@ fn sc_ch_01_the_slack_app_and_slack_users_are_configured_and_checked() {
     assert_eq!(slack.api_url, "https://slack.example.com/api");
     assert_eq!(slack.approver("U0123ABCD"), Some("fin-1"));
     assert_eq!(slack.approver("U9999"), None);
-    let by_ssm = load(&SLACK.replace("bot_token_env = \"SLACK_BOT_TOKEN\"", "bot_token_ssm = \"/countersign/acme/slack-bot\"")).unwrap();
+    let by_ssm = load(&SLACK.replace(
+        "bot_token_env = \"SLACK_BOT_TOKEN\"",
+        "bot_token_ssm = \"/countersign/acme/slack-bot\"",
+    ))
+    .unwrap();
     let slack = by_ssm.tenants["acme"].slack.as_ref().unwrap();
-    assert_eq!(slack.bot_token, Secret::Ssm("/countersign/acme/slack-bot".into()));
+    assert_eq!(
+        slack.bot_token,
+        Secret::Ssm("/countersign/acme/slack-bot".into())
+    );
     assert_eq!(slack.api_url, SLACK_API);
 
     let refused = [

@@ -381,7 +381,11 @@ mod tests {
             (None, Succeeded, Some(NoticeKind::ActionSealed)),
             (None, Approved, None),
             (None, Executing, None),
-            (Some(PendingApproval), Approved, Some(NoticeKind::ActionApproved)),
+            (
+                Some(PendingApproval),
+                Approved,
+                Some(NoticeKind::ActionApproved),
+            ),
             // SC-POL-04: a quorum's partial approval asks again.
             (
                 Some(PendingApproval),

@@ -95,7 +95,8 @@ pub fn message(action: &Action, page_url: &str, zone: &TimeZone) -> Value {
                 {"type": "button", "action_id": DENY, "style": "danger", "text": plain("Deny"), "value": value},
             ]}));
         }
-        _ => blocks.push(json!({"type": "section", "text": mrkdwn(&escape(&standing(action, zone)))})),
+        _ => blocks
+            .push(json!({"type": "section", "text": mrkdwn(&escape(&standing(action, zone)))})),
     }
     blocks.push(json!({"type": "context", "elements": [mrkdwn(&format!(
         "{} · <{}|Open in countersign>",
@@ -191,7 +192,11 @@ fn quorum_text(action: &Action) -> String {
     };
     match given.as_slice() {
         [] => format!("{needed} needed"),
-        _ => format!("{} given ({}), {needed} more needed", given.len(), given.join(", ")),
+        _ => format!(
+            "{} given ({}), {needed} more needed",
+            given.len(),
+            given.join(", ")
+        ),
     }
 }
 
@@ -286,10 +291,7 @@ mod tests {
         assert_eq!(buttons[0]["action_id"], APPROVE);
         let value = ButtonValue::parse(buttons[0]["value"].as_str().unwrap()).unwrap();
         assert_eq!(value.action_id, a.id());
-        assert_eq!(
-            value.context_digest,
-            a.approval().unwrap().context_digest
-        );
+        assert_eq!(value.context_digest, a.approval().unwrap().context_digest);
         assert!(buttons[0]["value"].as_str().unwrap().len() <= 2000);
     }
 }

@@ -195,8 +195,16 @@ impl Notifier {
             let sent = match slack::WebApi::new(&self.clients, config, &self.secrets) {
                 Ok(api) => {
                     let outbox = &*self.outbox;
-                    slack::deliver(&api, outbox, config, tenant, entry, &action, &notice.page_url)
-                        .await
+                    slack::deliver(
+                        &api,
+                        outbox,
+                        config,
+                        tenant,
+                        entry,
+                        &action,
+                        &notice.page_url,
+                    )
+                    .await
                 }
                 Err(why) => Err(why),
             };

@@ -132,7 +132,9 @@ impl Outbox for FaultyStore {
         channel: &str,
         note: &str,
     ) -> StoreResult<()> {
-        self.inner.keep_channel_note(tenant, action_id, channel, note).await
+        self.inner
+            .keep_channel_note(tenant, action_id, channel, note)
+            .await
     }
 }
 

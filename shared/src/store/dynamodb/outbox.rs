@@ -359,7 +359,10 @@ impl Outbox for DynamoStore {
             .await
             .map_err(|e| unavailable("GetItem(note)", e))?;
         meter("GetItem(note)", Units::Read, out.consumed_capacity());
-        match out.item().and_then(|item| item.get(&note_attribute(channel))) {
+        match out
+            .item()
+            .and_then(|item| item.get(&note_attribute(channel)))
+        {
             Some(AttributeValue::S(note)) => Ok(Some(note.clone())),
             Some(_) => Err(malformed("a channel note is not a string")),
             None => Ok(None),

@@ -188,7 +188,12 @@ impl Outbox for SqliteStore {
         channel: &str,
         note: &str,
     ) -> StoreResult<()> {
-        let row = (tenant.to_owned(), action_id.to_owned(), channel.to_owned(), note.to_owned());
+        let row = (
+            tenant.to_owned(),
+            action_id.to_owned(),
+            channel.to_owned(),
+            note.to_owned(),
+        );
         self.write(move |conn| {
             conn.execute(
                 "INSERT INTO channel_notes (tenant, action_id, channel, note) VALUES (?1, ?2, ?3, ?4)

@@ -433,13 +433,18 @@ async fn approve_by_button(backend: Backend) {
         .api
         .get(&format!("/v1/actions/{id}/events"), keys::AGENT)
         .await;
-    let approvals = events["data"]
+    let approvals: Vec<&Value> = events["data"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|e| e["from"] == "pending_approval" && e["to"] == "approved")
-        .count();
-    assert_eq!(approvals, 1, "{events}");
+        .collect();
+    assert_eq!(approvals.len(), 1, "{events}");
+    // SC-CH-07: the audit event names the approver and the channel.
+    assert_eq!(
+        approvals[0]["actor"],
+        json!({"type": "user", "id": "approver-1", "channel": "slack"})
+    );
     assert_eq!(w.tools.count_for(&id), 1, "the tool ran once");
     let after = w.standing(&id).await;
     // A replay of the same signed click later changes nothing.
@@ -524,6 +529,19 @@ async fn deny_by_modal(backend: Backend) {
     );
     let denied = w.api.action(&id).await;
     assert_eq!(denied["state"], "denied", "{denied}");
+    let (_, events) = w
+        .api
+        .get(&format!("/v1/actions/{id}/events"), keys::AGENT)
+        .await;
+    let last = events["data"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        (&last["to"], &last["actor"]),
+        (
+            &json!("denied"),
+            &json!({"type": "user", "id": "approver-1", "channel": "slack"})
+        ),
+        "SC-CH-07"
+    );
     assert_eq!(denied["outcome"]["reason"], "not on a Friday", "{denied}");
     let updated = w
         .slack
@@ -544,6 +562,19 @@ async fn approval_elsewhere_updates_the_message(backend: Backend) {
     let (id, digest, _) = w.pending("page@example.com").await;
     let (status, approved) = w.api.approve(&id, &digest).await;
     assert_eq!(status, 200, "{approved}");
+    // SC-CH-07: an approval through the API records no channel (its events hash as before).
+    let (_, events) = w
+        .api
+        .get(&format!("/v1/actions/{id}/events"), keys::AGENT)
+        .await;
+    assert!(
+        events["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["actor"].get("channel").is_none()),
+        "{events}"
+    );
     let updated = w
         .slack
         .wait_for("chat.update", &id, |m| header(m) == "Ran: mail.send")
@@ -606,7 +637,7 @@ async fn slack_down_delays_only_slack(backend: Backend) {
     let id = action["id"].as_str().unwrap().to_owned();
     let notice = format!("ntf_{}_1", id.strip_prefix("act_").unwrap());
     assert!(
-        receiver.wait_taken(&[notice.clone()], 30).await,
+        receiver.wait_taken(std::slice::from_ref(&notice), 30).await,
         "the endpoint took it"
     );
     w.slack.wait_for("chat.postMessage", &id, |_| true).await;

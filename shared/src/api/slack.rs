@@ -14,7 +14,10 @@ use super::extract::bytes;
 use crate::{
     config::Principal,
     config::Role,
-    domain::slack::{self, ButtonValue},
+    domain::{
+        actor::Channel,
+        slack::{self, ButtonValue},
+    },
     notify::slack::WebApi,
     target, Engine, Error,
 };
@@ -193,7 +196,12 @@ async fn clicked(engine: &Arc<Engine>, tenants: &[String], payload: &Value) -> A
                 let who = who.clone();
                 tokio::spawn(async move {
                     engine
-                        .approve(&who, &value.action_id, &value.context_digest)
+                        .approve_through(
+                            &who,
+                            &value.action_id,
+                            &value.context_digest,
+                            Some(Channel::Slack),
+                        )
                         .await
                 })
             };
@@ -256,7 +264,10 @@ async fn submitted(engine: &Arc<Engine>, tenants: &[String], payload: &Value) ->
     if reason.is_empty() {
         return errors("say why it is denied".into());
     }
-    match engine.deny(&who, &value.action_id, reason).await {
+    match engine
+        .deny_through(&who, &value.action_id, reason, Some(Channel::Slack))
+        .await
+    {
         Ok(_) => {
             tracing::info!(tenant = %value.tenant, action_id = %value.action_id, approver = %who.id, slack_user = %user, "denied from Slack");
             axum::http::StatusCode::OK.into_response()

@@ -17,24 +17,24 @@ impl Targets {
 
     /// The same for the URL in field `at` (the whole path, e.g. `tenants.acme.slack.api_url`).
     pub(super) fn check_field(&self, at: &str, url: &str) -> Result<bool, ConfigError> {
-        let parsed = reqwest::Url::parse(url).map_err(|e| bad(&at, e))?;
-        let host = target::host(&parsed).ok_or_else(|| bad(&at, "must name a host"))?;
+        let parsed = reqwest::Url::parse(url).map_err(|e| bad(at, e))?;
+        let host = target::host(&parsed).ok_or_else(|| bad(at, "must name a host"))?;
         let listed = |hosts: &[String]| hosts.iter().any(|h| h.eq_ignore_ascii_case(host));
         match parsed.scheme() {
             "https" => {}
             "http" if listed(&self.http) => {}
             "http" => {
                 return Err(bad(
-                    &at,
+                    at,
                     format!("must be https, or its host {host} listed in allow_http_hosts"),
                 ))
             }
-            _ => return Err(bad(&at, "must be https")),
+            _ => return Err(bad(at, "must be https")),
         }
         let private = listed(&self.private);
         if target::literal_is_private(host) && !private {
             return Err(bad(
-                &at,
+                at,
                 format!(
                     "{host} is not a public address; list it in allow_private_hosts to allow it"
                 ),

@@ -17,6 +17,46 @@ pub struct Actor {
     pub kind: ActorKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// The channel a person decided through, where it is recorded (`slack`); absent otherwise,
+    /// so an event written before channels were recorded serializes — and hashes — as it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<Channel>,
+}
+
+/// Where a person's decision came from (issue 32). Today `slack` is recorded; a decision
+/// without a channel came through the API (a key's request: the page, the CLI, a script).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    Api,
+    Page,
+    Cli,
+    Slack,
+    Email,
+}
+
+impl Channel {
+    pub const ALL: [Channel; 5] = [
+        Channel::Api,
+        Channel::Page,
+        Channel::Cli,
+        Channel::Slack,
+        Channel::Email,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Api => "api",
+            Channel::Page => "page",
+            Channel::Cli => "cli",
+            Channel::Slack => "slack",
+            Channel::Email => "email",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Channel> {
+        Channel::ALL.into_iter().find(|c| c.as_str() == s)
+    }
 }
 
 impl Actor {
@@ -24,18 +64,48 @@ impl Actor {
         Actor {
             kind: ActorKind::System,
             id: None,
+            channel: None,
         }
     }
     pub fn agent(id: &str) -> Self {
         Actor {
             kind: ActorKind::Agent,
             id: Some(id.to_owned()),
+            channel: None,
         }
     }
     pub fn user(id: &str) -> Self {
         Actor {
             kind: ActorKind::User,
             id: Some(id.to_owned()),
+            channel: None,
+        }
+    }
+    /// A person deciding, through `channel` when it is recorded.
+    pub fn user_via(id: &str, channel: Option<Channel>) -> Self {
+        Actor {
+            channel,
+            ..Actor::user(id)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An actor without a channel serializes as before (old events hash unchanged); one with
+    /// a channel names it.
+    #[test]
+    fn sc_ch_07_the_channel_is_recorded_only_when_known() {
+        let plain = serde_json::to_string(&Actor::user("fin-1")).unwrap();
+        assert_eq!(plain, r#"{"type":"user","id":"fin-1"}"#);
+        let slack = Actor::user_via("fin-1", Some(Channel::Slack));
+        let text = serde_json::to_string(&slack).unwrap();
+        assert_eq!(text, r#"{"type":"user","id":"fin-1","channel":"slack"}"#);
+        assert_eq!(serde_json::from_str::<Actor>(&text).unwrap(), slack);
+        for c in Channel::ALL {
+            assert_eq!(Channel::parse(c.as_str()), Some(c));
         }
     }
 }

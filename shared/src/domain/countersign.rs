@@ -18,6 +18,8 @@ use jiff::{SignedDuration, Timestamp};
 pub struct Decider<'a> {
     pub id: &'a str,
     pub groups: &'a [String],
+    /// The channel the decision came through, where it is recorded (`slack`).
+    pub channel: Option<super::actor::Channel>,
 }
 
 /// Why an approve, a deny or a cancel is refused. Nothing changes; the engine maps each to its
@@ -115,7 +117,15 @@ pub fn approve(f: &ApproveFacts<'_>) -> Approve {
     // are dropped with this one, and the quorum waits for as many more.
     let counted = given.len().saturating_sub(f.lapsed.len());
     if (counted as u64) + 1 < u64::from(approval.quorum.required) {
-        return match Transition::sign(action, who.id, f.lapsed, now) {
+        return match Transition::sign(
+            action,
+            super::transition::Approver {
+                id: who.id,
+                channel: who.channel,
+            },
+            f.lapsed,
+            now,
+        ) {
             Some(t) => Approve::Sign(Box::new(t)),
             None => Approve::AlreadyApproved,
         };
@@ -308,6 +318,7 @@ mod tests {
                 approver: Decider {
                     id: self.who,
                     groups: &self.groups,
+                    channel: None,
                 },
                 context_digest: &digest,
                 lapsed: &self.lapsed,
@@ -444,10 +455,12 @@ mod tests {
             Decider {
                 id: "fin-1",
                 groups: &finance,
+                channel: None,
             },
             Decider {
                 id: "ops-1",
                 groups: &[],
+                channel: None,
             },
         );
         let denied = || Ok(SealReason::Denied("too risky".into()));

@@ -16,6 +16,32 @@ pub use super::ticket::Terms as TicketTerms;
 use jiff::Timestamp;
 use serde_json::{json, Value};
 
+/// Who countersigns, as the audit event names them: the approver key, and the channel the
+/// decision came through where it is recorded (`slack`). A bare id is an approver alone.
+#[derive(Debug, Clone, Copy)]
+pub struct Approver<'a> {
+    pub id: &'a str,
+    pub channel: Option<super::actor::Channel>,
+}
+
+impl<'a> From<&'a str> for Approver<'a> {
+    fn from(id: &'a str) -> Self {
+        Approver { id, channel: None }
+    }
+}
+
+impl<'a> From<&'a String> for Approver<'a> {
+    fn from(id: &'a String) -> Self {
+        Approver { id, channel: None }
+    }
+}
+
+impl Approver<'_> {
+    fn actor(&self) -> Actor {
+        Actor::user_via(self.id, self.channel)
+    }
+}
+
 /// What one write commits: the new record and its audit event.
 #[derive(Debug, Clone)]
 pub struct Change {
@@ -191,10 +217,15 @@ impl Transition {
     }
 
     /// Countersign: `pending_approval → approved`, committing the ticket.
-    pub fn approve(current: &Action, approver: &str, ticket: TicketTerms, now: Timestamp) -> Self {
+    pub fn approve<'a>(
+        current: &Action,
+        approver: impl Into<Approver<'a>>,
+        ticket: TicketTerms,
+        now: Timestamp,
+    ) -> Self {
         Self::countersign(
             current,
-            approver,
+            approver.into(),
             Ticket::commit(&current.call, &ticket),
             now,
         )
@@ -204,15 +235,15 @@ impl Transition {
     /// approved → executing` under `lease` in the same write, so no sweep can claim it in
     /// between. Both events are recorded: the approval (the approver, the context digest),
     /// then the claim.
-    pub fn approve_claimed(
+    pub fn approve_claimed<'a>(
         current: &Action,
-        approver: &str,
+        approver: impl Into<Approver<'a>>,
         ticket: TicketTerms,
         lease: Lease,
         now: Timestamp,
     ) -> Self {
         let ticket = Ticket::commit(&current.call, &ticket);
-        let approved = Self::countersign(current, approver, ticket.clone(), now);
+        let approved = Self::countersign(current, approver.into(), ticket.clone(), now);
         let standing = Standing::Executing { ticket, lease };
         let mut claimed = Self::by_system(&approved.action, standing, "claimed", now);
         claimed.expected = approved.expected;
@@ -225,12 +256,14 @@ impl Transition {
     /// earlier approvals of `lapsed` approvers (who may no longer decide it) are dropped in the
     /// same write, and the event's reason names them: `approval_recorded; lapsed: fin-1`.
     /// `None` unless `current` is pending and `approver` has not approved it yet.
-    pub fn sign(
+    pub fn sign<'a>(
         current: &Action,
-        approver: &str,
+        approver: impl Into<Approver<'a>>,
         lapsed: &[String],
         now: Timestamp,
     ) -> Option<Self> {
+        let who = approver.into();
+        let approver = who.id;
         let Standing::PendingApproval { approvals } = &current.standing else {
             return None;
         };
@@ -251,18 +284,12 @@ impl Transition {
             _ => format!("approval_recorded; lapsed: {}", lapsed.join(", ")),
         };
         let standing = Standing::PendingApproval { approvals };
-        let t = Self::advance(
-            current,
-            standing,
-            Actor::user(approver),
-            Some(&reason),
-            now,
-            |_| {},
-        );
+        let t = Self::advance(current, standing, who.actor(), Some(&reason), now, |_| {});
         Some(t)
     }
 
-    fn countersign(current: &Action, approver: &str, ticket: Ticket, now: Timestamp) -> Self {
+    fn countersign(current: &Action, who: Approver<'_>, ticket: Ticket, now: Timestamp) -> Self {
+        let approver = who.id;
         // A quorum's record keeps every approver, this last one included (SC-POL-04).
         let mut signed = current.approvals().to_vec();
         signed.push(Signoff {
@@ -270,22 +297,15 @@ impl Transition {
             at: now,
         });
         let standing = Standing::Approved { ticket };
-        Self::advance(
-            current,
-            standing,
-            Actor::user(approver),
-            Some("approved"),
-            now,
-            |a| {
-                if let Some(approval) = a.approval.as_mut() {
-                    approval.approver = Some(approver.to_owned());
-                    approval.decided_at = Some(now);
-                    if approval.quorum.required > 1 {
-                        approval.quorum.signed = signed;
-                    }
+        Self::advance(current, standing, who.actor(), Some("approved"), now, |a| {
+            if let Some(approval) = a.approval.as_mut() {
+                approval.approver = Some(approver.to_owned());
+                approval.decided_at = Some(now);
+                if approval.quorum.required > 1 {
+                    approval.quorum.signed = signed;
                 }
-            },
-        )
+            }
+        })
     }
 
     /// Claim: `approved → executing` (or a recovery re-claim of an expired lease with a new

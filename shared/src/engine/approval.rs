@@ -6,8 +6,9 @@ use super::{commit::Committed, require, runs::Running, Engine};
 use crate::{
     config::{Principal, Role},
     domain::{
+        actor::Channel,
         countersign::{self, Approve, ApproveFacts, Decider},
-        transition::TicketTerms,
+        transition::{Approver, TicketTerms},
         Action, Actor, Lease, SealReason, State, Transition,
     },
     Error,
@@ -35,22 +36,36 @@ impl Engine {
         action_id: &str,
         context_digest: &str,
     ) -> Result<Action, Error> {
+        self.approve_through(who, action_id, context_digest, None)
+            .await
+    }
+
+    /// The same approval, its audit event naming the `channel` it came through (`slack`).
+    pub async fn approve_through(
+        self: &Arc<Self>,
+        who: &Principal,
+        action_id: &str,
+        context_digest: &str,
+        channel: Option<Channel>,
+    ) -> Result<Action, Error> {
         let (who, id, digest) = (who.clone(), action_id.to_owned(), context_digest.to_owned());
-        self.owned(move |engine| async move { engine.countersign(&who, &id, &digest).await })
+        let by = Via { who, channel };
+        self.owned(move |engine| async move { engine.countersign(&by, &id, &digest).await })
             .await
     }
 
     async fn countersign(
         &self,
-        who: &Principal,
+        by: &Via,
         action_id: &str,
         context_digest: &str,
     ) -> Result<Action, Error> {
+        let who = &by.who;
         require(who, &[Role::Approver], "approve actions")?;
         let mut action = self.load_for(who, action_id).await?;
         let mut lost = 0;
         loop {
-            match self.approve_once(who, &action, context_digest).await? {
+            match self.approve_once(by, &action, context_digest).await? {
                 Step::Done(done) => return Ok(done),
                 // Only a quorum still pending takes another write: re-tried a bounded number
                 // of times. Any other winner is judged once more, and answered.
@@ -70,17 +85,18 @@ impl Engine {
 
     async fn approve_once(
         &self,
-        who: &Principal,
+        by: &Via,
         action: &Action,
         context_digest: &str,
     ) -> Result<Step, Error> {
+        let who = &by.who;
         let tool = self.tenant(action.tenant())?.tool(action.call().tool());
         let fingerprint = tool.map(|t| t.fingerprint());
         let now = self.clock.now();
         let correlation_id = super::intake::new_id("cor");
         let facts = ApproveFacts {
             action,
-            approver: decider(who),
+            approver: by.decider(),
             context_digest,
             lapsed: &self.lapsed(action),
             catalog_fingerprint: fingerprint.as_deref(),
@@ -95,7 +111,7 @@ impl Engine {
             Approve::Sign(t) => *t,
             Approve::Commit(terms) => {
                 let inline = tool.and_then(|tool| self.inline_claim(tool, terms.due_at, now));
-                return self.commit_ticket(who, action, terms, inline, now).await;
+                return self.commit_ticket(by, action, terms, inline, now).await;
             }
         };
         Ok(match self.commit_now(&t).await? {
@@ -111,17 +127,18 @@ impl Engine {
     /// it is due now and fits the request (SC-EDGE-07) — then run it or arm its wake.
     async fn commit_ticket(
         &self,
-        who: &Principal,
+        by: &Via,
         action: &Action,
         terms: TicketTerms,
         inline: Option<(Running<'_>, Lease)>,
         now: Timestamp,
     ) -> Result<Step, Error> {
+        let who = &by.who;
         let t = match &inline {
             Some((_, lease)) => {
-                Transition::approve_claimed(action, &who.id, terms, lease.clone(), now)
+                Transition::approve_claimed(action, by.approver(), terms, lease.clone(), now)
             }
-            None => Transition::approve(action, &who.id, terms, now),
+            None => Transition::approve(action, by.approver(), terms, now),
         };
         match self.commit_now(&t).await? {
             Committed::Landed(approved) => {
@@ -169,11 +186,27 @@ impl Engine {
         action_id: &str,
         reason: &str,
     ) -> Result<Action, Error> {
+        self.deny_through(who, action_id, reason, None).await
+    }
+
+    /// The same deny, its audit event naming the `channel` it came through (`slack`).
+    pub async fn deny_through(
+        &self,
+        who: &Principal,
+        action_id: &str,
+        reason: &str,
+        channel: Option<Channel>,
+    ) -> Result<Action, Error> {
         require(who, &[Role::Approver], "deny actions")?;
+        let by = Via {
+            who: who.clone(),
+            channel,
+        };
         let mut action = self.load_for(who, action_id).await?;
         loop {
-            let denial = countersign::deny(&action, decider(who), reason)?;
-            match self.seal(&action, Actor::user(&who.id), &denial).await? {
+            let denial = countersign::deny(&action, by.decider(), reason)?;
+            let actor = Actor::user_via(&who.id, channel);
+            match self.seal(&action, actor, &denial).await? {
                 Committed::Landed(sealed) => return Ok(sealed),
                 Committed::LostTo(current) => action = current,
             }
@@ -181,10 +214,27 @@ impl Engine {
     }
 }
 
-/// An approver key as the rules see it.
-fn decider(who: &Principal) -> Decider<'_> {
-    Decider {
-        id: &who.id,
-        groups: &who.groups,
+/// An approver key, and the channel its decision came through.
+struct Via {
+    who: Principal,
+    channel: Option<Channel>,
+}
+
+impl Via {
+    /// As the rules see it.
+    fn decider(&self) -> Decider<'_> {
+        Decider {
+            id: &self.who.id,
+            groups: &self.who.groups,
+            channel: self.channel,
+        }
+    }
+
+    /// As the audit event names it.
+    fn approver(&self) -> Approver<'_> {
+        Approver {
+            id: &self.who.id,
+            channel: self.channel,
+        }
     }
 }

@@ -13,7 +13,9 @@
 
 use super::asked::{self, Asked, Own};
 use super::keys::{call_sk, epoch_seconds, nanos, state_sk, sweep_pk, sweep_shard, tenant_pk};
-use crate::domain::{Action, Actor, ActorKind, Decision, Event, RunRef, State, Window};
+use crate::domain::{
+    actor::Channel, Action, Actor, ActorKind, Decision, Event, RunRef, State, Window,
+};
 use crate::store::{StoreError, StoreResult};
 use aws_sdk_dynamodb::{primitives::Blob, types::AttributeValue};
 use jiff::Timestamp;
@@ -103,16 +105,21 @@ fn state_of(code: &str) -> StoreResult<State> {
         .ok_or_else(|| malformed(format!("state code {code}")))
 }
 
-/// `s`, `a:<id>`, `u:<id>` (an id may follow any kind).
+/// `s`, `a:<id>`, `u:<id>` (an id may follow any kind); a channel follows the kind:
+/// `u@slack:<id>`.
 fn actor_code(actor: &Actor) -> String {
     let kind = match actor.kind {
         ActorKind::Agent => "a",
         ActorKind::User => "u",
         ActorKind::System => "s",
     };
+    let kind = match actor.channel {
+        Some(channel) => format!("{kind}@{}", channel.as_str()),
+        None => kind.to_owned(),
+    };
     match &actor.id {
         Some(id) => format!("{kind}:{id}"),
-        None => kind.to_owned(),
+        None => kind,
     }
 }
 
@@ -121,13 +128,20 @@ fn actor_of(code: &str) -> StoreResult<Actor> {
         Some((kind, id)) => (kind, Some(id.to_owned())),
         None => (code, None),
     };
+    let (kind, channel) = match kind.split_once('@') {
+        Some((kind, channel)) => (
+            kind,
+            Some(Channel::parse(channel).ok_or_else(|| malformed(format!("actor {code}")))?),
+        ),
+        None => (kind, None),
+    };
     let kind = match kind {
         "a" => ActorKind::Agent,
         "u" => ActorKind::User,
         "s" => ActorKind::System,
         _ => return Err(malformed(format!("actor {code}"))),
     };
-    Ok(Actor { kind, id })
+    Ok(Actor { kind, id, channel })
 }
 
 /// A sha256 in hex as its 32 bytes (half the size); anything else as text.

@@ -9,15 +9,16 @@
 
 use countersign::config::Config;
 use countersign_tests::{
-    config_toml, keys, on_every_store,
+    config_toml,
+    helper::Helper,
+    keys, on_every_store,
     receiver::{notify_toml, Mode, Receiver},
     stores::{Backend, Place},
     Api, ToolServer,
 };
 use serde_json::{json, Value};
 use std::{
-    io::{BufRead, BufReader},
-    process::{Child, Command, Stdio},
+    process::Command,
     sync::{Arc, Once},
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
@@ -32,52 +33,42 @@ const FIN: &str = "UFIN00001";
 /// The Slack user of agent-1's approver key: the agent itself (SC-APP-01, no self-approval).
 const SELF: &str = "USELF0001";
 
-/// The Web API stand-in, a child process killed on drop.
+/// The Web API stand-in, a helper process killed on drop.
 struct WebApi {
-    child: Child,
+    _process: Helper,
     base: String,
     http: reqwest::Client,
-}
-
-impl Drop for WebApi {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl WebApi {
     fn start() -> WebApi {
         let python = std::env::var("COUNTERSIGN_SLACK_PYTHON")
             .expect("COUNTERSIGN_SLACK_PYTHON: `source scripts/slack-sdk.sh` first");
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/slack/web_api.py");
-        let mut child = Command::new(python)
-            .args([script, BOT_TOKEN])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the Web API stand-in starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port: u16 = line.trim().parse().expect("the stand-in prints its port");
+        let mut command = Command::new(python);
+        command.args([
+            concat!(env!("CARGO_MANIFEST_DIR"), "/slack/web_api.py"),
+            BOT_TOKEN,
+        ]);
+        let (process, port) = Helper::start(command);
+        let port: u16 = port.parse().expect("the stand-in prints its port");
         WebApi {
-            child,
+            _process: process,
             base: format!("http://127.0.0.1:{port}"),
             http: reqwest::Client::new(),
         }
     }
 
+    /// A request of the stand-in's own (not of the Web API), answered in JSON.
+    async fn ask(&self, request: reqwest::RequestBuilder) -> Value {
+        let answer = request.send().await.unwrap();
+        assert!(answer.status().is_success(), "{answer:?}");
+        answer.json().await.unwrap()
+    }
+
     async fn calls(&self) -> Vec<Value> {
-        let calls: Value = self
-            .http
-            .get(format!("{}/calls", self.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let calls = self
+            .ask(self.http.get(format!("{}/calls", self.base)))
+            .await;
         let calls = calls.as_array().unwrap().clone();
         // Slack's models took every message we sent, and the token was ours every time.
         for call in &calls {
@@ -122,42 +113,25 @@ impl WebApi {
 
     /// Answer the next `times` calls `503` (Slack down).
     async fn fail(&self, times: u32) {
-        let answer = self
-            .http
-            .post(format!("{}/fail", self.base))
-            .json(&json!({"times": times, "status": 503}))
-            .send()
-            .await
-            .unwrap();
-        assert!(answer.status().is_success());
+        let request = self.http.post(format!("{}/fail", self.base));
+        self.ask(request.json(&json!({"times": times, "status": 503})))
+            .await;
     }
 
     /// How many calls were answered `503`.
     async fn failed(&self) -> u64 {
-        let failed: Value = self
-            .http
-            .get(format!("{}/failed", self.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let failed = self
+            .ask(self.http.get(format!("{}/failed", self.base)))
+            .await;
         failed["failed"].as_u64().unwrap()
     }
 
     /// `x-slack-signature` for this request, computed by slack_sdk.
     async fn sign(&self, secret: &str, timestamp: &str, body: &str) -> String {
-        let signed: Value = self
-            .http
-            .post(format!("{}/sign", self.base))
-            .json(&json!({"secret": secret, "timestamp": timestamp, "body": body}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let request = self.http.post(format!("{}/sign", self.base));
+        let signed = self
+            .ask(request.json(&json!({"secret": secret, "timestamp": timestamp, "body": body})))
+            .await;
         signed["signature"].as_str().unwrap().to_owned()
     }
 }

@@ -2,6 +2,7 @@
 //! API client, and doubles for the wake port.
 
 pub mod faults;
+pub mod helper;
 pub mod idp;
 pub mod localstack;
 pub mod postgres;

@@ -110,6 +110,7 @@ pub async fn conformance(store: Arc<dyn Store>) {
     actions(store.clone()).await;
     stops(&*store).await;
     outbox(&*store).await;
+    channel_notes(&*store).await;
     load_with_stops(&*store).await;
 }
 
@@ -675,6 +676,76 @@ async fn outbox(store: &dyn Store) {
         "redelivered, due again"
     );
     assert!(store.outbox_dead(&tn, 10).await.unwrap().is_empty());
+}
+
+/// SC-CH-03: a channel's note about an action (the Slack message's channel and ts) is kept,
+/// replaced, read back per channel, and leaves the action's record, version and events as
+/// they were; nothing is kept for an action that does not exist.
+async fn channel_notes(store: &dyn Store) {
+    let tn = tenant("notes");
+    let created = Creation::new(
+        pending(&tn, "a1", far()),
+        Actor::agent("a1"),
+        Some("approval_required"),
+        t0(),
+    );
+    store.create(&created, None).await.unwrap();
+    let a = created.action.clone();
+    assert_eq!(
+        store.channel_note(&tn, a.id(), "slack").await.unwrap(),
+        None
+    );
+    store
+        .keep_channel_note(&tn, a.id(), "slack", "C0123456789 1700000001.000100")
+        .await
+        .unwrap();
+    store
+        .keep_channel_note(&tn, a.id(), "slack", "C0123456789 1700000002.000100")
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .channel_note(&tn, a.id(), "slack")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("C0123456789 1700000002.000100"),
+        "the last note kept"
+    );
+    assert_eq!(
+        store.channel_note(&tn, a.id(), "email").await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.channel_note("other", a.id(), "slack").await.unwrap(),
+        None
+    );
+    let now = store.load(&tn, a.id()).await.unwrap().unwrap();
+    assert_eq!(
+        (now.version(), now.chain_head()),
+        (a.version(), a.chain_head())
+    );
+    assert_eq!(store.events(&tn, a.id()).await.unwrap().len(), 1);
+    // A transition after a note still lands on (state, version).
+    let seal = Transition::seal(&a, Actor::system(), &SealReason::ApprovalExpired, t0());
+    store.commit(&seal).await.unwrap();
+    assert!(store
+        .channel_note(&tn, a.id(), "slack")
+        .await
+        .unwrap()
+        .is_some());
+    store
+        .keep_channel_note(&tn, "act_gone", "slack", "C1 1.0")
+        .await
+        .unwrap();
+    assert!(
+        store.load(&tn, "act_gone").await.unwrap().is_none(),
+        "no record made"
+    );
+    assert_eq!(
+        store.channel_note(&tn, "act_gone", "slack").await.unwrap(),
+        None
+    );
 }
 
 /// SC-RES-03: a wake's facts — the action, and the stops of its agent only once it is approved.

@@ -161,7 +161,10 @@ impl Outbox for PostgresStore {
         let client = self.client().await?;
         client
             .execute(
-                "INSERT INTO channel_notes (tenant, action_id, channel, note) VALUES ($1, $2, $3, $4)
+                // Only beside an action that exists: no note outlives, or precedes, its action.
+                "INSERT INTO channel_notes (tenant, action_id, channel, note)
+                 SELECT $1, $2, $3, $4 WHERE EXISTS
+                   (SELECT 1 FROM actions WHERE tenant = $1 AND id = $2)
                  ON CONFLICT (tenant, action_id, channel) DO UPDATE SET note = excluded.note",
                 &[&tenant, &action_id, &channel, &note],
             )

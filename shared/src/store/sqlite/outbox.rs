@@ -196,7 +196,10 @@ impl Outbox for SqliteStore {
         );
         self.write(move |conn| {
             conn.execute(
-                "INSERT INTO channel_notes (tenant, action_id, channel, note) VALUES (?1, ?2, ?3, ?4)
+                // Only beside an action that exists: no note outlives, or precedes, its action.
+                "INSERT INTO channel_notes (tenant, action_id, channel, note)
+                 SELECT ?1, ?2, ?3, ?4 WHERE EXISTS
+                   (SELECT 1 FROM actions WHERE tenant = ?1 AND id = ?2)
                  ON CONFLICT (tenant, action_id, channel) DO UPDATE SET note = excluded.note",
                 params![row.0, row.1, row.2, row.3],
             )

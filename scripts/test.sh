@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: starts LocalStack (host or Docker; reused if one already answers) and
 # PostgreSQL (scripts/postgres.sh; installed from the distribution's packages if missing),
-# installs cargo-lambda, the MCP SDKs (tests/mcp.rs) and an OpenID provider (tests/identity.rs) if needed, runs every test of the workspace, then the README walkthrough.
+# installs cargo-lambda, the MCP SDKs (tests/mcp.rs) and an OpenID provider (tests/identity.rs) and Slack's SDK (tests/slack.rs) if needed, runs every test of the workspace, then the README walkthrough.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source localstack/ensure.sh
@@ -11,6 +11,7 @@ export COUNTERSIGN_TEST_PAIRS=${COUNTERSIGN_TEST_PAIRS:-300} COUNTERSIGN_TEST_DU
 bash localstack/install-cargo-lambda.sh
 source scripts/mcp-sdks.sh
 source scripts/oidc-provider.sh
+source scripts/slack-sdk.sh
 
 cargo test --workspace
 bash scripts/walkthrough.sh

@@ -19,9 +19,8 @@ const RULES: &[Rule] = &[
             "embedded",
             "engine",
             "error",
-            "invariants",
             "notify",
-            "policy_test",
+            "operate",
             "store",
             "target",
             "telemetry",
@@ -60,16 +59,17 @@ const RULES: &[Rule] = &[
     // The notifier, a room of its own: of the store it knows the outbox port alone.
     Rule {
         room: "notify",
-        not: &[
-            "api",
-            "aws",
-            "embedded",
-            "engine",
-            "invariants",
-            "policy_test",
-        ],
+        not: &["api", "aws", "embedded", "engine", "operate"],
         io: true,
         only: &[("store", &["Outbox", "StoreError"])],
+    },
+    // Operator features (`verify`, `policy test`): they read through the ports and ask the
+    // domain, beside the engine rather than through it; they serve no HTTP and wire nothing.
+    Rule {
+        room: "operate",
+        not: &["api", "aws", "embedded", "engine", "notify"],
+        io: true,
+        only: &[],
     },
     // Token verification: the config's principals and the HTTP client rules, never the edge,
     // the use cases or the stores.

@@ -433,10 +433,13 @@ async fn sc_rec_02_three_instances_on_postgres_recover_a_killed_instances_leases
         assert!(calls[0].at >= at(&v, "not_before"), "{id} ran early");
     }
 
-    let report =
-        countersign::invariants::check(store.as_ref(), &["acme".to_owned()], Timestamp::now())
-            .await
-            .unwrap();
+    let report = countersign::operate::invariants::check(
+        store.as_ref(),
+        &["acme".to_owned()],
+        Timestamp::now(),
+    )
+    .await
+    .unwrap();
     assert!(report.violations.is_empty(), "{:?}", report.violations);
     for p in &mut processes {
         std::process::Command::new("kill")

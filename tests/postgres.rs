@@ -5,7 +5,7 @@
 use countersign::{
     config::Config,
     embedded::{Database, Parts, Server},
-    invariants::{self, Rule},
+    operate::invariants::{self, Rule},
     store::postgres::{Options, PostgresStore},
     Clock, SystemClock,
 };

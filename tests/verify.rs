@@ -1,4 +1,4 @@
-//! The store-wide invariant check behind `countersign-server verify` (countersign::invariants),
+//! The store-wide invariant check behind `countersign-server verify` (countersign::operate::invariants),
 //! on SQLite and on DynamoDB (LocalStack), SC-SEC-06's edits on Postgres too: a store written by
 //! the engine passes; each kind of damage is reported against the record it is about.
 
@@ -11,7 +11,7 @@ use countersign::{
     config::Config,
     domain::Transition,
     embedded::{Database, Parts, Server},
-    invariants::{self, Rule},
+    operate::invariants::{self, Rule},
     store::{sqlite::SqliteStore, Actions, Store},
     Clock, SystemClock,
 };

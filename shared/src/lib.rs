@@ -9,8 +9,9 @@
 //! - [`engine`] — the use cases (intake, approval, cancel, stop, resume, sweep) over the ports.
 //! - [`notify`] — the notification worker: delivers the outbox that transitions write.
 //! - [`api`] — the HTTP API (axum), shared by the local server and the Lambda functions.
-//! - [`invariants`] — the store-wide invariant check behind `countersign-server verify`.
-//! - [`policy_test`] — a table of calls run against a policy (`countersign-server policy test`).
+//! - [`operate`] — operator features: the store-wide invariant check behind
+//!   `countersign-server verify`, and a table of calls run against a policy
+//!   (`countersign-server policy test`).
 //! - [`identity`] — OAuth access tokens from a tenant's identity provider, verified locally.
 //! - [`config`] — the one TOML document: tenants, keys, policy, action kinds, tool catalog.
 //! - [`live`] — the configuration a running process serves, reloaded whole (SC-OPS-03).
@@ -26,10 +27,9 @@ pub mod embedded;
 pub mod engine;
 pub mod error;
 pub mod identity;
-pub mod invariants;
 pub mod live;
 pub mod notify;
-pub mod policy_test;
+pub mod operate;
 pub mod store;
 pub mod target;
 pub mod telemetry;

@@ -21,7 +21,7 @@ use countersign::{
     config::Config,
     domain::{Action, State},
     embedded::{Database, Parts, Server},
-    invariants,
+    operate::invariants,
     store::{ListQuery, Store},
 };
 use countersign_tests::faults::{Chaos, FaultyStore};

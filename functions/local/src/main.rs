@@ -194,7 +194,7 @@ fn policy_test(config: &std::path::Path, cases: &std::path::Path) -> std::proces
         .and_then(|text| Config::from_toml(&text).map_err(|e| e.to_string()))
         .and_then(|config| {
             let now = jiff::Timestamp::now();
-            countersign::policy_test::run(&config, &read(cases)?, now)
+            countersign::operate::policy_table::run(&config, &read(cases)?, now)
         });
     let verdicts = match verdicts {
         Ok(v) => v,

@@ -3,7 +3,7 @@
 use countersign::{
     config::Config,
     embedded::Database,
-    invariants,
+    operate::invariants,
     store::{postgres::PostgresStore, sqlite::SqliteStore, Store},
     Clock, SystemClock,
 };

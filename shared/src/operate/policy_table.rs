@@ -160,8 +160,8 @@ mod tests {
     /// what the policy said instead.
     #[test]
     fn sc_pol_06_policy_cases_pass_or_name_the_mismatch() {
-        let config = Config::from_toml(include_str!("../../config/local.toml")).unwrap();
-        let cases = include_str!("../../config/policy-cases.toml");
+        let config = Config::from_toml(include_str!("../../../config/local.toml")).unwrap();
+        let cases = include_str!("../../../config/policy-cases.toml");
         let now = Timestamp::from_second(1_800_000_000).unwrap();
         let verdicts = run(&config, cases, now).unwrap();
         assert!(verdicts.len() >= 6);

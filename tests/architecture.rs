@@ -2,7 +2,7 @@
 //! a file names (`use` declarations, paths in code and attributes), comments and string
 //! literals left out. A rule broken today is listed in [`KNOWN_DEBTS`], and only there.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The rooms of the shared crate a room may not name, and whether it may name crates that do
@@ -499,6 +499,169 @@ fn violations() -> Vec<(String, String)> {
         }
     }
     found
+}
+
+/// Rooms whose modules import one another one way only: no module of the room reaches itself
+/// again through the others' imports (`domain::action` → `domain::context` →
+/// `domain::action` was one, through `Quorum`).
+const ONE_WAY: &[&str] = &["domain", "engine", "api", "store"];
+
+/// The modules a room is made of: its first-level files and folders (`domain/condition/` is
+/// `condition`), `mod.rs` aside.
+fn modules_of(room: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(room)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() || p.extension().is_some_and(|e| e == "rs"))
+        .map(|p| p.file_stem().unwrap().to_str().unwrap().to_owned())
+        .filter(|m| m != "mod")
+        .collect()
+}
+
+/// Which of the room's modules each of its modules names, outside tests: paths written from the
+/// crate (`crate::domain::window::Window`) or up from the file (`super::window::Window`), and
+/// names the room's `mod.rs` hands on (`crate::domain::Action`, `super::Window`) taken to the
+/// module they come from. Nested modules count as their first-level module.
+fn module_imports(
+    room: &str,
+    files: &[(String, String)],
+    modules: &BTreeSet<String>,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let handed_on: BTreeMap<String, String> = files
+        .iter()
+        .filter(|(f, _)| module_of(f) == [room])
+        .flat_map(|(_, text)| paths(&tokens(text)))
+        .filter(|(p, _)| p.len() == 2 && modules.contains(&p[0]))
+        .map(|(p, _)| (p[1].clone(), p[0].clone()))
+        .collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (file, text) in files {
+        let module = module_of(file);
+        if module.len() < 2 || module[0] != room {
+            continue;
+        }
+        for (path, inline) in paths(&tokens(text)) {
+            if inline > 0 {
+                continue; // an inline module: the file's tests
+            }
+            let supers = path.iter().take_while(|s| *s == "super").count();
+            let within: Vec<String> = if path[0] == "crate" {
+                path[1..].to_vec()
+            } else if path[0] == "self" {
+                module.iter().chain(&path[1..]).cloned().collect()
+            } else if supers > 0 && supers < module.len() {
+                module[..module.len() - supers]
+                    .iter()
+                    .chain(&path[supers..])
+                    .cloned()
+                    .collect()
+            } else {
+                continue;
+            };
+            if within.len() < 2 || within[0] != room {
+                continue;
+            }
+            let target = if modules.contains(&within[1]) {
+                within[1].clone()
+            } else if let Some(m) = handed_on.get(&within[1]) {
+                m.clone()
+            } else {
+                continue;
+            };
+            if target != module[1] {
+                edges.entry(module[1].clone()).or_default().insert(target);
+            }
+        }
+    }
+    edges
+}
+
+/// A circle in `edges`, as the modules along it (`a → b → a`), if there is one.
+fn circle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn walk(
+        at: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        trail: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = trail.iter().position(|m| m == at) {
+            let mut found = trail[i..].to_vec();
+            found.push(at.to_owned());
+            return Some(found);
+        }
+        if done.contains(at) {
+            return None;
+        }
+        trail.push(at.to_owned());
+        for next in edges.get(at).into_iter().flatten() {
+            if let Some(found) = walk(next, edges, trail, done) {
+                return Some(found);
+            }
+        }
+        trail.pop();
+        done.insert(at.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|m| walk(m, edges, &mut Vec::new(), &mut done))
+}
+
+/// The shared crate's production files (tests-only files left out), as (path, text).
+fn production_files() -> Vec<(String, String)> {
+    let files = rust_files(&repo().join("shared/src"));
+    let tests = test_only(&files);
+    files
+        .iter()
+        .filter(|f| !tests.contains(f))
+        .map(|f| (relative(f), std::fs::read_to_string(f).unwrap()))
+        .collect()
+}
+
+/// Issue 29: inside each room of [`ONE_WAY`] the imports run one way — no module reaches itself
+/// again through its imports (docs/architecture.md: "no import circle").
+#[test]
+fn issue29_imports_inside_a_room_run_one_way() {
+    let files = production_files();
+    let mut circles = Vec::new();
+    for room in ONE_WAY {
+        let modules = modules_of(&repo().join("shared/src").join(room));
+        assert!(modules.len() > 1, "{room}: a room of modules");
+        if let Some(found) = circle(&module_imports(room, &files, &modules)) {
+            circles.push(format!("{room}: {}", found.join(" → ")));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "import circles (move the shared type to the module both need, below them):\n{}",
+        circles.join("\n")
+    );
+}
+
+/// The circle check reads both spellings of a path and the room's re-exports, and skips tests.
+#[test]
+fn issue29_the_circle_check_sees_a_circle() {
+    let modules: BTreeSet<String> = ["a", "b", "c"].map(String::from).into();
+    let file = |name: &str, text: &str| (format!("shared/src/room/{name}"), text.to_owned());
+    let files = [
+        file("mod.rs", "pub mod a; pub mod b; pub mod c; pub use c::Thing;"),
+        file("a.rs", "use super::b::B;"),
+        file("b.rs", "fn f() -> crate::room::Thing { todo!() }"),
+        file("c/mod.rs", "mod deep;"),
+        file(
+            "c/deep.rs",
+            "use super::super::a::A; #[cfg(test)] mod tests { use super::super::super::b; }",
+        ),
+    ];
+    let edges = module_imports("room", &files, &modules);
+    assert_eq!(
+        circle(&edges).unwrap(),
+        ["a", "b", "c", "a"].map(String::from)
+    );
+    let one_way = &files[..3];
+    assert_eq!(circle(&module_imports("room", one_way, &modules)), None);
+    assert_eq!(edges["c"], ["a"].map(String::from).into());
 }
 
 /// Issue 29 (docs/architecture.md): the domain names no other room and no crate that does

@@ -1,8 +1,8 @@
 //! The action record: what the API returns and what the store keeps.
 
 pub use super::actor::{Actor, ActorKind};
-pub use super::call::RunRef;
-pub use super::next::NextAction;
+pub use super::policy::Decision;
+pub use super::submission::RunRef;
 pub use super::quorum::{Quorum, Signoff};
 pub use super::state::{State, Terminal};
 use super::{call::Call, ticket::Ticket};
@@ -10,18 +10,6 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
-
-/// The policy gate's outcome (the runtime contract's Allow, Block, SetResult,
-/// RequireConfirmation, Schedule).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    Allow,
-    Deny,
-    SetResult,
-    RequireApproval,
-    Schedule,
-}
 
 /// The countersignature: the context shown to the approver, its digest, and the decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -9,22 +9,10 @@
 //! documents (the chain's genesis, the approval context, the deed) take it only with a new
 //! format.
 
+pub use super::submission::RunRef;
 use super::{canonical, condition::CallFacts, submission::Submission, window::Window};
 use serde::{ser::SerializeStruct, Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
-
-/// Caller-side identifiers an agent may attach, echoed back untouched.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RunRef {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thread_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub call_id: Option<String>,
-}
 
 /// One committed tool call. Read through its accessors (its fields are the domain's); built by [`Call::submitted`] (or read
 /// back from its stored form, the members at the top level of the action's record).

@@ -1,7 +1,7 @@
 //! The approval context: what the person countersigns. Its digest binds the approval to
 //! exactly this call and window (SC-INT-06, SC-APP-02).
 
-use super::{action::Quorum, call::Call, canonical, policy::Matched, window::Window};
+use super::{call::Call, canonical, policy::Matched, quorum::Quorum, window::Window};
 use jiff::tz::TimeZone;
 use serde::Serialize;
 use serde_json::Value;

@@ -24,14 +24,15 @@ pub mod time;
 pub mod transition;
 pub mod window;
 
-pub use action::{
-    Action, Actor, ActorKind, Decision, Lease, NextAction, Outcome, RunRef, Standing, State,
-    Terminal,
-};
+pub use action::{Action, Lease, Outcome, Standing};
+pub use actor::{Actor, ActorKind};
 pub use audit::Event;
 pub use call::Call;
+pub use next::NextAction;
+pub use policy::Decision;
 pub use seal::SealReason;
-pub use submission::Submission;
+pub use state::{State, Terminal};
+pub use submission::{RunRef, Submission};
 pub use ticket::{AwaitReason, Ticket};
 pub use transition::{Change, Creation, Transition};
 pub use window::Window;

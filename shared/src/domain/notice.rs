@@ -205,7 +205,7 @@ impl Notice<'_> {
 /// How many approvals a pending action still needs (SC-POL-04).
 fn still_needed(a: &Action) -> u32 {
     match a.next_action() {
-        super::action::NextAction::Approval { still_needed, .. } => still_needed,
+        super::next::NextAction::Approval { still_needed, .. } => still_needed,
         _ => 0,
     }
 }

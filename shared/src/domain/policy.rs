@@ -2,11 +2,23 @@
 //! no match denies (SC-INT-05, SC-POL-01). A condition that cannot be evaluated denies, naming
 //! the rule and the error (SC-POL-02): it never falls through to a later, laxer rule.
 
-use super::action::Decision;
 use super::condition::{Bound, CallFacts, Condition};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::ToSchema;
 use wildmatch::WildMatch;
+
+/// The policy gate's outcome (the runtime contract's Allow, Block, SetResult,
+/// RequireConfirmation, Schedule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Allow,
+    Deny,
+    SetResult,
+    RequireApproval,
+    Schedule,
+}
 
 /// Who may countersign what a rule holds for a person, and how many must (SC-POL-03/04).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -3,7 +3,7 @@
 //! inline script, inline style or secret. What the page *does* is proven in headless Chromium
 //! by `scripts/browser-test.sh` (tests/browser/).
 
-use countersign::{api::ui::CSP, config::Config, embedded::Server};
+use countersign::{api::ui::CSP, boot::embedded::Server, config::Config};
 use countersign_tests::{config_toml, temp_db, ToolServer};
 use std::sync::Arc;
 

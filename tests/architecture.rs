@@ -13,10 +13,8 @@ const RULES: &[Rule] = &[
         room: "domain",
         not: &[
             "api",
-            "aws",
             "clock",
             "config",
-            "embedded",
             "engine",
             "error",
             "notify",
@@ -33,33 +31,33 @@ const RULES: &[Rule] = &[
     // The use cases know the ports, never the HTTP edge or a composition root.
     Rule {
         room: "engine",
-        not: &["api", "aws", "embedded"],
+        not: &["api"],
         io: true,
         only: &[],
     },
     // The adapters serve the engine; none of them calls it, the edge or a composition root.
     Rule {
         room: "store",
-        not: &["api", "embedded", "engine"],
+        not: &["api", "engine"],
         io: true,
         only: &[],
     },
     Rule {
         room: "wake",
-        not: &["api", "embedded", "engine"],
+        not: &["api", "engine"],
         io: true,
         only: &[],
     },
     Rule {
         room: "tools",
-        not: &["api", "embedded", "engine"],
+        not: &["api", "engine"],
         io: true,
         only: &[],
     },
     // The notifier, a room of its own: of the store it knows the outbox port alone.
     Rule {
         room: "notify",
-        not: &["api", "aws", "embedded", "engine", "operate"],
+        not: &["api", "engine", "operate"],
         io: true,
         only: &[("store", &["Outbox", "StoreError"])],
     },
@@ -67,7 +65,7 @@ const RULES: &[Rule] = &[
     // domain, beside the engine rather than through it; they serve no HTTP and wire nothing.
     Rule {
         room: "operate",
-        not: &["api", "aws", "embedded", "engine", "notify"],
+        not: &["api", "engine", "notify"],
         io: true,
         only: &[],
     },
@@ -75,11 +73,16 @@ const RULES: &[Rule] = &[
     // the use cases or the stores.
     Rule {
         room: "identity",
-        not: &["api", "embedded", "engine", "store", "wake", "tools"],
+        not: &["api", "engine", "store", "tools", "wake"],
         io: true,
         only: &[],
     },
 ];
+
+/// The composition roots (`boot/`: the self-hosted server, the Lambda wiring, the engine a
+/// process serves): they wire every other room, and no room of the crate names them — only the
+/// binaries under `functions/` (and the tests) do.
+const ROOTS: &str = "boot";
 
 /// Production files longer than this say in their first lines — the module's `//!` comment —
 /// why they are one room, in words that contain "one room" or "500 lines".
@@ -394,25 +397,31 @@ fn named_by(file: &str, source: &str, roots: &BTreeMap<String, String>) -> Vec<S
 /// What the rules say of one file of the shared crate: each broken rule as "names x".
 fn broken(file: &str, source: &str, roots: &BTreeMap<String, String>) -> Vec<String> {
     let module = module_of(file);
+    let named = named_by(file, source, roots);
+    let mut found: Vec<String> = named
+        .iter()
+        .filter(|n| *n == &format!("room:{ROOTS}") && module.first().is_some_and(|m| m != ROOTS))
+        .map(|_| format!("names {ROOTS}"))
+        .collect();
     let Some(rule) = RULES
         .iter()
         .find(|r| module.first().is_some_and(|m| m == r.room))
     else {
-        return Vec::new();
+        return found;
     };
-    named_by(file, source, roots)
-        .into_iter()
-        .filter_map(|n| match n.split_once(':') {
-            Some(("room", r)) if rule.not.contains(&r) => Some(format!("names {r}")),
-            Some(("crate", c)) if !rule.io && does_io(c) => Some(format!("names {c}")),
-            Some(("item", i)) => {
-                let (room, item) = i.split_once("::")?;
-                let (_, allowed) = rule.only.iter().find(|(r, _)| *r == room)?;
-                (!allowed.contains(&item)).then(|| format!("names {room}::{item}"))
-            }
-            _ => None,
-        })
-        .collect()
+    found.extend(named.into_iter().filter_map(|n| match n.split_once(':') {
+        Some(("room", r)) if rule.not.contains(&r) => Some(format!("names {r}")),
+        Some(("crate", c)) if !rule.io && does_io(c) => Some(format!("names {c}")),
+        Some(("item", i)) => {
+            let (room, item) = i.split_once("::")?;
+            let (_, allowed) = rule.only.iter().find(|(r, _)| *r == room)?;
+            (!allowed.contains(&item)).then(|| format!("names {room}::{item}"))
+        }
+        _ => None,
+    }));
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// Files that only tests compile: `#[cfg(test)] mod x;` names `x.rs` beside its parent's
@@ -504,7 +513,7 @@ fn violations() -> Vec<(String, String)> {
 /// Rooms whose modules import one another one way only: no module of the room reaches itself
 /// again through the others' imports (`domain::action` → `domain::context` →
 /// `domain::action` was one, through `Quorum`).
-const ONE_WAY: &[&str] = &["domain", "engine", "api", "store"];
+const ONE_WAY: &[&str] = &["domain", "engine", "api", "store", "boot"];
 
 /// The modules a room is made of: its first-level files and folders (`domain/condition/` is
 /// `condition`), `mod.rs` aside.
@@ -645,7 +654,10 @@ fn issue29_the_circle_check_sees_a_circle() {
     let modules: BTreeSet<String> = ["a", "b", "c"].map(String::from).into();
     let file = |name: &str, text: &str| (format!("shared/src/room/{name}"), text.to_owned());
     let files = [
-        file("mod.rs", "pub mod a; pub mod b; pub mod c; pub use c::Thing;"),
+        file(
+            "mod.rs",
+            "pub mod a; pub mod b; pub mod c; pub use c::Thing;",
+        ),
         file("a.rs", "use super::b::B;"),
         file("b.rs", "fn f() -> crate::room::Thing { todo!() }"),
         file("c/mod.rs", "mod deep;"),
@@ -664,8 +676,8 @@ fn issue29_the_circle_check_sees_a_circle() {
     assert_eq!(edges["c"], ["a"].map(String::from).into());
 }
 
-/// Issue 29 (docs/architecture.md): the domain names no other room and no crate that does
-/// I/O; the engine names neither the HTTP API nor a composition root; the adapters name neither
+/// Issue 29 (docs/architecture.md): no room but the composition roots (`boot/`) names them; the
+/// domain names no other room and no crate that does I/O; the engine names not the HTTP API; the adapters name neither
 /// the engine nor the API; the notifier names of the store only its outbox port; no production file is over 500 lines unless its first lines say why
 /// it is one room. Known debts excepted, and only those.
 #[test]
@@ -760,6 +772,18 @@ fn issue29_the_scanner_reads_paths_not_comments() {
         ["names store::Actions"]
     );
     assert_eq!(notify("use crate::Engine;"), ["names engine"]);
+    // Only the composition roots name the composition roots; they name what they wire.
+    let api = |source: &str| broken("shared/src/api/router.rs", source, &roots);
+    assert_eq!(api("use crate::boot::live::Live;"), ["names boot"]);
+    assert_eq!(
+        api("use crate::{engine::Engine, store::Store};"),
+        Vec::<String>::new()
+    );
+    let root = |source: &str| broken("shared/src/boot/aws/function.rs", source, &roots);
+    assert_eq!(
+        root("use crate::{api, boot::live::Live, store::dynamodb::DynamoStore};"),
+        Vec::<String>::new()
+    );
     // A long file passes only where its first lines say why it is one room.
     let long = format!("//! The store.\n{}", "fn f() {}\n".repeat(MAX_LINES + 1));
     assert!(production_lines(&long) > MAX_LINES && !says_one_room(&long));

@@ -17,7 +17,9 @@ use aws_sdk_ssm::types::ParameterType;
 use aws_support::{apigw_v2, function_event, AwsWorld, Reply, RESUME_ARN, ROLE_ARN};
 use countersign::{
     api::{self, Routes},
-    aws::{self, Approve, Boot, BootError, Cancel, Duties, Function, Intake, Resume, ResumeEvent},
+    boot::aws::{
+        self, Approve, Boot, BootError, Cancel, Duties, Function, Intake, Resume, ResumeEvent,
+    },
     telemetry, SystemClock,
 };
 use countersign_tests::{in_secs, keys};

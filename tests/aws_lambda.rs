@@ -13,7 +13,7 @@ mod aws_support;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_support::{AwsWorld, RESUME_ARN, ROLE_ARN};
 use countersign::{
-    aws::{self, ResumeEvent},
+    boot::aws::{self, ResumeEvent},
     store::dynamodb::DynamoStore,
     tools::Executors,
     Engine,

@@ -145,8 +145,8 @@ async fn sc_edge_09_scheduler_early_wake_replaces_the_fired_schedule_with_a_late
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let input = armed.target().unwrap().input().unwrap().to_owned();
-    let event: countersign::aws::ResumeEvent = serde_json::from_str(&input).unwrap();
-    let countersign::aws::ResumeEvent::Wake(delivered) = event else {
+    let event: countersign::boot::aws::ResumeEvent = serde_json::from_str(&input).unwrap();
+    let countersign::boot::aws::ResumeEvent::Wake(delivered) = event else {
         panic!("{input}")
     };
     let outcome = engine.resume(&delivered).await.unwrap();

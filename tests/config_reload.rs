@@ -11,7 +11,7 @@
 mod reload_support;
 
 use countersign::{
-    embedded::{self, Server},
+    boot::embedded::{self, Server},
     telemetry,
 };
 use countersign_tests::{

@@ -3,13 +3,13 @@
 //! offline with the tenant's public key (SC-SEC-07).
 
 use countersign::{
+    boot::embedded::{Database, Parts, Server},
     config::Config,
     domain::{
         canonical,
         deed::{public_key_from_pem, Deed, DeedError},
         State,
     },
-    embedded::{Database, Parts, Server},
 };
 use countersign_tests::{
     config_toml, keys, postgres, raw::Raw, temp_db, Api, ToolServer, DEED_KID, DEED_PUBLIC_PEM,

@@ -1,7 +1,9 @@
 //! SC-EDGE-03 Durable commits: a transition that was answered, or after which a tool was
 //! called, survives a crash of the process or of the host.
 
-use countersign::{config::Config, embedded::Server, store::sqlite::SqliteStore, store::Actions};
+use countersign::{
+    boot::embedded::Server, config::Config, store::sqlite::SqliteStore, store::Actions,
+};
 use countersign_tests::{child_server, config_toml, in_secs, keys, temp_db, Api, ToolServer};
 use serde_json::json;
 use std::sync::Arc;

@@ -4,9 +4,9 @@
 //! main branch before the fix it names; its comment says what it caught.
 
 use countersign::{
+    boot::embedded::{Database, Parts, Server},
     config::Config,
     domain::{resume::Wake, Action, State},
-    embedded::{Database, Parts, Server},
     engine::ResumeOutcome,
     store::Actions,
     tools::{Call, Executors, ToolAnswer, ToolRunner},

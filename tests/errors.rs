@@ -2,7 +2,7 @@
 //! an unknown route is `route_not_found`, distinct from a resource that is `not_found`, and each
 //! message names what was not found.
 
-use countersign::{config::Config, embedded::Server};
+use countersign::{boot::embedded::Server, config::Config};
 use countersign_tests::{config_toml, keys, temp_db, Api, ToolServer};
 use reqwest::Method;
 use serde_json::{json, Value};

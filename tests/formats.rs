@@ -434,7 +434,7 @@ async fn write_fixtures_before_the_call_type() {
     std::fs::create_dir_all(&dir).unwrap();
 
     let db = temp_db("fixtures");
-    let place = Place::Db(countersign::embedded::Database::Sqlite(db.clone()));
+    let place = Place::Db(countersign::boot::embedded::Database::Sqlite(db.clone()));
     let store = SqliteStore::open(&db).unwrap();
     let sqlite = serve_walk(&place, &store).await;
     drop(store);

@@ -10,9 +10,9 @@
 //! `retry` tool, run a second time by the sweep; a SIGTERM did not wait for such a run.
 
 use countersign::{
+    boot::embedded::{Database, Parts, Server},
     config::Config,
     domain::State,
-    embedded::{Database, Parts, Server},
 };
 use countersign_tests::{
     child_server, config_toml, in_secs, keys, postgres, temp_db, Api, Behaviour, Received,

@@ -1,7 +1,7 @@
 //! A hostile agent against the local server over real HTTP (SPEC §4 Security). Each test names
 //! the SC-SEC rule it proves.
 
-use countersign::{config::Config, embedded::Server, store::sqlite::SqliteStore};
+use countersign::{boot::embedded::Server, config::Config, store::sqlite::SqliteStore};
 use countersign_tests::faults::FaultyStore;
 use countersign_tests::{
     config_toml, in_secs, keys, on_every_store,

@@ -177,7 +177,7 @@ struct World {
     api: Api,
     idp: Idp,
     _tools: ToolServer,
-    _server: countersign::embedded::Server,
+    _server: countersign::boot::embedded::Server,
 }
 
 async fn world(backend: Backend, label: &str, extra: &str) -> World {
@@ -818,12 +818,12 @@ async fn sc_id_05_the_mcp_sdks_authorize_on_their_own() {
             .and_then(Config::read_keys)
             .unwrap(),
     );
-    let db = countersign::embedded::Database::Sqlite(countersign_tests::temp_db("id05"));
-    let server = countersign::embedded::Server::start_on(
+    let db = countersign::boot::embedded::Database::Sqlite(countersign_tests::temp_db("id05"));
+    let server = countersign::boot::embedded::Server::start_on(
         config,
         &db,
         format!("127.0.0.1:{port}").parse().unwrap(),
-        countersign::embedded::Parts::default(),
+        countersign::boot::embedded::Parts::default(),
     )
     .await
     .expect("the server starts");

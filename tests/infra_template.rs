@@ -5,7 +5,7 @@
 
 use countersign::{
     api::ROUTES,
-    aws::{ENV_VARS, HTTP_ENV},
+    boot::aws::{ENV_VARS, HTTP_ENV},
 };
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -223,7 +223,7 @@ fn issue4_sc_api_every_route_the_router_serves_is_routed_to_its_function_and_not
 fn issue4_env_vars_lists_every_countersign_variable_the_wiring_reads() {
     // The constant is the test's source; make sure it is complete: every COUNTERSIGN_*
     // literal in the AWS wiring and the function binaries is in it.
-    let mut sources = vec![read("shared/src/aws.rs")];
+    let mut sources = vec![read("shared/src/boot/aws.rs")];
     for name in FUNCTIONS {
         sources.push(read(&format!("functions/{name}/src/main.rs")));
     }
@@ -242,7 +242,7 @@ fn issue4_env_vars_lists_every_countersign_variable_the_wiring_reads() {
     let listed: BTreeSet<String> = ENV_VARS.iter().map(|s| s.to_string()).collect();
     assert_eq!(
         named, listed,
-        "countersign::aws::ENV_VARS must name exactly the COUNTERSIGN_* variables the wiring reads"
+        "countersign::boot::aws::ENV_VARS must name exactly the COUNTERSIGN_* variables the wiring reads"
     );
 }
 
@@ -324,7 +324,7 @@ fn issue14_every_function_has_lambda_http_leave_the_stage_out() {
         assert!(own.is_null(), "{name} ({id}) overrides {var}");
     }
     assert!(
-        !read("shared/src/aws.rs").contains("strip_prefix(&format!(\"/{stage}"),
+        !read("shared/src/boot/aws.rs").contains("strip_prefix(&format!(\"/{stage}"),
         "no hand-written stage stripper"
     );
 }
@@ -546,10 +546,13 @@ fn issue4_sc_rec_01_the_sweep_runs_every_minute_and_no_function_can_delete_it() 
         !name.starts_with("cs-"),
         "the functions may manage cs-* wake schedules only; the sweep is not one"
     );
-    let input: countersign::aws::ResumeEvent =
+    let input: countersign::boot::aws::ResumeEvent =
         serde_json::from_str(p["Target"]["Input"].as_str().unwrap())
             .expect("the resume function accepts the sweep's input");
-    assert!(matches!(input, countersign::aws::ResumeEvent::Sweep(_)));
+    assert!(matches!(
+        input,
+        countersign::boot::aws::ResumeEvent::Sweep(_)
+    ));
     assert_eq!(
         p["Target"]["DeadLetterConfig"]["Arn"],
         get_att("WakeDeadLetterQueue", "Arn")

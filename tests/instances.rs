@@ -6,8 +6,8 @@
 //! default 1,000) and `COUNTERSIGN_TEST_DUE` (the burst due in one second, default 1,000).
 
 use countersign::{
+    boot::embedded::{Database, Parts, Server},
     config::Config,
-    embedded::{Database, Parts, Server},
     store::postgres::Options,
 };
 use countersign_tests::{config_toml, keys, postgres, Api, Behaviour, ToolServer};

@@ -1,6 +1,6 @@
 //! The local server over real HTTP, with tools over real HTTP. Each test names its scenario.
 
-use countersign::{config::Config, domain::Event, embedded::Server};
+use countersign::{boot::embedded::Server, config::Config, domain::Event};
 use countersign_tests::{config_toml, in_secs, keys, temp_db, Api, Behaviour, ToolServer};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};

@@ -1,7 +1,7 @@
 //! A restart loses nothing: committed waiting tickets survive the process and run in their
 //! windows after a new start (the in-process waker rediscovers them from the store).
 
-use countersign::{config::Config, embedded::Server};
+use countersign::{boot::embedded::Server, config::Config};
 use countersign_tests::{config_toml, in_secs, keys, temp_db, Api, ToolServer};
 use serde_json::json;
 use std::sync::Arc;

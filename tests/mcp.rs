@@ -7,8 +7,8 @@
 //! that count their calls. Each test names its SC-MCP scenario.
 
 use countersign::{
+    boot::embedded::{Parts, Server},
     config::Config,
-    embedded::{Parts, Server},
 };
 use countersign_tests::faults::FaultyStore;
 use countersign_tests::{config_toml, in_secs, keys, temp_db, Api, Behaviour, ToolServer};

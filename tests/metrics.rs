@@ -2,7 +2,7 @@
 //! lifecycles — an allowed call that runs, an approval denied, one cancelled — and parsed as the
 //! Prometheus text format. One test in its own binary: the recorder is process-wide.
 
-use countersign::{config::Config, embedded::Server, telemetry};
+use countersign::{boot::embedded::Server, config::Config, telemetry};
 use countersign_tests::{config_toml, keys, temp_db, Api, ToolServer};
 use serde_json::json;
 use std::collections::HashMap;

@@ -4,9 +4,9 @@
 //! in `aws_notifications.rs`.
 
 use countersign::{
+    boot::embedded::{Database, Parts, Server},
     config::Config,
     domain::State,
-    embedded::{Database, Parts, Server},
     store::Store,
     tools::Executors,
     Engine, SystemClock,

@@ -1,7 +1,7 @@
 //! The OpenAPI document (generated from the code) is what the server serves, what the
 //! repository commits, and covers every route the router serves.
 
-use countersign::{api, config::Config, embedded::Server};
+use countersign::{api, boot::embedded::Server, config::Config};
 use countersign_tests::{config_toml, temp_db, ToolServer};
 use serde_json::Value;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! groups, quorum, explanations. The engine runs over SQLite, DynamoDB (LocalStack) and Postgres
 //! with an injected clock; each store-facing guarantee is proven on all three.
 
-use countersign::embedded::Server;
+use countersign::boot::embedded::Server;
 use countersign::{
     config::Config,
     domain::{audit, deed::Deed, Action, NextAction, State},

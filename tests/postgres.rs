@@ -3,8 +3,8 @@
 //! durability settings (SC-EDGE-03).
 
 use countersign::{
+    boot::embedded::{Database, Parts, Server},
     config::Config,
-    embedded::{Database, Parts, Server},
     operate::invariants::{self, Rule},
     store::postgres::{Options, PostgresStore},
     Clock, SystemClock,
@@ -372,7 +372,7 @@ async fn sc_can_03_postgres_claims_committed_together_skip_a_ticket_whose_cancel
 /// was skipped for as long as the first one's pass ran.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sc_rec_01_postgres_sweep_holds_nothing_across_tool_runs() {
-    use countersign::{embedded::sweep_turn, store::Actions, tools::Executors, Engine};
+    use countersign::{boot::embedded::sweep_turn, store::Actions, tools::Executors, Engine};
     use countersign_tests::{submission, Behaviour, RecordingWaker};
     let url =
         postgres::fresh_url("sweepturn").await + "%20-cidle_in_transaction_session_timeout%3D500";

@@ -13,9 +13,9 @@ mod aws_support;
 
 use aws_support::AwsWorld;
 use countersign::{
+    boot::embedded::{Database, Parts, Server},
     clock::ManualClock,
     config::Config,
-    embedded::{Database, Parts, Server},
     store::{sqlite::SqliteStore, Store},
     tools::Executors,
     Clock, Engine,

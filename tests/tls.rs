@@ -5,7 +5,7 @@
 //!
 //! Its own test binary: it sends SIGHUP to itself, which only the server's handler may see.
 
-use countersign::{config::Config, embedded::Server};
+use countersign::{boot::embedded::Server, config::Config};
 use countersign_tests::{config_toml, keys, temp_db, ToolServer};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use std::{

@@ -8,9 +8,9 @@ mod aws_support;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_support::AwsWorld;
 use countersign::{
+    boot::embedded::{Database, Parts, Server},
     config::Config,
     domain::Transition,
-    embedded::{Database, Parts, Server},
     operate::invariants::{self, Rule},
     store::{sqlite::SqliteStore, Actions, Store},
     Clock, SystemClock,

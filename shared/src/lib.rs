@@ -14,20 +14,18 @@
 //!   (`countersign-server policy test`).
 //! - [`identity`] — OAuth access tokens from a tenant's identity provider, verified locally.
 //! - [`config`] — the one TOML document: tenants, keys, policy, action kinds, tool catalog.
-//! - [`live`] — the configuration a running process serves, reloaded whole (SC-OPS-03).
+//! - [`boot`] — the composition roots: the self-hosted server and the Lambda wiring, each
+//!   choosing the adapters and starting an engine over them; the configuration a running
+//!   process serves, reloaded whole (SC-OPS-03).
 
 pub mod api;
-#[cfg(feature = "aws")]
-pub mod aws;
+pub mod boot;
 pub mod clock;
 pub mod config;
 pub mod domain;
-#[cfg(feature = "embedded")]
-pub mod embedded;
 pub mod engine;
 pub mod error;
 pub mod identity;
-pub mod live;
 pub mod notify;
 pub mod operate;
 pub mod store;

@@ -10,7 +10,7 @@ pub mod capacity;
 
 use aws_config::SdkConfig;
 use countersign::{
-    aws::{self, ResumeEvent, Settings},
+    boot::aws::{self, ResumeEvent, Settings},
     clock::ManualClock,
     config::Config,
     domain::resume::Wake,

@@ -5,7 +5,7 @@
 //!
 //!   cargo bench -p countersign-tests --bench local_throughput [-- N CONCURRENCY]
 
-use countersign::{config::Config, embedded::Server};
+use countersign::{boot::embedded::Server, config::Config};
 use countersign_tests::{config_toml, keys, temp_db, Api, ToolServer};
 use serde_json::json;
 use std::{sync::Arc, time::Instant};

@@ -6,7 +6,7 @@
 //!
 //!   cargo bench -p countersign-tests --bench notify_latency [-- N]
 
-use countersign::{config::Config, embedded::Server};
+use countersign::{boot::embedded::Server, config::Config};
 use countersign_tests::{
     config_toml, keys,
     receiver::{notify_toml, Mode, Receiver},

@@ -18,9 +18,9 @@
 
 use axum::{body::Bytes, extract::Path, http::HeaderMap, routing::post, Router};
 use countersign::{
+    boot::embedded::{Database, Parts, Server},
     config::Config,
     domain::{Action, State},
-    embedded::{Database, Parts, Server},
     operate::invariants,
     store::{ListQuery, Store},
 };

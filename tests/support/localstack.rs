@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
 };
-use countersign::{aws, store::dynamodb::DynamoStore};
+use countersign::{boot::aws, store::dynamodb::DynamoStore};
 use serde_json::Value;
 use std::sync::Once;
 

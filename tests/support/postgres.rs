@@ -44,8 +44,8 @@ pub fn with_schema(url: &str, schema: &str) -> String {
 }
 
 /// The local server's database on a fresh schema.
-pub async fn database(label: &str) -> countersign::embedded::Database {
-    countersign::embedded::Database::Postgres {
+pub async fn database(label: &str) -> countersign::boot::embedded::Database {
+    countersign::boot::embedded::Database::Postgres {
         url: fresh_url(label).await,
         options: Options::default(),
     }

@@ -1,7 +1,7 @@
 //! Raw SQL on the local server's database, behind the store's back: the tests that damage
 //! records (SC-EDGE-08, SC-SEC-06) do it the same way on SQLite and on Postgres.
 
-use countersign::embedded::Database;
+use countersign::boot::embedded::Database;
 
 /// A plain connection to a [`Database`].
 pub enum Raw {

@@ -4,8 +4,8 @@
 //! tests that prove one guarantee on every store (`on_every_store!`) start from here.
 
 use countersign::{
+    boot::embedded::{Database, Parts, Server},
     config::Config,
-    embedded::{Database, Parts, Server},
     store::{dynamodb::DynamoStore, sqlite::SqliteStore, Store},
 };
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! The `approve` function: POST /v1/actions/{id}/approve and /deny, from API Gateway
 //! (REST v1 or HTTP API v2 events). It serves only its own routes of the local server's router
-//! (`api::approve_routes`), the paths API Gateway routes here. All wiring is in `countersign::aws`.
+//! (`api::approve_routes`), the paths API Gateway routes here. All wiring is in `countersign::boot::aws`.
 
-use countersign::aws;
+use countersign::boot::aws;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {

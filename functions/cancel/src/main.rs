@@ -1,8 +1,8 @@
 //! The `cancel` function: POST /v1/actions/{id}/cancel and the stops (POST /v1/stops, DELETE /v1/stops/{scope}), from API Gateway
 //! (REST v1 or HTTP API v2 events). It serves only its own routes of the local server's router
-//! (`api::cancel_routes`), the paths API Gateway routes here. All wiring is in `countersign::aws`.
+//! (`api::cancel_routes`), the paths API Gateway routes here. All wiring is in `countersign::boot::aws`.
 
-use countersign::aws;
+use countersign::boot::aws;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {

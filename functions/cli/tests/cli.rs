@@ -2,7 +2,7 @@
 //! compiled CLI as a process, as a script or a person would, and checks its output, its effect
 //! (read back through the API) and its exit code.
 
-use countersign::{config::Config, embedded::Server};
+use countersign::{boot::embedded::Server, config::Config};
 use countersign_tests::{config_toml, in_secs, keys, temp_db, Api, ToolServer};
 use serde_json::{json, Value};
 use std::{io::Write, process::Stdio, sync::Arc};

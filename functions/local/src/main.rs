@@ -5,9 +5,9 @@ mod verify;
 
 use clap::{Parser, Subcommand};
 use countersign::{
+    boot::embedded::{self, Database, Parts, Server},
     config::Config,
     domain::deed,
-    embedded::{self, Database, Parts, Server},
     store::postgres,
 };
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};

@@ -1,8 +1,8 @@
 //! `countersign-server verify`: the store-wide invariant check, printed.
 
 use countersign::{
+    boot::embedded::Database,
     config::Config,
-    embedded::Database,
     operate::invariants,
     store::{postgres::PostgresStore, sqlite::SqliteStore, Store},
     Clock, SystemClock,
@@ -80,7 +80,7 @@ async fn open(
         (None, Database::Sqlite(path)) => Ok(Arc::new(SqliteStore::open_existing(&path)?)),
         #[cfg(feature = "aws")]
         (Some(table), _) => {
-            let sdk = countersign::aws::sdk_config().await;
+            let sdk = countersign::boot::aws::sdk_config().await;
             let client = aws_sdk_dynamodb::Client::new(&sdk);
             Ok(Arc::new(
                 countersign::store::dynamodb::DynamoStore::existing(client, table).await?,

@@ -3,7 +3,7 @@
 //! error a retry can fix (store or Scheduler unavailable) fails the invocation, reported as
 //! `Retryable.<kind>`, so the delivery is retried; a permanent one is answered `dropped`.
 
-use countersign::aws::{self, ResumeEvent};
+use countersign::boot::aws::{self, ResumeEvent};
 use lambda_runtime::{service_fn, LambdaEvent};
 
 #[tokio::main]

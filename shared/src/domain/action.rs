@@ -2,9 +2,9 @@
 
 pub use super::actor::{Actor, ActorKind};
 pub use super::policy::Decision;
-pub use super::submission::RunRef;
 pub use super::quorum::{Quorum, Signoff};
 pub use super::state::{State, Terminal};
+pub use super::submission::RunRef;
 use super::{call::Call, ticket::Ticket};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};

@@ -76,7 +76,7 @@ impl Engine {
     /// This engine under another configuration (a reload, SC-OPS-03): the same store, waker,
     /// tools, clock, worker name and runs. The configuration is never changed in place: an
     /// operation that holds an engine sees one configuration from start to end, and a reload
-    /// swaps in a whole new engine (`crate::live`). A drain waits for the runs of every one.
+    /// swaps in a whole new engine (`crate::boot::live`). A drain waits for the runs of every one.
     pub fn with_config(&self, config: Arc<Config>) -> Engine {
         Engine {
             config,

@@ -8,7 +8,7 @@
 //! writer (the log's frames: whole pages) from its checkpointer (pages copied back).
 
 use crate::world;
-use countersign::{config::Config, embedded::Server, store::sqlite};
+use countersign::{boot::embedded::Server, config::Config, store::sqlite};
 use serde_json::json;
 use std::sync::{
     atomic::{AtomicUsize, Ordering},

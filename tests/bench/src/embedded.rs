@@ -5,7 +5,7 @@
 //! transaction (and one fsync) each.
 
 use crate::{stats::Summary, world};
-use countersign::{config::Config, embedded::Server, store::sqlite};
+use countersign::{boot::embedded::Server, config::Config, store::sqlite};
 use rusqlite::{params, Connection};
 use serde_json::json;
 use std::{

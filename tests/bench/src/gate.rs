@@ -7,7 +7,7 @@
 //! machine's disk or load falls on both.
 
 use crate::{embedded, stats::Summary, world};
-use countersign::{config::Config, embedded::Server};
+use countersign::{boot::embedded::Server, config::Config};
 use serde_json::json;
 use std::{sync::Arc, time::Instant};
 

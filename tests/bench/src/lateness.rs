@@ -4,7 +4,7 @@
 //! or calls are counted (the goal is none of either).
 
 use crate::{stats::Summary, world};
-use countersign::{config::Config, embedded::Server};
+use countersign::{boot::embedded::Server, config::Config};
 use countersign_tests::{keys, Api};
 use jiff::{RoundMode, SignedDuration, Timestamp, TimestampRound, Unit};
 use serde_json::{json, Value};

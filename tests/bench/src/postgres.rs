@@ -10,8 +10,8 @@ use crate::{
     world,
 };
 use countersign::{
+    boot::embedded::{Database, Parts, Server},
     config::Config,
-    embedded::{Database, Parts, Server},
     store::postgres::{Options, PostgresStore},
 };
 use countersign_tests::{

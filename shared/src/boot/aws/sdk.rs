@@ -193,7 +193,7 @@ mod tests {
     /// The README's AWS section lists what the functions read (docs match the code).
     #[test]
     fn sc_ops_02_readme_names_every_sdk_variable() {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../../../README.md");
         for name in SDK_ENV_VARS {
             assert!(
                 readme.contains(&format!("`{name}`")),

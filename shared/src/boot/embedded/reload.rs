@@ -3,8 +3,8 @@
 //! not load.
 
 use crate::{
+    boot::live::{Live, Refusal},
     config::{Config, ConfigError},
-    live::{Live, Refusal},
 };
 use std::{
     path::{Path, PathBuf},

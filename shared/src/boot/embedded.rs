@@ -3,9 +3,9 @@
 //! over this; tests start it the same way.
 
 use crate::{
+    boot::live::Live,
     config::Config,
     domain::resume::Wake,
-    live::Live,
     notify::{self, Notifier},
     store::{
         postgres::{self, PostgresStore},

@@ -2,7 +2,7 @@
 //! configuration document read from its source with the secrets it names, the engine built over
 //! it — and, when the document lives in SSM, a look for a changed one at the start of an
 //! invocation that finds a look due: at most every `COUNTERSIGN_CONFIG_RECHECK`, never per
-//! request. A changed document that loads is served from then on (`crate::live`: operations
+//! request. A changed document that loads is served from then on (`crate::boot::live`: operations
 //! under way keep the engine they took); one that does not leaves the current one serving,
 //! counted, and is tried again at the next look.
 
@@ -13,8 +13,8 @@ use super::{
 };
 use crate::{
     api::Routes,
+    boot::live::{Live, Refusal},
     config::{Conditions, Config, ConfigError},
-    live::{Live, Refusal},
     tools::{secrets::Secrets, Executors, ToolRunner},
     wake::scheduler::SchedulerTarget,
     Clock, Engine, SystemClock,

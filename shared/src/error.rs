@@ -1,5 +1,5 @@
-//! The engine's errors. Each variant is one stable API code; `api::error` maps them to HTTP in
-//! exactly one place.
+//! The engine's errors. Each variant is one stable API code; `api::error::ApiError` wraps them
+//! beside the refusals only HTTP makes, and maps them all to HTTP in exactly one place.
 
 use crate::domain::{countersign::Objection, SealReason, State};
 
@@ -7,19 +7,11 @@ use crate::domain::{countersign::Objection, SealReason, State};
 pub enum Error {
     #[error("{message}")]
     Validation { param: String, message: String },
-    #[error("missing or unknown API key")]
-    Unauthenticated,
     #[error("{0}")]
     Forbidden(String),
     /// A resource that is not there (another tenant's counts as not there).
     #[error("{0}")]
     NotFound(Missing),
-    /// No route has this method and path: a wrong address, not a missing resource.
-    #[error("no route {method} {path}")]
-    RouteNotFound { method: String, path: String },
-    /// The path is served, but not with this method (the answer's `Allow` lists those it is).
-    #[error("{path} does not accept {method}")]
-    MethodNotAllowed { method: String, path: String },
     /// Intake refusals: the action is recorded sealed `denied`; the id lets the caller read it.
     #[error("{message}")]
     Refused {
@@ -38,10 +30,6 @@ pub enum Error {
     ActionNotSealed { state: State },
     #[error("this Idempotency-Key was used with a different payload")]
     IdempotencyConflict,
-    #[error("{0}")]
-    PayloadTooLarge(String),
-    #[error("too many requests: retry after {retry_after_secs} s")]
-    RateLimited { retry_after_secs: u64 },
     /// A dependency (store, wake) failed; retryable by the caller.
     #[error("temporarily unavailable: {0}")]
     Unavailable(String),
@@ -57,10 +45,6 @@ pub enum Missing {
     Notification(String),
     /// A stop to lift: an agent id, or `*` for the tenant's.
     Stop(String),
-    /// A file of the approver page.
-    PageFile(String),
-    /// A path segment that does not decode names nothing.
-    Undecodable,
 }
 
 impl std::fmt::Display for Missing {
@@ -70,10 +54,6 @@ impl std::fmt::Display for Missing {
             Missing::Notification(id) => write!(f, "no such notification: {}", shown(id)),
             Missing::Stop(scope) if scope == "*" => f.write_str("no stop for the whole tenant"),
             Missing::Stop(agent) => write!(f, "no stop for agent {}", shown(agent)),
-            Missing::PageFile(name) => {
-                write!(f, "no such file of the approver page: {}", shown(name))
-            }
-            Missing::Undecodable => f.write_str("no such resource: the path is not valid UTF-8"),
         }
     }
 }

@@ -4,11 +4,15 @@
 //! §5.1, SC-ID-01): `WWW-Authenticate: Bearer resource_metadata="…"`, with `invalid_token` where
 //! a credential was sent, and `insufficient_scope` with the scope a route needs.
 
-use super::{error::ErrorBody, rate::RateLimits, resource};
+use super::{
+    error::{ApiError, ErrorBody},
+    rate::RateLimits,
+    resource,
+};
 use crate::{
     config::{Principal, Role},
     identity::{Need, TokenError, Verifier},
-    Engine, Error,
+    Engine,
 };
 use axum::{
     extract::FromRequestParts,
@@ -124,7 +128,7 @@ impl Refusal {
             StatusCode::FORBIDDEN => "forbidden",
             _ => "unavailable",
         };
-        let mut body: ErrorBody = Error::Unauthenticated.body();
+        let mut body: ErrorBody = ApiError::Unauthenticated.body();
         body.error.code = code;
         body.error.message = self.message();
         let challenge = self.challenge(engine, headers, mcp);

@@ -1,6 +1,7 @@
 //! The request bodies and their shape checks: what a caller may send, turned into the domain
 //! values the engine takes. The engine never sees a body.
 
+use super::error::ApiError;
 use crate::{
     domain::{canonical, submission::MAX_ID, RunRef, Submission, Window},
     Error,
@@ -49,7 +50,7 @@ pub struct RequestedWindow {
 impl SubmitRequest {
     /// The call in shape, or the first field at fault. The window's rules that depend on the
     /// time (SC-INT-02) are the intake's.
-    pub fn into_submission(self) -> Result<Submission, Error> {
+    pub fn into_submission(self) -> Result<Submission, ApiError> {
         self.check_shape()?;
         // Of the payload as sent (window text included): what an idempotent replay must repeat.
         let payload_digest = canonical::digest(&self);
@@ -70,19 +71,20 @@ impl SubmitRequest {
         })
     }
 
-    fn check_shape(&self) -> Result<(), Error> {
+    fn check_shape(&self) -> Result<(), ApiError> {
         if self.tool.trim().is_empty() {
-            return Err(Error::validation("tool", "tool must be a non-empty string"));
+            return Err(Error::validation("tool", "tool must be a non-empty string").into());
         }
         if self.tool.len() > MAX_TOOL {
-            return Err(Error::validation("tool", "tool must be at most 256 bytes"));
+            return Err(Error::validation("tool", "tool must be at most 256 bytes").into());
         }
         if let Some(kind) = &self.action_kind {
             if kind.trim().is_empty() || kind.len() > MAX_ID {
                 return Err(Error::validation(
                     "action_kind",
                     format!("action_kind must be 1–{MAX_ID} bytes, or null"),
-                ));
+                )
+                .into());
             }
         }
         if let Some(run) = &self.run {
@@ -92,7 +94,7 @@ impl SubmitRequest {
             .map(|v| v.len())
             .unwrap_or(usize::MAX);
         if size > MAX_ARGS {
-            return Err(Error::PayloadTooLarge(format!(
+            return Err(ApiError::PayloadTooLarge(format!(
                 "args is {size} bytes; the limit is {MAX_ARGS}"
             )));
         }

@@ -1,6 +1,8 @@
-//! The one mapping from engine errors to HTTP: status + stable code (SPEC §3).
+//! The HTTP layer's error and the one mapping from errors to HTTP: status + stable code + body
+//! (SPEC §3). [`ApiError`] is the engine's [`Error`] or a refusal only HTTP makes (no route, a
+//! wrong method, no key, a body too large, too many requests); the engine knows none of these.
 
-use crate::{domain::State, Error};
+use crate::{domain::State, error::shown, Error};
 use axum::{
     http::StatusCode,
     response::{IntoResponse, Response},
@@ -37,25 +39,59 @@ pub struct ErrorDetail {
     pub context_digest: Option<String>,
 }
 
-impl Error {
+/// What a handler answers when it does not succeed: the engine's error, or one of the HTTP
+/// layer's own. Handlers return it; `?` on an engine call wraps the engine's.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(transparent)]
+    Engine(#[from] Error),
+    #[error("missing or unknown API key")]
+    Unauthenticated,
+    /// No route has this method and path: a wrong address, not a missing resource.
+    #[error("no route {method} {path}")]
+    RouteNotFound { method: String, path: String },
+    /// The path is served, but not with this method (the answer's `Allow` lists those it is).
+    #[error("{path} does not accept {method}")]
+    MethodNotAllowed { method: String, path: String },
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("too many requests: retry after {retry_after_secs} s")]
+    RateLimited { retry_after_secs: u64 },
+    /// A file the approver page does not have.
+    #[error("no such file of the approver page: {}", shown(.0))]
+    NoPageFile(String),
+    /// A path segment that does not decode names nothing.
+    #[error("no such resource: the path is not valid UTF-8")]
+    Undecodable,
+}
+
+impl ApiError {
     pub fn status_and_code(&self) -> (StatusCode, &'static str) {
-        match self {
+        let engine = match self {
+            ApiError::Engine(e) => e,
+            ApiError::Unauthenticated => return (StatusCode::UNAUTHORIZED, "unauthenticated"),
+            ApiError::RouteNotFound { .. } => return (StatusCode::NOT_FOUND, "route_not_found"),
+            ApiError::MethodNotAllowed { .. } => {
+                return (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
+            }
+            ApiError::PayloadTooLarge(_) => {
+                return (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
+            }
+            ApiError::RateLimited { .. } => return (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            ApiError::NoPageFile(_) | ApiError::Undecodable => {
+                return (StatusCode::NOT_FOUND, "not_found")
+            }
+        };
+        match engine {
             Error::Validation { .. } => (StatusCode::BAD_REQUEST, "validation_failed"),
-            Error::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
             Error::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Error::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            Error::RouteNotFound { .. } => (StatusCode::NOT_FOUND, "route_not_found"),
-            Error::MethodNotAllowed { .. } => {
-                (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
-            }
             Error::Refused { code, .. } => (StatusCode::FORBIDDEN, code.code()),
             Error::ContextChanged { .. } => (StatusCode::CONFLICT, "context_changed"),
             Error::ActionExecuting => (StatusCode::CONFLICT, "action_executing"),
             Error::ActionSealed { .. } => (StatusCode::CONFLICT, "action_sealed"),
             Error::ActionNotSealed { .. } => (StatusCode::CONFLICT, "action_not_sealed"),
             Error::IdempotencyConflict => (StatusCode::CONFLICT, "idempotency_conflict"),
-            Error::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-            Error::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Error::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
@@ -72,7 +108,10 @@ impl Error {
             action_id: None,
             context_digest: None,
         };
-        match self {
+        let ApiError::Engine(engine) = self else {
+            return ErrorBody { error };
+        };
+        match engine {
             Error::Validation { param, .. } => error.param = Some(param.clone()),
             Error::Refused { action_id, .. } => error.action_id = Some(action_id.clone()),
             Error::ActionSealed { state } | Error::ActionNotSealed { state } => {
@@ -91,14 +130,14 @@ impl Error {
     }
 }
 
-impl IntoResponse for Error {
+impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
         if status.is_server_error() {
             tracing::error!(code, error = %self, "request failed");
         }
         let mut response = (status, Json(self.body())).into_response();
-        if let Error::RateLimited { retry_after_secs } = self {
+        if let ApiError::RateLimited { retry_after_secs } = self {
             response
                 .headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, retry_after_secs.into());

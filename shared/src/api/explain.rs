@@ -1,7 +1,11 @@
 //! `POST /v1/policy/explain` (SC-POL-05): the HTTP shape of an explanation. Admins only;
 //! nothing is stored.
 
-use super::{body::RequestedWindow, error::ErrorBody, Caller};
+use super::{
+    body::RequestedWindow,
+    error::{ApiError, ErrorBody},
+    Caller,
+};
 use crate::{
     domain::{
         policy::{Matched, Step},
@@ -65,17 +69,14 @@ pub(super) async fn explain(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     body: Body,
-) -> Result<axum::response::Response, Error> {
+) -> Result<axum::response::Response, ApiError> {
     // The role before the body: a key that may not explain learns nothing from its shape.
     engine.may_explain(&who)?;
     let req: ExplainRequest = super::extract::read_json(body).await?;
     // The schema's `minLength: 1`, which serde does not hold.
     for (param, value) in [("tool", &req.tool), ("agent_id", &req.agent_id)] {
         if value.trim().is_empty() {
-            return Err(Error::validation(
-                param,
-                format!("{param} must not be empty"),
-            ));
+            return Err(Error::validation(param, format!("{param} must not be empty")).into());
         }
     }
     let schedule = match &req.schedule {

@@ -1,7 +1,7 @@
 //! Reading a request: path segments and JSON bodies, refused in the API's error shape.
 
-use super::MAX_BODY;
-use crate::{error::Missing, Error};
+use super::{error::ApiError, MAX_BODY};
+use crate::Error;
 use axum::{body::Body, extract::Path};
 use serde::de::DeserializeOwned;
 
@@ -10,37 +10,37 @@ use serde::de::DeserializeOwned;
 pub(super) struct Segment(pub(super) String);
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Segment {
-    type Rejection = Error;
+    type Rejection = ApiError;
 
     async fn from_request_parts(
         parts: &mut axum::http::request::Parts,
         state: &S,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, ApiError> {
         Path::<String>::from_request_parts(parts, state)
             .await
             .map(|Path(segment)| Segment(segment))
-            .map_err(|_| Error::NotFound(Missing::Undecodable))
+            .map_err(|_| ApiError::Undecodable)
     }
 }
 
 /// The body's bytes, capped at [`MAX_BODY`].
-pub(super) async fn bytes(body: Body) -> Result<axum::body::Bytes, Error> {
+pub(super) async fn bytes(body: Body) -> Result<axum::body::Bytes, ApiError> {
     axum::body::to_bytes(body, MAX_BODY)
         .await
-        .map_err(|_| Error::PayloadTooLarge(format!("the body exceeds {MAX_BODY} bytes")))
+        .map_err(|_| ApiError::PayloadTooLarge(format!("the body exceeds {MAX_BODY} bytes")))
 }
 
 /// Read a JSON body: size-capped, parsed strictly, then shaped so that `param` names the
 /// offending field.
-pub(super) async fn read_json<T: DeserializeOwned>(body: Body) -> Result<T, Error> {
+pub(super) async fn read_json<T: DeserializeOwned>(body: Body) -> Result<T, ApiError> {
     let bytes = bytes(body).await?;
     if bytes.is_empty() {
-        return Err(Error::validation("body", "a JSON object body is required"));
+        return Err(Error::validation("body", "a JSON object body is required").into());
     }
     // Strict: hostile depth, duplicate keys and inexact numbers are refused here (SC-SEC-03).
     let value = super::json::parse(&bytes)?;
     if !value.is_object() {
-        return Err(Error::validation("body", "the body must be a JSON object"));
+        return Err(Error::validation("body", "the body must be a JSON object").into());
     }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
@@ -52,7 +52,7 @@ pub(super) async fn read_json<T: DeserializeOwned>(body: Body) -> Result<T, Erro
             (p, Some(field)) => format!("{p}.{field}"),
             (p, None) => p.to_owned(),
         };
-        Error::validation(&param, inner)
+        Error::validation(&param, inner).into()
     })
 }
 

@@ -1,7 +1,10 @@
 //! `GET /v1/me`: who the presented key is, so a client (the approver page) can tell an
 //! approver key from an agent key before it offers to approve anything.
 
-use super::{auth::Caller, error::ErrorBody};
+use super::{
+    auth::Caller,
+    error::{ApiError, ErrorBody},
+};
 use crate::{Engine, Error};
 use axum::{extract::State, Json};
 use serde::Serialize;
@@ -34,7 +37,7 @@ pub struct Me {
 pub(super) async fn me(
     State(engine): State<Arc<Engine>>,
     Caller(who): Caller,
-) -> Result<Json<Me>, Error> {
+) -> Result<Json<Me>, ApiError> {
     let time_zone = engine
         .config()
         .tenants

@@ -3,10 +3,8 @@
 //! holds per container (a burst spread over N warm containers may pass N × the limit) — the
 //! stage-wide API Gateway throttle stays the outer bound.
 
-use crate::{
-    config::{Limits, Principal, Rate, Role},
-    Error,
-};
+use super::error::ApiError;
+use crate::config::{Limits, Principal, Rate, Role};
 use governor::{clock::Clock, DefaultKeyedRateLimiter, Quota};
 use std::{num::NonZeroU32, time::Duration};
 
@@ -30,7 +28,7 @@ impl RateLimits {
     }
 
     /// Take one request from the caller's key bucket, then from its tenant's.
-    pub fn admit(&self, who: &Principal) -> Result<(), Error> {
+    pub fn admit(&self, who: &Principal) -> Result<(), ApiError> {
         let key = (who.tenant.clone(), who.role, who.id.clone());
         self.keys
             .check_key(&key)
@@ -42,8 +40,8 @@ impl RateLimits {
 }
 
 /// Whole seconds, rounded up: `Retry-After` takes no fractions and 0 would invite a spin.
-fn refusal(wait: Duration) -> Error {
-    Error::RateLimited {
+fn refusal(wait: Duration) -> ApiError {
+    ApiError::RateLimited {
         retry_after_secs: (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1),
     }
 }

@@ -1,8 +1,9 @@
 //! The routers: every route of [`super::ROUTES`] to its handler, all of them (the local server)
 //! or one function's.
 
+use super::error::ApiError;
 use super::{mcp, openapi, resource, routes, ui};
-use crate::{error::shown, Engine, Error};
+use crate::{error::shown, Engine};
 use axum::{
     http::{header, Method, StatusCode, Uri},
     response::{IntoResponse, Response},
@@ -91,7 +92,7 @@ async fn no_route(method: Method, uri: Uri) -> Response {
         )
             .into_response();
     }
-    Error::RouteNotFound {
+    ApiError::RouteNotFound {
         method: method.to_string(),
         path: shown(uri.path()),
     }
@@ -101,8 +102,8 @@ async fn no_route(method: Method, uri: Uri) -> Response {
 /// A path that is served, with another method: `method_not_allowed` (405), which axum gives the
 /// `Allow` header of the path's methods. `GET /mcp` is one: a Streamable HTTP client opening its
 /// SSE stream learns there is none from the 405 the transport asks for (docs/mcp.md).
-async fn wrong_method(method: Method, uri: Uri) -> Error {
-    Error::MethodNotAllowed {
+async fn wrong_method(method: Method, uri: Uri) -> ApiError {
+    ApiError::MethodNotAllowed {
         method: method.to_string(),
         path: shown(uri.path()),
     }

@@ -4,7 +4,7 @@
 use super::{
     auth::Caller,
     body::{idempotency_key, ApproveBody, DenyBody, StopBody, SubmitRequest},
-    error::ErrorBody,
+    error::{ApiError, ErrorBody},
     extract::{bytes, read_json, Segment},
     view::{
         ActionPage, ActionView, DeadNotification, DeadNotifications, EventList, QuarantineList,
@@ -56,7 +56,7 @@ pub(super) async fn submit(
     Caller(who): Caller,
     headers: HeaderMap,
     body: Body,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     let key = match headers.get("idempotency-key") {
         Some(v) => Some(
             v.to_str()
@@ -97,7 +97,7 @@ pub(super) async fn get_action(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(id): Segment,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     Ok(action_response(
         StatusCode::OK,
         &engine.get(&who, &id).await?,
@@ -124,7 +124,7 @@ pub(super) async fn list(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     let mut filter = ListFilter::default();
     for (name, value) in params {
         match name.as_str() {
@@ -143,10 +143,9 @@ pub(super) async fn list(
             }
             "cursor" => filter.cursor = Some(value),
             other => {
-                return Err(Error::validation(
-                    other,
-                    format!("unknown query parameter {other:?}"),
-                ))
+                return Err(
+                    Error::validation(other, format!("unknown query parameter {other:?}")).into(),
+                )
             }
         }
     }
@@ -173,7 +172,7 @@ pub(super) async fn events(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(id): Segment,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     let data = engine.events(&who, &id).await?;
     Ok(Json(EventList { data }).into_response())
 }
@@ -196,7 +195,7 @@ pub(super) async fn deed(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(id): Segment,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     let file = engine.deed(&who, &id).await?;
     Ok((
         [(axum::http::header::CONTENT_TYPE, "application/json")],
@@ -224,7 +223,7 @@ pub(super) async fn approve(
     Caller(who): Caller,
     Segment(id): Segment,
     body: Body,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     let body: ApproveBody = read_json(body).await?;
     Ok(action_response(
         StatusCode::OK,
@@ -251,7 +250,7 @@ pub(super) async fn deny(
     Caller(who): Caller,
     Segment(id): Segment,
     body: Body,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     let body: DenyBody = read_json(body).await?;
     Ok(action_response(
         StatusCode::OK,
@@ -275,7 +274,7 @@ pub(super) async fn cancel(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(id): Segment,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     Ok(action_response(
         StatusCode::OK,
         &engine.cancel(&who, &id).await?,
@@ -297,7 +296,7 @@ pub(super) async fn stop(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     body: Body,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     let bytes = bytes(body).await?;
     // An empty body stops the whole tenant.
     let body: StopBody = if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -325,7 +324,7 @@ pub(super) async fn lift_stop(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(scope): Segment,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     engine.lift_stop(&who, &scope).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -345,7 +344,7 @@ pub(super) async fn dead_notifications(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Query(params): Query<HashMap<String, String>>,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     let mut limit = None;
     for (name, value) in params {
         match name.as_str() {
@@ -357,10 +356,9 @@ pub(super) async fn dead_notifications(
                 )
             }
             other => {
-                return Err(Error::validation(
-                    other,
-                    format!("unknown query parameter {other:?}"),
-                ))
+                return Err(
+                    Error::validation(other, format!("unknown query parameter {other:?}")).into(),
+                )
             }
         }
     }
@@ -385,7 +383,7 @@ pub(super) async fn redeliver(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
     Segment(id): Segment,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     let entry = engine.redeliver(&who, &id).await?;
     Ok((StatusCode::ACCEPTED, Json(DeadNotification::from(&entry))).into_response())
 }
@@ -402,7 +400,7 @@ pub(super) async fn redeliver(
 pub(super) async fn quarantined(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     let data = engine.quarantined(&who).await?;
     Ok(Json(QuarantineList { data }).into_response())
 }

@@ -4,8 +4,9 @@
 //! the tenant's provider (`sign-in.js`, docs/identity.md "The approver page signs in"); it
 //! holds no secret of its own.
 
+use super::error::ApiError;
 use super::extract::Segment;
-use crate::{config::Config, error::Missing, Engine, Error};
+use crate::{config::Config, Engine, Error};
 use axum::{
     extract::State,
     http::header,
@@ -93,7 +94,7 @@ pub(super) async fn index(State(engine): State<Arc<Engine>>) -> Response {
 pub(super) async fn asset(
     State(engine): State<Arc<Engine>>,
     Segment(name): Segment,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     let config = engine.config();
     let script = "text/javascript; charset=utf-8";
     match name.as_str() {
@@ -114,7 +115,7 @@ pub(super) async fn asset(
                 .map_err(|e| Error::Internal(e.to_string()))?;
             Ok(file(config, "application/json", body.into()))
         }
-        _ => Err(Error::NotFound(Missing::PageFile(name))),
+        _ => Err(ApiError::NoPageFile(name)),
     }
 }
 

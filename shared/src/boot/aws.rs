@@ -249,15 +249,11 @@ pub struct Dropped {
 pub struct Retryable(pub Error);
 
 /// The runtime reports a failed invocation as `{errorType, errorMessage}`: `Retryable.<kind>`
-/// says which dependency to look at.
+/// says which dependency to look at (a dependency's failure, `Unavailable`, is the one kind).
 impl From<Retryable> for lambda_http::lambda_runtime::Diagnostic {
     fn from(e: Retryable) -> Self {
-        let kind = match &e.0 {
-            Error::RateLimited { .. } => "RateLimited",
-            _ => "Unavailable",
-        };
         lambda_http::lambda_runtime::Diagnostic {
-            error_type: format!("Retryable.{kind}"),
+            error_type: "Retryable.Unavailable".to_owned(),
             error_message: e.0.to_string(),
         }
     }
@@ -267,7 +263,7 @@ impl From<Retryable> for lambda_http::lambda_runtime::Diagnostic {
 /// configured, a record that vanished, a chain that does not verify) fails the same way each
 /// time, so failing the invocation would only have it delivered again and again.
 fn classify(e: Error) -> Result<ResumeAnswer, Retryable> {
-    if matches!(e, Error::Unavailable(_) | Error::RateLimited { .. }) {
+    if matches!(e, Error::Unavailable(_)) {
         return Err(Retryable(e));
     }
     let error_type = format!("Permanent.{}", permanent_kind(&e));
@@ -281,9 +277,9 @@ fn classify(e: Error) -> Result<ResumeAnswer, Retryable> {
 
 fn permanent_kind(e: &Error) -> &'static str {
     match e {
-        Error::NotFound(_) | Error::RouteNotFound { .. } => "NotFound",
+        Error::NotFound(_) => "NotFound",
         Error::Validation { .. } => "Validation",
-        Error::Forbidden(_) | Error::Unauthenticated => "Forbidden",
+        Error::Forbidden(_) => "Forbidden",
         _ => "Internal",
     }
 }

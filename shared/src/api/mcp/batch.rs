@@ -6,7 +6,7 @@
 //! tenant's rate-limit buckets, as its own POST would.
 
 use super::{guard, one, revision::Version, Caller, RpcError};
-use crate::{api::rate::RateLimits, Error};
+use crate::api::{error::ApiError, rate::RateLimits};
 use axum::{
     http::StatusCode,
     response::{IntoResponse, Response},
@@ -36,7 +36,7 @@ pub(super) async fn answer(
             _ => Ok(()),
         };
         let reply = match spent {
-            Err(Error::RateLimited { retry_after_secs }) => {
+            Err(ApiError::RateLimited { retry_after_secs }) => {
                 let id = message.get("id").cloned().unwrap_or(Value::Null);
                 Some(guard::too_many(retry_after_secs).reply(id))
             }

@@ -7,7 +7,10 @@ use super::{
     tasks, tenant, text, Revision, Rpc, RpcError,
 };
 use crate::{
-    api::body::{idempotency_key, RequestedWindow, SubmitRequest},
+    api::{
+        body::{idempotency_key, RequestedWindow, SubmitRequest},
+        error::ApiError,
+    },
     config::{Tenant, ToolEntry},
     Error,
 };
@@ -85,7 +88,7 @@ pub(super) async fn call(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
             .get(rpc.who, &action_id)
             .await
             .map_err(RpcError::from_engine)?,
-        Err(e) => return refused(e, windowed),
+        Err(e) => return refused(e.into(), windowed),
     };
     tracing::info!(tenant = %action.tenant(), action_id = %action.id(), state = %action.state(), version = rpc.version.as_str(), task, "mcp tools/call");
     Ok(tasks::answer(rpc, tenant, &action, task))
@@ -133,10 +136,15 @@ fn take_window(
     })
 }
 
-/// Engine errors of a call that recorded no action: the model's mistakes are tool errors it
-/// can read and fix, naming the MCP argument; the server's failures are JSON-RPC errors.
-fn refused(e: Error, windowed: bool) -> Result<Value, RpcError> {
+/// Errors of a call that recorded no action: the model's mistakes are tool errors it can read
+/// and fix, naming the MCP argument; the server's failures are JSON-RPC errors.
+fn refused(e: ApiError, windowed: bool) -> Result<Value, RpcError> {
     let (_, code) = e.status_and_code();
+    let e = match e {
+        ApiError::Engine(e) => e,
+        e @ ApiError::PayloadTooLarge(_) => return Ok(tool_error(code, None, e.to_string())),
+        other => return Err(RpcError::from_engine(other)),
+    };
     match e {
         // A scheduled call without a window: the API's words name its `schedule` field.
         Error::Validation { param, .. } if param == "schedule" && !windowed => Ok(tool_error(
@@ -154,7 +162,7 @@ fn refused(e: Error, windowed: bool) -> Result<Value, RpcError> {
             };
             Ok(tool_error(code, Some(param), message))
         }
-        Error::IdempotencyConflict | Error::PayloadTooLarge(_) | Error::Forbidden(_) => {
+        Error::IdempotencyConflict | Error::Forbidden(_) => {
             let message = e.to_string();
             Ok(tool_error(code, None, message))
         }

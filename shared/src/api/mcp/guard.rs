@@ -4,10 +4,10 @@
 
 use super::RpcError;
 use crate::{
-    api::{auth, json, rate::RateLimits, MAX_BODY},
+    api::{auth, error::ApiError, json, rate::RateLimits, MAX_BODY},
     config::{Principal, Role},
     identity::{Need, Verifier},
-    Engine, Error,
+    Engine,
 };
 use axum::{
     body::Body,
@@ -60,7 +60,7 @@ pub(super) async fn authenticate(
         }
     };
     if let Some(limits) = limits {
-        if let Err(Error::RateLimited { retry_after_secs }) = limits.admit(&who) {
+        if let Err(ApiError::RateLimited { retry_after_secs }) = limits.admit(&who) {
             let mut response = too_many(retry_after_secs).without_id();
             response
                 .headers_mut()

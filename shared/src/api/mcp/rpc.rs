@@ -5,7 +5,7 @@ use super::{
     initialize::server_info,
     revision::{Revision, Version, META_SERVER_INFO},
 };
-use crate::{config::Principal, Engine, Error};
+use crate::{api::error::ApiError, config::Principal, Engine, Error};
 use axum::{
     http::StatusCode,
     response::{IntoResponse, Response},
@@ -102,16 +102,23 @@ impl RpcError {
         RpcError::new(status, -32601, format!("Method not found: {method}"))
     }
 
-    /// An engine error that is not a tool result: the store or the server itself failed.
-    pub(crate) fn from_engine(e: Error) -> Self {
+    /// An error that is not a tool result: the store or the server itself failed.
+    pub(crate) fn from_engine(e: impl Into<ApiError>) -> Self {
+        let e = e.into();
         let (_, code) = e.status_and_code();
         let body = e.body();
-        if matches!(e, Error::Internal(_) | Error::Unavailable(_)) {
+        let failed = |e: &ApiError| {
+            matches!(
+                e,
+                ApiError::Engine(Error::Internal(_) | Error::Unavailable(_))
+            )
+        };
+        if failed(&e) {
             tracing::error!(code, error = %e, "mcp request failed");
         }
         let message = body.error.message;
         let rpc_code = match e {
-            Error::Unavailable(_) => -32000,
+            ApiError::Engine(Error::Unavailable(_)) => -32000,
             _ => -32603,
         };
         RpcError::new(StatusCode::OK, rpc_code, message).with_data(json!({"code": code}))

@@ -676,6 +676,41 @@ fn issue29_the_circle_check_sees_a_circle() {
     assert_eq!(edges["c"], ["a"].map(String::from).into());
 }
 
+/// Issue 29: each path the API serves is spelled once, in `api::paths`; the routers, the route
+/// table and the OpenAPI annotations name the constant (a second spelling can drift).
+#[test]
+fn issue29_each_api_path_is_spelled_once() {
+    let api = repo().join("shared/src/api");
+    let table = std::fs::read_to_string(api.join("mod.rs")).unwrap();
+    let paths: Vec<&str> = table
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub const "))
+        .filter_map(|l| l.split_once(": &str = \"")?.1.strip_suffix("\";"))
+        .filter(|p| p.starts_with('/'))
+        .collect();
+    assert!(paths.len() > 10, "the paths of api/mod.rs: {paths:?}");
+    let mut spelled = Vec::new();
+    for file in rust_files(&api) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for path in &paths {
+            let n = text.matches(&format!("\"{path}\"")).count();
+            if n > 0 {
+                spelled.push((relative(&file), *path, n));
+            }
+        }
+    }
+    let twice: Vec<String> = spelled
+        .iter()
+        .filter(|(f, _, n)| *n > 1 || !f.ends_with("api/mod.rs"))
+        .map(|(f, p, n)| format!("{f}: \"{p}\" ×{n}"))
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "name the constant of api::paths instead:\n{}",
+        twice.join("\n")
+    );
+}
+
 /// Issue 29 (docs/architecture.md): no room but the composition roots (`boot/`) names them; the
 /// domain names no other room and no crate that does I/O; the engine names not the HTTP API; the adapters name neither
 /// the engine nor the API; the notifier names of the store only its outbox port; no production file is over 500 lines unless its first lines say why

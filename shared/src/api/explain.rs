@@ -56,7 +56,7 @@ pub struct Explanation {
 /// Explain which policy rule a call would match, storing nothing.
 #[utoipa::path(
     post,
-    path = "/v1/policy/explain",
+    path = crate::api::paths::EXPLAIN,
     tag = "actions",
     request_body = ExplainRequest,
     responses(

@@ -27,7 +27,7 @@ pub struct Me {
 /// Any key: who it is.
 #[utoipa::path(
     get,
-    path = "/v1/me",
+    path = crate::api::paths::ME,
     tag = "keys",
     responses(
         (status = 200, description = "The caller's key", body = Me),

@@ -129,7 +129,7 @@ pub const COMMITTED: &str = include_str!("../../../docs/openapi.json");
 /// The OpenAPI 3.1 document of this API.
 #[utoipa::path(
     get,
-    path = "/openapi.json",
+    path = crate::api::paths::OPENAPI,
     tag = "page",
     security(()),
     responses((status = 200, description = "This document", content_type = "application/json"))

@@ -17,9 +17,6 @@ use axum::{
 use serde::Serialize;
 use std::{collections::BTreeSet, sync::Arc};
 
-/// Where the metadata lives (RFC 9728 §3): the path form inserts the resource's path.
-pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
-
 /// RFC 9728 §2, the fields we publish.
 #[derive(Debug, Serialize)]
 struct Metadata {
@@ -56,8 +53,8 @@ pub fn metadata_url(config: &Config, headers: &HeaderMap, mcp: bool) -> String {
         },
         None => (base.as_str(), ""),
     };
-    let mcp = if mcp { "/mcp" } else { "" };
-    format!("{origin}{METADATA_PATH}{path}{mcp}")
+    let mcp = if mcp { super::paths::MCP } else { "" };
+    format!("{origin}{}{path}{mcp}", super::paths::RESOURCE_METADATA)
 }
 
 fn metadata(config: &Config, headers: &HeaderMap, mcp: bool) -> Response {
@@ -78,7 +75,11 @@ fn metadata(config: &Config, headers: &HeaderMap, mcp: bool) -> Response {
         }
     }
     let document = Metadata {
-        resource: if mcp { format!("{base}/mcp") } else { base },
+        resource: if mcp {
+            format!("{base}{}", super::paths::MCP)
+        } else {
+            base
+        },
         authorization_servers: issuers.into_iter().collect(),
         scopes_supported: scopes,
         bearer_methods_supported: ["header"],
@@ -95,7 +96,7 @@ fn metadata(config: &Config, headers: &HeaderMap, mcp: bool) -> Response {
 /// the scopes their tokens carry.
 #[utoipa::path(
     get,
-    path = "/.well-known/oauth-protected-resource",
+    path = crate::api::paths::RESOURCE_METADATA,
     tag = "identity",
     security(()),
     responses((status = 200, description = "RFC 9728 metadata: resource, authorization_servers, scopes_supported, bearer_methods_supported", content_type = "application/json"))
@@ -107,7 +108,7 @@ pub(super) async fn api(State(engine): State<Arc<Engine>>, headers: HeaderMap) -
 /// The MCP endpoint's metadata: its resource is `…/mcp`, its scope the agent's.
 #[utoipa::path(
     get,
-    path = "/.well-known/oauth-protected-resource/mcp",
+    path = crate::api::paths::MCP_RESOURCE_METADATA,
     tag = "identity",
     security(()),
     responses((status = 200, description = "RFC 9728 metadata of the MCP endpoint", content_type = "application/json"))

@@ -2,7 +2,7 @@
 //! or one function's.
 
 use super::error::ApiError;
-use super::{mcp, openapi, resource, routes, ui};
+use super::{mcp, openapi, paths, resource, routes, ui};
 use crate::{error::shown, Engine};
 use axum::{
     http::{header, Method, StatusCode, Uri},
@@ -45,41 +45,38 @@ pub fn served(engine: Arc<Engine>, routes: impl FnOnce(Routes) -> Routes) -> Rou
 
 /// The intake function's routes: submit, the reads, the approver page, the documents, MCP.
 pub fn intake_routes(r: Routes) -> Routes {
-    r.route("/v1/actions", post(routes::submit).get(routes::list))
-        .route("/v1/actions/{id}", get(routes::get_action))
-        .route("/v1/actions/{id}/events", get(routes::events))
-        .route("/v1/actions/{id}/deed", get(routes::deed))
+    r.route(paths::ACTIONS, post(routes::submit).get(routes::list))
+        .route(paths::ACTION, get(routes::get_action))
+        .route(paths::EVENTS, get(routes::events))
+        .route(paths::DEED, get(routes::deed))
         // Whoever opens the server's address means the approver page.
         .route("/", get(ui::to_index))
         .route("/ui", get(ui::to_index))
-        .route("/ui/", get(ui::index))
-        .route("/ui/{asset}", get(ui::asset))
-        .route("/v1/quarantine", get(routes::quarantined))
-        .route("/v1/me", get(super::me::me))
-        .route("/v1/policy/explain", post(super::explain::explain))
-        .route("/openapi.json", get(openapi::openapi_json))
-        .route("/mcp", post(mcp::endpoint))
-        .route(resource::METADATA_PATH, get(resource::api))
-        .route(
-            &format!("{}/mcp", resource::METADATA_PATH),
-            get(resource::mcp),
-        )
+        .route(paths::UI, get(ui::index))
+        .route(paths::UI_ASSET, get(ui::asset))
+        .route(paths::QUARANTINE, get(routes::quarantined))
+        .route(paths::ME, get(super::me::me))
+        .route(paths::EXPLAIN, post(super::explain::explain))
+        .route(paths::OPENAPI, get(openapi::openapi_json))
+        .route(paths::MCP, post(mcp::endpoint))
+        .route(paths::RESOURCE_METADATA, get(resource::api))
+        .route(paths::MCP_RESOURCE_METADATA, get(resource::mcp))
 }
 
 /// The approve function's routes: the countersignature.
 pub fn approve_routes(r: Routes) -> Routes {
-    r.route("/v1/actions/{id}/approve", post(routes::approve))
-        .route("/v1/actions/{id}/deny", post(routes::deny))
-        .route("/v1/slack/interactions", post(super::slack::interactions))
+    r.route(paths::APPROVE, post(routes::approve))
+        .route(paths::DENY, post(routes::deny))
+        .route(paths::SLACK_INTERACTIONS, post(super::slack::interactions))
 }
 
 /// The cancel function's routes: cancel, the stops, the dead notifications.
 pub fn cancel_routes(r: Routes) -> Routes {
-    r.route("/v1/actions/{id}/cancel", post(routes::cancel))
-        .route("/v1/stops", post(routes::stop))
-        .route("/v1/stops/{scope}", delete(routes::lift_stop))
-        .route("/v1/notifications/dead", get(routes::dead_notifications))
-        .route("/v1/notifications/{id}/redeliver", post(routes::redeliver))
+    r.route(paths::CANCEL, post(routes::cancel))
+        .route(paths::STOPS, post(routes::stop))
+        .route(paths::STOP, delete(routes::lift_stop))
+        .route(paths::DEAD_NOTIFICATIONS, get(routes::dead_notifications))
+        .route(paths::REDELIVER, post(routes::redeliver))
 }
 
 /// No route: `route_not_found`, naming the method and path. Browsers ask every origin for

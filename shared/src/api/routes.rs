@@ -34,7 +34,7 @@ fn action_response(status: StatusCode, action: &crate::domain::Action) -> Respon
 /// result, commit it for a later window, ask a person, or refuse (recorded sealed `denied`).
 #[utoipa::path(
     post,
-    path = "/v1/actions",
+    path = crate::api::paths::ACTIONS,
     tag = "actions",
     request_body = SubmitRequest,
     params(
@@ -85,7 +85,7 @@ pub(super) async fn submit(
 /// One action: to an agent key only its own, to approver and admin keys the tenant's.
 #[utoipa::path(
     get,
-    path = "/v1/actions/{id}",
+    path = crate::api::paths::ACTION,
     tag = "actions",
     params(("id" = String, Path, description = "`act_` + ULID")),
     responses(
@@ -110,7 +110,7 @@ pub(super) async fn get_action(
 /// (SC-SEC-05). Follow `next_cursor` until it is null to see every match.
 #[utoipa::path(
     get,
-    path = "/v1/actions",
+    path = crate::api::paths::ACTIONS,
     tag = "actions",
     params(
         ("state" = Option<State>, Query, description = "Only actions in this state"),
@@ -160,7 +160,7 @@ pub(super) async fn list(
 /// The action's audit chain, verified against its record first (SC-SEC-06).
 #[utoipa::path(
     get,
-    path = "/v1/actions/{id}/events",
+    path = crate::api::paths::EVENTS,
     tag = "actions",
     params(("id" = String, Path, description = "`act_` + ULID")),
     responses(
@@ -181,7 +181,7 @@ pub(super) async fn events(
 /// signed (canonical JSON): verify the bytes as received, any re-encoding fails verification.
 #[utoipa::path(
     get,
-    path = "/v1/actions/{id}/deed",
+    path = crate::api::paths::DEED,
     tag = "actions",
     params(("id" = String, Path, description = "`act_` + ULID")),
     responses(
@@ -207,7 +207,7 @@ pub(super) async fn deed(
 /// Countersign: commit the ticket for exactly this context (SPEC §4 Approval).
 #[utoipa::path(
     post,
-    path = "/v1/actions/{id}/approve",
+    path = crate::api::paths::APPROVE,
     tag = "approval",
     params(("id" = String, Path, description = "`act_` + ULID")),
     request_body = ApproveBody,
@@ -234,7 +234,7 @@ pub(super) async fn approve(
 /// Deny: seal `denied` with the approver's reason.
 #[utoipa::path(
     post,
-    path = "/v1/actions/{id}/deny",
+    path = crate::api::paths::DENY,
     tag = "approval",
     params(("id" = String, Path, description = "`act_` + ULID")),
     request_body = DenyBody,
@@ -261,7 +261,7 @@ pub(super) async fn deny(
 /// Cancel a pending or approved action: by its agent, an approver or an admin.
 #[utoipa::path(
     post,
-    path = "/v1/actions/{id}/cancel",
+    path = crate::api::paths::CANCEL,
     tag = "cancel",
     params(("id" = String, Path, description = "`act_` + ULID")),
     responses(
@@ -284,7 +284,7 @@ pub(super) async fn cancel(
 /// Stop an agent or the whole tenant: no tool attempt of its scope starts afterwards.
 #[utoipa::path(
     post,
-    path = "/v1/stops",
+    path = crate::api::paths::STOPS,
     tag = "cancel",
     request_body(content = Option<StopBody>, description = "Empty: stop the whole tenant"),
     responses(
@@ -311,7 +311,7 @@ pub(super) async fn stop(
 /// Lift a stop (`*` for the tenant's); actions sealed while it stood stay sealed.
 #[utoipa::path(
     delete,
-    path = "/v1/stops/{scope}",
+    path = crate::api::paths::STOP,
     tag = "cancel",
     params(("scope" = String, Path, description = "An agent id, or `*`")),
     responses(
@@ -332,7 +332,7 @@ pub(super) async fn lift_stop(
 /// Admins: notifications whose tries are used up (SC-NOT-02), newest first.
 #[utoipa::path(
     get,
-    path = "/v1/notifications/dead",
+    path = crate::api::paths::DEAD_NOTIFICATIONS,
     tag = "notifications",
     params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Page size")),
     responses(
@@ -370,7 +370,7 @@ pub(super) async fn dead_notifications(
 /// Admins: try a dead notification again.
 #[utoipa::path(
     post,
-    path = "/v1/notifications/{id}/redeliver",
+    path = crate::api::paths::REDELIVER,
     tag = "notifications",
     params(("id" = String, Path, description = "`ntf_…`, the notification's stable id")),
     responses(
@@ -390,7 +390,7 @@ pub(super) async fn redeliver(
 /// Admins: the tenant's actions whose stored record does not load (SC-EDGE-08).
 #[utoipa::path(
     get,
-    path = "/v1/quarantine",
+    path = crate::api::paths::QUARANTINE,
     tag = "actions",
     responses(
         (status = 200, description = "Quarantined records", body = QuarantineList),

@@ -90,7 +90,7 @@ fn verified_tenants(engine: &Engine, headers: &HeaderMap, body: &[u8]) -> Vec<St
 /// Authenticated by Slack's signature, not by a key: verified before anything is parsed.
 #[utoipa::path(
     post,
-    path = "/v1/slack/interactions",
+    path = crate::api::paths::SLACK_INTERACTIONS,
     tag = "approval",
     request_body(
         content = String,

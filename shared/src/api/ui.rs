@@ -70,7 +70,7 @@ pub(super) async fn to_index() -> Redirect {
 /// The approver page (no key needed to load it; it asks for one).
 #[utoipa::path(
     get,
-    path = "/ui/",
+    path = crate::api::paths::UI,
     tag = "page",
     security(()),
     responses((status = 200, description = "The page", content_type = "text/html"))
@@ -82,7 +82,7 @@ pub(super) async fn index(State(engine): State<Arc<Engine>>) -> Response {
 /// The page's scripts and style, and the providers it signs in with.
 #[utoipa::path(
     get,
-    path = "/ui/{asset}",
+    path = crate::api::paths::UI_ASSET,
     tag = "page",
     security(()),
     params(("asset" = String, Path, description = "`app.js`, `sign-in.js`, `app.css`, or `sign-in.json` (the providers the page offers: `name`, `issuer`, `client_id`, `resource`, `scope`)")),

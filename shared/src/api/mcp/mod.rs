@@ -51,7 +51,7 @@ pub(super) struct JsonRpcRequest {
 /// of them (docs/mcp.md). Protocol errors are JSON-RPC errors; tool outcomes are results.
 #[utoipa::path(
     post,
-    path = "/mcp",
+    path = crate::api::paths::MCP,
     tag = "mcp",
     request_body(content = JsonRpcRequest, description = "MCP 2026-07-28 (with `params._meta` and the `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` headers), or 2025-11-25, 2025-06-18, 2025-03-26 (after `initialize`, named by `MCP-Protocol-Version`); on 2025-03-26 also an array of them (a batch)"),
     responses(

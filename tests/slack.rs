@@ -177,7 +177,7 @@ struct World {
     slack: WebApi,
     api: Api,
     http: reqwest::Client,
-    _server: countersign::embedded::Server,
+    _server: countersign::boot::embedded::Server,
     _place: Place,
 }
 

@@ -82,6 +82,12 @@ impl ApiError {
                 return (StatusCode::NOT_FOUND, "not_found")
             }
         };
+        Self::of_engine(engine)
+    }
+
+    /// The status and code of an engine's error (also where a refusal is told another way,
+    /// as Slack's ephemeral message).
+    pub fn of_engine(engine: &Error) -> (StatusCode, &'static str) {
         match engine {
             Error::Validation { .. } => (StatusCode::BAD_REQUEST, "validation_failed"),
             Error::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),

@@ -10,7 +10,7 @@
 //! wants an answer within 3 s: the approval is awaited up to [`INLINE`], then left to finish in
 //! its own task; the message itself is updated through the outbox.
 
-use super::extract::bytes;
+use super::{error::ApiError, extract::bytes};
 use crate::{
     config::Principal,
     config::Role,
@@ -106,12 +106,12 @@ pub(super) async fn interactions(
     Shared(engine): Shared<Arc<Engine>>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Response, Error> {
+) -> Result<Response, ApiError> {
     let body = bytes(body).await?;
     let tenants = verified_tenants(&engine, &headers, &body);
     if tenants.is_empty() {
         tracing::warn!("a Slack interaction failed its signature or is stale; refused");
-        return Err(Error::Unauthenticated);
+        return Err(ApiError::Unauthenticated);
     }
     let payload = form_urlencoded::parse(&body)
         .find(|(k, _)| k == "payload")
@@ -277,7 +277,7 @@ async fn submitted(engine: &Arc<Engine>, tenants: &[String], payload: &Value) ->
 }
 
 fn refused(e: &Error) -> Answer {
-    Answer::Refused(e.status_and_code().1, e.to_string())
+    Answer::Refused(ApiError::of_engine(e).1, e.to_string())
 }
 
 /// Tell the person who clicked what their click came to, when it did not simply work (an

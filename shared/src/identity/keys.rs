@@ -67,6 +67,21 @@ impl Provider {
         }
     }
 
+    /// A provider whose keys are `set` (a JWKS document) and that never fetches: for the
+    /// token fuzz target and tests, which run the server's checks without a network.
+    #[doc(hidden)]
+    pub fn fixed(issuer: &str, set: &Value) -> Provider {
+        let mut provider = Provider::new(issuer, Duration::MAX, Duration::MAX);
+        let now = Instant::now();
+        let keys = set.get("keys").and_then(Value::as_array);
+        provider.cache = tokio::sync::Mutex::new(Cache {
+            keys: keys.into_iter().flatten().filter_map(key).collect(),
+            fetched: Some(now),
+            tried: Some(now),
+        });
+        provider
+    }
+
     /// The key that verifies a token signed with `alg` under `kid`. One caller fetches while
     /// the others wait for its answer (one lock), so a burst asks the provider once.
     pub async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, Lookup> {

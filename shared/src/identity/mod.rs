@@ -55,6 +55,19 @@ impl Verifier {
         Verifier { providers }
     }
 
+    /// A verifier whose every configured issuer has the keys of `set` (a JWKS document) and
+    /// never fetches: the server's checks, whole, without a network (the token fuzz target).
+    #[doc(hidden)]
+    pub fn fixed(config: &Config, set: &serde_json::Value) -> Verifier {
+        let providers = config
+            .tenants
+            .values()
+            .filter_map(|t| t.identity.as_ref())
+            .map(|id| (id.issuer.clone(), keys::Provider::fixed(&id.issuer, set)))
+            .collect();
+        Verifier { providers }
+    }
+
     /// The principal `bearer` (a JWT) names, for a route that needs `need`, at `now`.
     pub async fn principal(
         &self,

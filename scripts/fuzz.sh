@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fuzz the parsers that read hostile or damaged input (issue 8), each for a bounded time:
 # request bodies, schedules, the config loader, stored action records, deed files, policy
-# conditions (a CEL `when` and the args it reads).
+# conditions (a CEL `when` and the args it reads), bearer tokens (the verifier, a fixed key set).
+# `cargo test` replays the token seeds on stable (shared/src/identity/tests.rs); the condition
+# seeds are read by shared/src/domain/condition/tests.rs.
 #   bash scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60)
 # Needs the nightly toolchain (rustup run nightly) and cargo-fuzz (installed here, pinned).
 # Seeds are committed in fuzz/seeds/<target>; what a run learns goes to fuzz/corpus (ignored),

@@ -15,27 +15,8 @@ use libfuzzer_sys::fuzz_target;
 use std::sync::LazyLock;
 
 /// Two tenants share an issuer (told apart by audience; one insists on `typ: at+jwt`), a third
-/// has its own.
-const CONFIG: &str = r#"
-[tenants.acme]
-time_zone = "UTC"
-[tenants.acme.identity]
-issuer = "https://login.example.com/realms/acme"
-audience = "https://countersign.example.com"
-
-[tenants.globex]
-time_zone = "UTC"
-[tenants.globex.identity]
-issuer = "https://login.example.com/realms/acme"
-audience = "https://b.example.com"
-require_at_jwt = true
-
-[tenants.initech]
-time_zone = "UTC"
-[tenants.initech.identity]
-issuer = "https://id.initech.example"
-audience = "https://countersign.example.com"
-"#;
+/// has its own. The seed replay test (countersign's `identity::tests`) reads the same file.
+const CONFIG: &str = include_str!("token_config.toml");
 
 struct Rig {
     config: Config,

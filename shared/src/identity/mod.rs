@@ -114,3 +114,6 @@ impl Verifier {
         Err(invalid(refused))
     }
 }
+
+#[cfg(test)]
+mod tests;

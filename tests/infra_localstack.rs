@@ -401,3 +401,132 @@ async fn issue4_localstack_sam_transform_expands_one_invoke_permission_per_route
     ];
     assert_eq!(roles, expected_roles.map(String::from).into());
 }
+
+/// The stack's identity table (docs/identity.md): the template's `IdentityConfig` parameter
+/// and the parameters and conditions it reads, verbatim, created by LocalStack's CloudFormation
+/// under a path holding a document of one tenant, then read as the functions read their
+/// configuration (`countersign::aws::source::read`). `pool`: with `CreateUserPool`, where a
+/// stand-in resource named `UserPool` gives the pool's id (Cognito is not in the host
+/// LocalStack).
+async fn identity_stack(pool: bool) -> countersign::config::IdentityConfig {
+    let sdk: SdkConfig = localstack::sdk().await;
+    let cfn = Cfn::new(&sdk);
+    let ssm = aws_sdk_ssm::Client::new(&sdk);
+    let t = template();
+    let path = format!("/{}", localstack::unique("identity"));
+    ssm.put_parameter()
+        .name(format!("{path}/00"))
+        .value("[tenants.acme]\ntime_zone = \"UTC\"\n")
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .expect("PutParameter");
+    let mut resources = json!({"IdentityConfig": t["Resources"]["IdentityConfig"].clone()});
+    let pool_id = format!("eu-west-1_{}", localstack::unique("pool").replace('-', ""));
+    if pool {
+        resources["UserPool"] = json!({
+            "Type": "AWS::SSM::Parameter", "Condition": "CreateUserPool",
+            "Properties": {"Name": pool_id, "Type": "String", "Value": "a stand-in for the pool"},
+        });
+    }
+    // The parameters they name, by `Ref` or inside an `Fn::Sub`.
+    let mut used = BTreeSet::new();
+    refs(&resources, &mut used);
+    refs(&t["Conditions"], &mut used);
+    let text = resources.to_string();
+    let parameters: Map<String, Value> = t["Parameters"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(name, _)| used.contains(*name) || text.contains(&format!("${{{name}}}")))
+        .map(|(name, p)| (name.clone(), p.clone()))
+        .collect();
+    let body = json!({
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Parameters": parameters,
+        "Conditions": {
+            "HasIdentity": t["Conditions"]["HasIdentity"],
+            "CreateUserPool": t["Conditions"]["CreateUserPool"],
+        },
+        "Resources": resources,
+    });
+    let stack = localstack::unique("identity");
+    let parameter = |k: &str, v: &str| {
+        aws_sdk_cloudformation::types::Parameter::builder()
+            .parameter_key(k)
+            .parameter_value(v)
+            .build()
+    };
+    let issuer = if pool {
+        ""
+    } else {
+        "https://login.example.com/realms/acme"
+    };
+    cfn.create_stack()
+        .stack_name(&stack)
+        .template_body(body.to_string())
+        .parameters(parameter("ConfigPath", &path))
+        .parameters(parameter("IdentityTenant", "acme"))
+        .parameters(parameter("IdentityIssuer", issuer))
+        .parameters(parameter(
+            "IdentityAudience",
+            "https://countersign.example.com",
+        ))
+        .parameters(parameter("CreateUserPool", &pool.to_string()))
+        .parameters(parameter("UserPoolDomainPrefix", "acme-people"))
+        .send()
+        .await
+        .expect("CreateStack");
+    let status = wait_stack(&cfn, &stack).await;
+    let failure = stack_failure(&cfn, &stack).await;
+    let document = countersign::aws::source::read(&ssm, &path).await;
+    cfn.delete_stack().stack_name(&stack).send().await.unwrap();
+    wait_stack(&cfn, &stack).await;
+    let _ = ssm
+        .delete_parameter()
+        .name(format!("{path}/00"))
+        .send()
+        .await;
+    assert_eq!(status, StackStatus::CreateComplete, "{failure}");
+    let document = document.expect("the document and the stack's part");
+    assert_eq!(document.versions.len(), 2, "{document:?}");
+    assert!(
+        document.versions[1].0.ends_with("/identity"),
+        "{document:?}"
+    );
+    let config = countersign::config::Config::from_toml(&document.text)
+        .unwrap_or_else(|e| panic!("{e}\n{}", document.text));
+    let identity = config.tenants["acme"].identity.clone();
+    let identity = identity.unwrap_or_else(|| panic!("no identity:\n{}", document.text));
+    assert_eq!(identity.audience, "https://countersign.example.com");
+    if pool {
+        // https://cognito-idp.<region>.<URLSuffix>/<pool id>: the suffix is amazonaws.com on
+        // AWS (amazonaws.com.cn in China), and LocalStack's own here.
+        let region = sdk.region().expect("a region");
+        let pool = format!("https://cognito-idp.{region}.");
+        assert!(identity.issuer.starts_with(&pool), "{}", identity.issuer);
+        assert!(identity.issuer.ends_with(&format!("/{pool_id}")));
+    } else {
+        assert_eq!(identity.issuer, issuer);
+    }
+    identity
+}
+
+#[tokio::test]
+async fn issue31_sc_ops_03_localstack_the_stacks_issuer_and_audience_reach_the_configuration() {
+    let identity = identity_stack(false).await;
+    // The defaults: countersign's own scope names and the `groups` claim.
+    assert_eq!(identity.approve_scope, "countersign:approve");
+    assert_eq!(identity.groups_claim, "groups");
+}
+
+#[tokio::test]
+async fn issue31_sc_ops_03_localstack_the_stacks_user_pool_is_the_issuer_with_its_scope_names() {
+    let identity = identity_stack(true).await;
+    // A user pool writes a resource server's scope as <identifier>/<name>.
+    let aud = "https://countersign.example.com";
+    assert_eq!(identity.agent_scope, format!("{aud}/countersign:agent"));
+    assert_eq!(identity.approve_scope, format!("{aud}/countersign:approve"));
+    assert_eq!(identity.admin_scope, format!("{aud}/countersign:admin"));
+    assert_eq!(identity.groups_claim, "cognito:groups");
+}

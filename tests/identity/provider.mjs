@@ -91,7 +91,8 @@ async function start(name) {
         getResourceServerInfo: (ctx, resource, client) => ({
           scope: SCOPES,
           audience: resource,
-          accessTokenTTL: 300,
+          // Five minutes; longer for a long run over a token (scripts/schemathesis.sh).
+          accessTokenTTL: Number(process.env.COUNTERSIGN_OIDC_TOKEN_TTL) || 300,
           accessTokenFormat: 'jwt',
           jwt: { sign: { alg: client.clientId.endsWith('-ed') ? 'EdDSA' : client.clientId.endsWith('-ec') ? 'ES256' : 'RS256' } },
         }),

@@ -143,6 +143,16 @@ pub(super) async fn openapi_json() -> axum::response::Response {
         .into_response()
 }
 
+/// The access-token scheme, as a client reads it (docs/identity.md).
+const ACCESS_TOKEN: &str = "An OAuth 2.0 access token (a JWT, RFC 9068) from the tenant's \
+identity provider, issued for this server's resource (RFC 8707 `resource`, the token's `aud`). \
+Its scopes give the role: `countersign:agent` to submit (and `/mcp`), `countersign:approve` to \
+approve or deny, `countersign:admin` for stops, policy explain, notifications and quarantine; \
+any of them for the reads, cancel and `/v1/me` (a tenant may rename them). A request without a \
+credential is answered 401 with `WWW-Authenticate: Bearer resource_metadata=\"…\"`, which names \
+the document (`/.well-known/oauth-protected-resource`) listing the authorization servers; a \
+token without the scope a route needs, 403 `insufficient_scope`.";
+
 /// The answers every authenticated route may give besides its own: bad input, no key, too
 /// large, rate limited, a fault of ours, store unavailable. Added here once instead of on every handler.
 struct Refusals;
@@ -170,10 +180,22 @@ impl Modify for Refusals {
                     .build(),
             ),
         );
-        doc.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new(
-            "bearer",
-            Vec::<String>::new(),
-        )]);
+        // A tenant's provider issues the token, so its endpoints are the tenant's, not the
+        // document's: a client finds them from the 401's `resource_metadata` (RFC 9728).
+        components.add_security_scheme(
+            "accessToken",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(ACCESS_TOKEN))
+                    .build(),
+            ),
+        );
+        let either = |scheme: &str| {
+            utoipa::openapi::security::SecurityRequirement::new(scheme, Vec::<String>::new())
+        };
+        doc.security = Some(vec![either("bearer"), either("accessToken")]);
         for (path, item) in doc.paths.paths.iter_mut() {
             if !path.starts_with("/v1/") {
                 continue;
@@ -199,13 +221,27 @@ fn add_refusals(op: &mut Operation) {
             "400",
             "validation_failed: `param` names the field, header or parameter",
         ),
-        ("401", "unauthenticated: no key, or an unknown one"),
+        (
+            "401",
+            "unauthenticated: no credential, an unknown key, or a token that does not verify \
+             (`WWW-Authenticate: Bearer resource_metadata=\"…\"`, with `error=\"invalid_token\"` \
+             where one was sent)",
+        ),
+        (
+            "403",
+            "forbidden: the caller's role may not do this; for a token, it lacks the scope the \
+             route needs (`WWW-Authenticate: Bearer …, error=\"insufficient_scope\", scope=\"…\"`)",
+        ),
         ("413", "payload_too_large: the body exceeds 256 KiB"),
         (
             "500",
             "internal: a fault of ours, logged; the answer carries no details",
         ),
-        ("503", "unavailable: the store did not answer; retry"),
+        (
+            "503",
+            "unavailable: the store did not answer, or the identity provider's keys cannot be \
+             had (token callers; keys still work); retry",
+        ),
     ] {
         responses
             .entry(status.into())

@@ -182,24 +182,37 @@ pub(crate) async fn load(
     concurrency: usize,
     via: Via,
 ) -> Vec<f64> {
-    load_with(http, urls, n, concurrency, via, via.body()).await
+    load_as(
+        http,
+        urls,
+        n,
+        concurrency,
+        via,
+        via.body(),
+        world::BENCH_AGENT,
+    )
+    .await
 }
 
-/// The same with a request body of the caller's (`gate.rs`: arguments its conditions read).
-pub(crate) async fn load_with(
+/// The same with a request body of the caller's, as the holder of `bearer` (`gate.rs`:
+/// arguments its conditions read; `identity.rs`: an access token).
+pub(crate) async fn load_as(
     http: &reqwest::Client,
     urls: &[String],
     n: usize,
     concurrency: usize,
     via: Via,
     body: serde_json::Value,
+    bearer: &str,
 ) -> Vec<f64> {
     let next = Arc::new(AtomicUsize::new(0));
     let urls = Arc::new(urls.to_vec());
     let body = Arc::new(body);
+    let bearer: Arc<str> = bearer.into();
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
             let (http, urls, next, body) = (http.clone(), urls.clone(), next.clone(), body.clone());
+            let bearer = bearer.clone();
             tokio::spawn(async move {
                 let mut ms = Vec::new();
                 loop {
@@ -210,7 +223,7 @@ pub(crate) async fn load_with(
                     let t = Instant::now();
                     let res = http
                         .post(&urls[i % urls.len()])
-                        .bearer_auth(world::BENCH_AGENT)
+                        .bearer_auth(&bearer)
                         .json(&*body)
                         .send()
                         .await

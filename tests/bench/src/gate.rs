@@ -83,65 +83,93 @@ fn rules(conditional: bool) -> String {
 
 pub async fn measure(lifecycles: usize, concurrency: usize, rounds: usize) -> Gate {
     let mut configs = Vec::new();
+    let mut tools = Vec::new();
     for conditional in [false, true] {
-        let (toml, tools) = world::config_with_rules(&rules(conditional)).await;
+        let (toml, tool_server) = world::config_with_rules(&rules(conditional)).await;
         let config = Config::from_toml(&toml).expect("the gate bench's config");
-        configs.push((Arc::new(config), tools));
+        configs.push(Side {
+            config: Arc::new(config),
+            bearer: world::BENCH_AGENT.to_owned(),
+        });
+        tools.push(tool_server);
     }
     // The arguments the conditions read, as in the gate's own measurement.
     let body = json!({"tool": "search.instant",
         "args": {"query": "quarterly revenue", "currency": "EUR", "amount": 20, "limit": 10}});
+    let [glob, conditional] = alternate(&configs, body, lifecycles, concurrency, rounds).await;
+    Gate {
+        glob: glob.per_s,
+        conditional: conditional.per_s,
+        glob_cpu: glob.cpu,
+        conditional_cpu: conditional.cpu,
+        conditional_latency: Summary::of(conditional.ms),
+        lifecycles,
+        concurrency,
+    }
+}
+
+/// One side of an alternated run: a configuration, and the credential its clients send.
+pub struct Side {
+    pub config: Arc<Config>,
+    pub bearer: String,
+}
+
+/// What one side measured, a value a round.
+#[derive(Default)]
+pub struct Runs {
+    /// Lifecycles per second.
+    pub per_s: Vec<f64>,
+    /// CPU time per lifecycle (µs): the whole bench process.
+    pub cpu: Vec<f64>,
+    /// Every request's latency (ms).
+    pub ms: Vec<f64>,
+}
+
+/// allow → run on the embedded server, the two sides alternating a round each (each run on a
+/// server and database of its own), so a drift of the machine's disk or load falls on both.
+/// Round 0 warms the process, the disk's cache and the allocator and is not counted (in one
+/// run the process's first run was ≈ 10 % faster than any later one).
+pub async fn alternate(
+    sides: &[Side],
+    body: serde_json::Value,
+    lifecycles: usize,
+    concurrency: usize,
+    rounds: usize,
+) -> [Runs; 2] {
     let http = reqwest::Client::new();
-    let mut per_s = [Vec::new(), Vec::new()];
-    let mut cpu = [Vec::new(), Vec::new()];
-    let mut conditional_ms = Vec::new();
-    // Round 0 warms the process, the disk's cache and the allocator and is not counted (in
-    // one run the process's first run was ≈ 10 % faster than any later one).
+    let mut runs = [Runs::default(), Runs::default()];
     for round in 0..=rounds {
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for side in order {
-            let db = world::TempDb::new("gate");
+            let db = world::TempDb::new("alternate");
             let server = Server::start(
-                configs[side].0.clone(),
+                sides[side].config.clone(),
                 &db.path,
                 "127.0.0.1:0".parse().unwrap(),
             )
             .await
             .expect("start the embedded server");
-            let url = [format!(
-                "http://{}{}",
-                server.addr,
-                embedded::Via::Rest.path()
-            )];
             let via = embedded::Via::Rest;
+            let url = [format!("http://{}{}", server.addr, via.path())];
+            let bearer = &sides[side].bearer;
             let warm = lifecycles / 10 + 1;
-            let _ = embedded::load_with(&http, &url, warm, concurrency, via, body.clone()).await;
+            let load =
+                |n| embedded::load_as(&http, &url, n, concurrency, via, body.clone(), bearer);
+            let _ = load(warm).await;
             let started = Instant::now();
             let cpu_before = cpu_seconds();
-            let ms =
-                embedded::load_with(&http, &url, lifecycles, concurrency, via, body.clone()).await;
+            let ms = load(lifecycles).await;
             let cpu_used = cpu_seconds() - cpu_before;
+            let elapsed = started.elapsed().as_secs_f64();
+            server.shutdown().await.unwrap();
             if round == 0 {
-                server.shutdown().await.unwrap();
                 continue;
             }
-            per_s[side].push(lifecycles as f64 / started.elapsed().as_secs_f64());
-            cpu[side].push(cpu_used * 1e6 / lifecycles as f64);
-            if side == 1 {
-                conditional_ms.extend(ms);
-            }
-            server.shutdown().await.unwrap();
+            let r = &mut runs[side];
+            r.per_s.push(lifecycles as f64 / elapsed);
+            r.cpu.push(cpu_used * 1e6 / lifecycles as f64);
+            r.ms.extend(ms);
         }
     }
-    let [glob, conditional] = per_s;
-    let [glob_cpu, conditional_cpu] = cpu;
-    Gate {
-        glob,
-        conditional,
-        glob_cpu,
-        conditional_cpu,
-        conditional_latency: Summary::of(conditional_ms),
-        lifecycles,
-        concurrency,
-    }
+    runs
 }

@@ -14,6 +14,7 @@ mod embedded;
 mod functions;
 mod gate;
 mod gate_alone;
+mod identity;
 mod lateness;
 mod load;
 mod postgres;
@@ -65,6 +66,8 @@ enum Section {
     GateAlone,
     /// Loading the configuration, in process (the init figure's share).
     Load,
+    /// An access token beside a key: in process, and allow → run alternated.
+    Identity,
 }
 
 /// How big each measurement is.
@@ -80,6 +83,8 @@ struct Sizes {
     gate_rounds: usize,
     /// Calls to the gate per batch, in the section `gate-alone`.
     gate_calls: usize,
+    /// Credentials authenticated per batch, in the section `identity`.
+    identity_calls: usize,
 }
 
 impl Mode {
@@ -95,6 +100,7 @@ impl Mode {
                 disk_lifecycles: 2_000,
                 gate_rounds: 9,
                 gate_calls: 20_000,
+                identity_calls: 5_000,
             },
             Mode::Quick => Sizes {
                 cost_runs: 2,
@@ -106,6 +112,7 @@ impl Mode {
                 disk_lifecycles: 400,
                 gate_rounds: 1,
                 gate_calls: 200,
+                identity_calls: 50,
             },
         }
     }
@@ -155,6 +162,18 @@ async fn main() {
     if wants(Section::GateAlone) {
         eprintln!("bench: the gate alone, in process…");
         report.gate_alone(&gate_alone::measure(sizes.gate_calls));
+    }
+    if wants(Section::Identity) {
+        eprintln!("bench: an access token beside a key…");
+        report.identity(
+            &identity::measure(
+                sizes.identity_calls,
+                sizes.lifecycles,
+                sizes.concurrency,
+                sizes.gate_rounds,
+            )
+            .await,
+        );
     }
     if wants(Section::Disk) {
         eprintln!("bench: bytes written to disk per lifecycle…");

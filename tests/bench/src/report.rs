@@ -231,17 +231,56 @@ impl Report {
         );
     }
 
+    pub fn identity(&mut self, i: &crate::identity::Identity) {
+        let (throughput, cpu) = i.ratios();
+        let rounds: Vec<String> = i
+            .token
+            .per_s
+            .iter()
+            .zip(&i.key.per_s)
+            .map(|(t, k)| format!("{:.0} %", t / k * 100.0))
+            .collect();
+        self.row(
+            format!(
+                "allow → run as an agent with an RS256 access token ÷ with a key (embedded, provider's keys cached; {} lifecycles a run, {} clients, {} rounds alternated after a warm-up round)",
+                i.lifecycles,
+                i.concurrency,
+                i.key.per_s.len()
+            ),
+            format!(
+                "**{:.1} %** (median of the rounds; {:.0} vs {:.0} lifecycles/s, medians; rounds {}; CPU per lifecycle {:+.1} %; token request {})",
+                throughput * 100.0,
+                Summary::of(i.token.per_s.clone()).p50,
+                Summary::of(i.key.per_s.clone()).p50,
+                rounds.join(", "),
+                (cpu - 1.0) * 100.0,
+                ms(&Summary::of(i.token.ms.clone()))
+            ),
+            "≥ 90 %",
+            Some(throughput >= 0.90),
+        );
+        for (credential, per_request) in &i.alone {
+            let figure = format!(
+                "  authenticating one request in process, with {credential} (median of 5 batches of {}; keys cached)",
+                i.calls
+            );
+            self.micros(figure, *per_request, "");
+        }
+    }
+
+    /// A row of a time in µs, without a goal.
+    fn micros(&mut self, figure: String, took: std::time::Duration, per: &str) {
+        let measured = format!("{:.2} µs{per}", took.as_secs_f64() * 1e6);
+        self.row(figure, measured, "", None);
+    }
+
     pub fn gate_alone(&mut self, g: &crate::gate_alone::GateAlone) {
         for (policy, per_gate) in &g.policies {
-            self.row(
-                format!(
-                    "the gate alone, in process: {policy} ahead of the allow (median of 5 batches of {} calls)",
-                    g.calls
-                ),
-                format!("{:.2} µs per gate", per_gate.as_secs_f64() * 1e6),
-                "",
-                None,
+            let figure = format!(
+                "the gate alone, in process: {policy} ahead of the allow (median of 5 batches of {} calls)",
+                g.calls
             );
+            self.micros(figure, *per_gate, " per gate");
         }
     }
 

@@ -29,6 +29,19 @@ pub(super) async fn answer(
     if messages.is_empty() {
         return RpcError::invalid_request("an empty batch: send at least one message").without_id();
     }
+    // Every message is a JSON-RPC request or notification: a batch holding anything else is
+    // refused whole with a 400, as the transport refuses a POST it cannot accept (not 200 with
+    // an error per element: a client that sends `[null]` is broken, and nothing of its batch
+    // should run). The POST's schema says so too (docs/openapi.json).
+    for (i, message) in messages.iter().enumerate() {
+        if let Err(e) = guard::request_object(message.clone()) {
+            return RpcError::invalid_request(format!(
+                "batch element {i}: {}; nothing of the batch ran",
+                e.message()
+            ))
+            .without_id();
+        }
+    }
     let mut replies = Vec::new();
     for (i, message) in messages.into_iter().enumerate() {
         let spent = match limits {

@@ -75,6 +75,10 @@ impl RpcError {
         RpcError::new(StatusCode::OK, -32602, message)
     }
 
+    pub(super) fn message(&self) -> &str {
+        &self.message
+    }
+
     pub(super) fn invalid_request(message: impl Into<String>) -> Self {
         RpcError::new(StatusCode::BAD_REQUEST, -32600, message)
     }

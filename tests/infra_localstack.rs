@@ -405,7 +405,7 @@ async fn issue4_localstack_sam_transform_expands_one_invoke_permission_per_route
 /// The stack's identity table (docs/identity.md): the template's `IdentityConfig` parameter
 /// and the parameters and conditions it reads, verbatim, created by LocalStack's CloudFormation
 /// under a path holding a document of one tenant, then read as the functions read their
-/// configuration (`countersign::aws::source::read`). `pool`: with `CreateUserPool`, where a
+/// configuration (`countersign::boot::aws::source::read`). `pool`: with `CreateUserPool`, where a
 /// stand-in resource named `UserPool` gives the pool's id (Cognito is not in the host
 /// LocalStack).
 async fn identity_stack(pool: bool) -> countersign::config::IdentityConfig {
@@ -479,7 +479,7 @@ async fn identity_stack(pool: bool) -> countersign::config::IdentityConfig {
         .expect("CreateStack");
     let status = wait_stack(&cfn, &stack).await;
     let failure = stack_failure(&cfn, &stack).await;
-    let document = countersign::aws::source::read(&ssm, &path).await;
+    let document = countersign::boot::aws::source::read(&ssm, &path).await;
     cfn.delete_stack().stack_name(&stack).send().await.unwrap();
     wait_stack(&cfn, &stack).await;
     let _ = ssm

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: starts LocalStack (host or Docker; reused if one already answers) and
 # PostgreSQL (scripts/postgres.sh; installed from the distribution's packages if missing),
-# installs cargo-lambda, the MCP SDKs (tests/mcp.rs) and an OpenID provider (tests/identity.rs) and Slack's SDK (tests/slack.rs) if needed, runs every test of the workspace, then the README walkthrough.
+# installs cargo-lambda, the MCP SDKs (tests/mcp.rs), an OpenID provider (tests/identity.rs), Slack's SDK (tests/slack.rs), an SMTP server and Chromium (tests/email.rs) if needed, runs every test of the workspace, then the README walkthrough.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source localstack/ensure.sh
@@ -12,6 +12,7 @@ bash localstack/install-cargo-lambda.sh
 source scripts/mcp-sdks.sh
 source scripts/oidc-provider.sh
 source scripts/slack-sdk.sh
+source scripts/email-deps.sh
 
 cargo test --workspace
 bash scripts/walkthrough.sh

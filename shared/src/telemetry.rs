@@ -24,6 +24,7 @@ pub const QUARANTINED: &str = "records_quarantined";
 pub const NOTIFICATIONS_DELIVERED: &str = "notifications_delivered";
 pub const NOTIFICATIONS_RETRYING: &str = "notifications_retrying";
 pub const NOTIFICATIONS_DEAD: &str = "notifications_dead";
+pub const EMAILS: &str = "emails";
 pub const CONFIG_RELOADS: &str = "config_reloads";
 pub const CONFIG_REJECTED: &str = "config_rejected";
 
@@ -77,6 +78,11 @@ pub fn describe() {
         "stored records quarantined because they do not load"
     );
     describe_counter!(NOTIFICATIONS_DELIVERED, Unit::Count, "notices delivered");
+    describe_counter!(
+        EMAILS,
+        Unit::Count,
+        "approval mails the SMTP server took (sent) or did not (failed)"
+    );
     describe_counter!(
         NOTIFICATIONS_RETRYING,
         Unit::Count,
@@ -191,6 +197,12 @@ pub fn notified(delivered: usize, retrying: usize, dead: usize) {
     counter!(NOTIFICATIONS_DELIVERED).increment(delivered as u64);
     counter!(NOTIFICATIONS_RETRYING).increment(retrying as u64);
     counter!(NOTIFICATIONS_DEAD).increment(dead as u64);
+}
+
+/// Approval mails of one try: taken by the SMTP server, or not (retried with the notice).
+pub fn mailed(sent: usize, failed: usize) {
+    counter!(EMAILS, "outcome" => "sent").increment(sent as u64);
+    counter!(EMAILS, "outcome" => "failed").increment(failed as u64);
 }
 
 /// A new configuration document: `applied`, `rejected` (it does not load; the alarm series

@@ -15,7 +15,7 @@ pub const MAX_ARGS: usize = 64 * 1024;
 /// Longest tool name.
 const MAX_TOOL: usize = 256;
 /// Longest deny reason.
-const MAX_REASON: usize = 1000;
+pub(super) const MAX_REASON: usize = 1000;
 
 /// The body of `POST /v1/actions`. Unknown fields are rejected.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -140,6 +140,33 @@ pub fn idempotency_key(key: &str) -> Result<&str, Error> {
 #[serde(deny_unknown_fields)]
 pub struct ApproveBody {
     pub context_digest: String,
+}
+
+/// The confirmation page's form (`application/x-www-form-urlencoded`, docs/email.md): read
+/// field by field, the first of each name, a missing one empty.
+#[derive(ToSchema)]
+pub struct ConfirmForm {
+    /// The mailed link's token.
+    pub token: String,
+    /// `approve` or `deny`.
+    pub decision: String,
+    /// A deny's reason, in the approver's words.
+    pub reason: Option<String>,
+}
+
+impl ConfirmForm {
+    pub fn read(form: &[u8]) -> ConfirmForm {
+        let field = |name: &str| {
+            form_urlencoded::parse(form)
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+        };
+        ConfirmForm {
+            token: field("token").unwrap_or_default(),
+            decision: field("decision").unwrap_or_default(),
+            reason: field("reason"),
+        }
+    }
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod body;
+mod email;
 pub mod error;
 mod explain;
 mod extract;
@@ -75,6 +76,8 @@ pub mod paths {
     pub const MCP_RESOURCE_METADATA: &str = "/.well-known/oauth-protected-resource/mcp";
     /// Slack's buttons and the deny modal (docs/slack.md).
     pub const SLACK_INTERACTIONS: &str = "/v1/slack/interactions";
+    /// The confirmation page of an approval mail (docs/email.md).
+    pub const EMAIL_CONFIRM: &str = "/ui/email/confirm";
 }
 
 /// Every route the router serves, with the Lambda function that owns it on AWS (SPEC §3).
@@ -87,6 +90,9 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", paths::DEED, "intake"),
     ("POST", paths::APPROVE, "approve"),
     ("POST", paths::DENY, "approve"),
+    // The confirmation page of an approval mail (docs/email.md): GET shows, POST decides.
+    ("GET", paths::EMAIL_CONFIRM, "approve"),
+    ("POST", paths::EMAIL_CONFIRM, "approve"),
     ("POST", paths::CANCEL, "cancel"),
     ("POST", paths::STOPS, "cancel"),
     ("DELETE", paths::STOP, "cancel"),

@@ -3,7 +3,7 @@
 //! two equal; regenerate with `cargo run -q -p countersign-server -- openapi > docs/openapi.json`).
 
 use super::{
-    body::{ApproveBody, DenyBody, RequestedWindow, StopBody, SubmitRequest},
+    body::{ApproveBody, ConfirmForm, DenyBody, RequestedWindow, StopBody, SubmitRequest},
     error::{ErrorBody, ErrorDetail},
     routes, view,
 };
@@ -42,6 +42,8 @@ use utoipa::{
         routes::deed,
         routes::approve,
         routes::deny,
+        super::email::show,
+        super::email::decide,
         routes::cancel,
         routes::stop,
         routes::lift_stop,
@@ -74,6 +76,7 @@ use utoipa::{
         RequestedWindow,
         ApproveBody,
         DenyBody,
+        ConfirmForm,
         StopBody,
         Stop,
         Approval,

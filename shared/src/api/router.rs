@@ -2,7 +2,7 @@
 //! or one function's.
 
 use super::error::ApiError;
-use super::{mcp, openapi, paths, resource, routes, ui};
+use super::{email, mcp, openapi, paths, resource, routes, ui};
 use crate::{error::shown, Engine};
 use axum::{
     http::{header, Method, StatusCode, Uri},
@@ -63,11 +63,12 @@ pub fn intake_routes(r: Routes) -> Routes {
         .route(paths::MCP_RESOURCE_METADATA, get(resource::mcp))
 }
 
-/// The approve function's routes: the countersignature.
+/// The approve function's routes: the countersignature, also through a mailed link.
 pub fn approve_routes(r: Routes) -> Routes {
     r.route(paths::APPROVE, post(routes::approve))
         .route(paths::DENY, post(routes::deny))
         .route(paths::SLACK_INTERACTIONS, post(super::slack::interactions))
+        .route(paths::EMAIL_CONFIRM, get(email::show).post(email::decide))
 }
 
 /// The cancel function's routes: cancel, the stops, the dead notifications.

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 
 mod catalog;
+mod email;
 mod identity;
 mod keys;
 mod limits;
@@ -27,6 +28,7 @@ pub use catalog::{
     Executor, Recovery, Secret, Signing, ToolEntry, ToolInfo, MAX_TOOL_TIMEOUT, MCP_STATUS_TOOL,
     MIN_TOOL_TIMEOUT,
 };
+pub use email::{EmailConfig, MIN_LINK_SECRET};
 pub use identity::{IdentityConfig, MAX_LEEWAY};
 pub use keys::DeedSigner;
 pub use limits::{Limits, Rate};

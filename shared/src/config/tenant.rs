@@ -2,8 +2,8 @@
 //! kinds, tool catalog, webhook targets, notification endpoints and deed key.
 
 use super::{
-    bad, catalog, duration, identity, keys, notify, policy, slack, targets::Targets, ConfigError,
-    DeedSigner, Endpoint, IdentityConfig, SlackConfig, ToolEntry,
+    bad, catalog, duration, email, identity, keys, notify, policy, slack, targets::Targets,
+    ConfigError, DeedSigner, EmailConfig, Endpoint, IdentityConfig, SlackConfig, ToolEntry,
 };
 use crate::domain::policy::Rule;
 use jiff::{tz::TimeZone, SignedDuration};
@@ -36,6 +36,8 @@ pub(super) struct RawTenant {
     identity: Option<identity::RawIdentity>,
     /// The tenant's Slack app (docs/slack.md): approval requests as messages with buttons.
     slack: Option<slack::RawSlack>,
+    /// Approval requests mailed to the approvers (docs/email.md).
+    email: Option<email::RawEmail>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -49,6 +51,8 @@ struct RawKey {
     groups: Vec<String>,
     /// The approver's Slack user id: their clicks on a Slack message approve as this key.
     slack_user: Option<String>,
+    /// Where an approver's approval requests are mailed (`[tenants.<name>.email]`).
+    email: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -99,6 +103,8 @@ pub struct Tenant {
     pub identity: Option<IdentityConfig>,
     /// The tenant's Slack app (SC-CH-01); `None`: no Slack messages.
     pub slack: Option<SlackConfig>,
+    /// Approval requests by mail (SC-CH-10); `None`: no mail.
+    pub email: Option<EmailConfig>,
 }
 
 impl Tenant {
@@ -133,7 +139,7 @@ pub(super) fn tenant(
         "24h",
     )?;
 
-    let slack_users = principals(&at, name, raw.keys, keys)?;
+    let (slack_users, addresses) = principals(&at, name, raw.keys, keys)?;
     let targets = Targets {
         http: raw.allow_http_hosts,
         private: raw.allow_private_hosts,
@@ -166,6 +172,10 @@ pub(super) fn tenant(
         slack,
         tools: catalog::tools(&at, raw.tools, &targets)?,
         notify: notify::endpoints(&at, raw.notify, &targets)?,
+        email: raw
+            .email
+            .map(|e| email::email(&at, e, addresses))
+            .transpose()?,
         deed_key: raw.deed_key.map(|k| keys::named(&at, k)).transpose()?,
         name: name.to_owned(),
         time_zone,
@@ -176,14 +186,20 @@ pub(super) fn tenant(
 }
 
 /// The tenant's keys, by hash, into the one map of every tenant's keys (a hash is unique).
-/// Answers the approver key ids by their Slack user ids.
+/// Answers the approver key ids by their Slack user ids, and the approvers' addresses.
 fn principals(
     at: &str,
     tenant: &str,
     raw: Vec<RawKey>,
     keys: &mut HashMap<String, Principal>,
-) -> Result<BTreeMap<String, String>, ConfigError> {
-    let mut slack_users = BTreeMap::new();
+) -> Result<
+    (
+        BTreeMap<String, String>,
+        BTreeMap<String, lettre::message::Mailbox>,
+    ),
+    ConfigError,
+> {
+    let (mut slack_users, mut addresses) = (BTreeMap::new(), BTreeMap::new());
     for (i, key) in raw.into_iter().enumerate() {
         let key_at = format!("{at}.keys[{i}]");
         let hash = key.sha256.to_ascii_lowercase();
@@ -213,6 +229,11 @@ fn principals(
                 }
             }
         }
+        match (&key.email, key.role) {
+            (Some(to), Role::Approver) => email::address(&key_at, &key.id, to, &mut addresses)?,
+            (Some(_), _) => return Err(bad(&key_at, "only approver keys have an email")),
+            (None, _) => {}
+        }
         let principal = Principal {
             tenant: tenant.to_owned(),
             role: key.role,
@@ -224,5 +245,5 @@ fn principals(
             return Err(bad(&key_at, "this key hash is declared twice"));
         }
     }
-    Ok(slack_users)
+    Ok((slack_users, addresses))
 }

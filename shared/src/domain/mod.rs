@@ -10,6 +10,8 @@ pub mod condition;
 pub mod context;
 pub mod countersign;
 pub mod deed;
+pub mod email_link;
+pub mod mail;
 pub mod next;
 pub mod notice;
 pub mod policy;

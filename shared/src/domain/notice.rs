@@ -203,7 +203,7 @@ impl Notice<'_> {
 }
 
 /// How many approvals a pending action still needs (SC-POL-04).
-fn still_needed(a: &Action) -> u32 {
+pub(super) fn still_needed(a: &Action) -> u32 {
     match a.next_action() {
         super::next::NextAction::Approval { still_needed, .. } => still_needed,
         _ => 0,

@@ -235,6 +235,7 @@ impl Engine {
                 .is_some_and(|tenant| {
                     tenant.notify.iter().any(|e| e.wants(kind))
                         || (tenant.slack.is_some() && change.action.approval().is_some())
+                        || (tenant.email.is_some() && kind == NoticeKind::ApprovalRequested)
                 })
         })
     }

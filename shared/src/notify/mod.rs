@@ -9,14 +9,16 @@
 //! tells of, settling it), never the engine or the API (`tests/architecture.rs`). Each post is
 //! in `post`; the tenant's Slack app is a channel beside the endpoints, in `slack`: the same
 //! entries, tries, backoff and dead letters, and a Slack that is down fails only its own part of
-//! an entry (the endpoints that took it are not sent it again).
+//! an entry (the endpoints that took it are not sent it again). The approval mails of a tenant
+//! with `[tenants.<name>.email]` are one more delivery of the same entry, in `email`.
 
+pub mod email;
 mod post;
 pub mod slack;
 
 use crate::{
     config::{Config, Endpoint},
-    domain::notice::{Notice, OutboxEntry, Settled},
+    domain::notice::{Notice, NoticeKind, OutboxEntry, Settled},
     store::{Outbox, StoreError},
     target,
     tools::secrets::Secrets,
@@ -143,8 +145,8 @@ impl Notifier {
         }
     }
 
-    /// Post the notice to every subscribed endpoint that has not taken it yet, and to the
-    /// tenant's Slack app.
+    /// Post the notice to every subscribed endpoint that has not taken it yet, to the tenant's
+    /// Slack app, and mail an approval request to each approver not yet mailed.
     async fn try_once(
         &self,
         entry: &OutboxEntry,
@@ -159,7 +161,10 @@ impl Notifier {
         let slack = tenant
             .and_then(|t| Some((t, t.slack.as_ref()?)))
             .filter(|_| !entry.delivered.iter().any(|d| d == slack::CHANNEL));
-        if endpoints.is_empty() && slack.is_none() {
+        let mail = tenant
+            .and_then(|t| t.email.as_ref())
+            .filter(|_| entry.kind == NoticeKind::ApprovalRequested);
+        if endpoints.is_empty() && slack.is_none() && mail.is_none() {
             return Ok((Vec::new(), None));
         }
         let subject = match self.outbox.outbox_subject(entry).await {
@@ -213,6 +218,13 @@ impl Notifier {
                 Err(why) => failure = Some(why),
             }
         }
+        if let Some(mail) = mail {
+            let now = self.clock.now();
+            let (mailed, why) =
+                email::send(&self.config, mail, entry, &action, &self.page, now).await;
+            took.extend(mailed);
+            failure = why.or(failure);
+        }
         Ok((took, failure))
     }
 }
@@ -233,6 +245,7 @@ fn log(entry: &OutboxEntry, settled: &Settled) {
 /// The process that sends notifications checks at boot that every endpoint's secret is set
 /// (the configuration names the variable; parsing it reads no secret). Errors name the entry.
 pub fn check_secrets(config: &Config) -> Result<(), crate::config::ConfigError> {
+    email::check_secrets(config)?;
     for (tenant, t) in &config.tenants {
         for (i, endpoint) in t.notify.iter().enumerate() {
             if std::env::var(&endpoint.secret_env).map_or(true, |v| v.is_empty()) {

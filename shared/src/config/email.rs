@@ -1,0 +1,158 @@
+//! `[tenants.<name>.email]`: approval requests mailed to the approvers (docs/email.md). The
+//! document names the secrets — the SMTP URL's and the link key's environment variables — and
+//! the process reads them where it sends or checks a link, so parsing reads no secret.
+
+use super::{bad, ConfigError};
+use lettre::message::Mailbox;
+use serde::Deserialize;
+use std::{collections::BTreeMap, path::PathBuf};
+
+/// The shortest link key accepted, in bytes (an HMAC-SHA256 key: 256 bits).
+pub const MIN_LINK_SECRET: usize = 32;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawEmail {
+    smtp_url_env: String,
+    from: String,
+    link_secret_env: String,
+    ca_file: Option<PathBuf>,
+    #[serde(default)]
+    insecure_plaintext: bool,
+}
+
+/// A tenant's approval mail.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmailConfig {
+    /// The environment variable holding `smtps://…` or `smtp://…` (STARTTLS required).
+    pub smtp_url_env: String,
+    /// The sender, `Name <address>` or a bare address.
+    pub from: Mailbox,
+    /// The environment variable holding the key that signs the confirmation links.
+    pub link_secret_env: String,
+    /// A PEM file of CAs trusted beside the public roots (a private relay's).
+    pub ca_file: Option<PathBuf>,
+    /// Development only: `smtp://` without TLS (a local mail catcher).
+    pub insecure_plaintext: bool,
+    /// Each approver's address, by approver id (`email = "…"` on its keys).
+    pub to: BTreeMap<String, Mailbox>,
+}
+
+pub(super) fn email(
+    at: &str,
+    raw: RawEmail,
+    to: BTreeMap<String, Mailbox>,
+) -> Result<EmailConfig, ConfigError> {
+    let at = format!("{at}.email");
+    for (field, value) in [
+        ("smtp_url_env", &raw.smtp_url_env),
+        ("link_secret_env", &raw.link_secret_env),
+    ] {
+        if value.trim().is_empty() {
+            return Err(bad(
+                format!("{at}.{field}"),
+                "must name an environment variable",
+            ));
+        }
+    }
+    let from = raw.from.parse::<Mailbox>().map_err(|e| {
+        bad(
+            format!("{at}.from"),
+            format!(
+                "{:?} is not an address like \"countersign <approvals@example.com>\" ({e})",
+                raw.from
+            ),
+        )
+    })?;
+    if to.is_empty() {
+        return Err(bad(
+            &at,
+            "no approver key has an email: add email = \"…\" to the approvers' keys",
+        ));
+    }
+    Ok(EmailConfig {
+        smtp_url_env: raw.smtp_url_env,
+        from,
+        link_secret_env: raw.link_secret_env,
+        ca_file: raw.ca_file,
+        insecure_plaintext: raw.insecure_plaintext,
+        to,
+    })
+}
+
+/// An approver key's `email`, checked where the key is read: only approvers have one, and one
+/// approver (an id, which may hold several keys) one address.
+pub(super) fn address(
+    key_at: &str,
+    id: &str,
+    email: &str,
+    to: &mut BTreeMap<String, Mailbox>,
+) -> Result<(), ConfigError> {
+    let at = format!("{key_at}.email");
+    let mailbox = email
+        .parse::<Mailbox>()
+        .map_err(|e| bad(&at, format!("{email:?} is not an email address ({e})")))?;
+    match to.get(id) {
+        Some(known) if *known != mailbox => Err(bad(
+            &at,
+            format!("approver {id} already has the address {known}"),
+        )),
+        _ => {
+            to.insert(id.to_owned(), mailbox);
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    const APPROVER: &str = "{ id = \"approver-1\", role = \"approver\", sha256 = \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", email = \"a1@example.com\" }";
+    const EMAIL: &str = "[tenants.acme.email]\nsmtp_url_env = \"SMTP_URL\"\nfrom = \"countersign <approvals@example.com>\"\nlink_secret_env = \"LINK_SECRET\"\n";
+
+    fn load(keys: &[&str], email: &str) -> Result<Config, String> {
+        Config::from_toml(&format!(
+            "[tenants.acme]\ntime_zone = \"UTC\"\nkeys = [{}]\n{email}",
+            keys.join(", ")
+        ))
+        .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn sc_ch_10_email_loads_and_errors_name_the_field() {
+        let config = load(&[APPROVER], EMAIL).unwrap();
+        let email = config.tenant("acme").unwrap().email.clone().unwrap();
+        assert_eq!(
+            email.from.to_string(),
+            "countersign <approvals@example.com>"
+        );
+        assert_eq!(email.to["approver-1"].to_string(), "a1@example.com");
+        assert!(!email.insecure_plaintext && email.ca_file.is_none());
+        // An address without the table is kept for later use, and sends nothing.
+        assert!(load(&[APPROVER], "")
+            .unwrap()
+            .tenant("acme")
+            .unwrap()
+            .email
+            .is_none());
+
+        let agent = APPROVER.replace("\"approver\"", "\"agent\"");
+        let nobody = APPROVER.replace("a1@example.com", "nobody");
+        let same_id_other_address = APPROVER.replace("aaaa", "bbbb").replace("a1@", "other@");
+        let cases = [
+            (vec![APPROVER], EMAIL.replace("countersign <approvals@example.com>", "not an address"), "tenants.acme.email.from: \"not an address\" is not an address"),
+            (vec![APPROVER], EMAIL.replace("\"SMTP_URL\"", "\"\""), "tenants.acme.email.smtp_url_env: must name an environment variable"),
+            (vec![APPROVER], EMAIL.replace("\"LINK_SECRET\"", "\" \""), "tenants.acme.email.link_secret_env: must name an environment variable"),
+            (vec![APPROVER], format!("{EMAIL}port = 25\n"), "unknown field `port`"),
+            (vec![], EMAIL.to_owned(), "tenants.acme.email: no approver key has an email"),
+            (vec![&agent], String::new(), "tenants.acme.keys[0]: only approver keys have an email"),
+            (vec![&nobody], String::new(), "tenants.acme.keys[0].email: \"nobody\" is not an email address"),
+            (vec![APPROVER, &same_id_other_address], String::new(), "tenants.acme.keys[1].email: approver approver-1 already has the address a1@example.com"),
+        ];
+        for (keys, email, expected) in cases {
+            let err = load(&keys, &email).unwrap_err();
+            assert!(err.contains(expected), "{err} lacks {expected}");
+        }
+    }
+}

@@ -185,6 +185,11 @@ pub(super) fn tenant(
     })
 }
 
+/// Approver key ids by Slack user id.
+type SlackUsers = BTreeMap<String, String>;
+/// Approvers' addresses by approver key id.
+type Addresses = BTreeMap<String, lettre::message::Mailbox>;
+
 /// The tenant's keys, by hash, into the one map of every tenant's keys (a hash is unique).
 /// Answers the approver key ids by their Slack user ids, and the approvers' addresses.
 fn principals(
@@ -192,13 +197,7 @@ fn principals(
     tenant: &str,
     raw: Vec<RawKey>,
     keys: &mut HashMap<String, Principal>,
-) -> Result<
-    (
-        BTreeMap<String, String>,
-        BTreeMap<String, lettre::message::Mailbox>,
-    ),
-    ConfigError,
-> {
+) -> Result<(SlackUsers, Addresses), ConfigError> {
     let (mut slack_users, mut addresses) = (BTreeMap::new(), BTreeMap::new());
     for (i, key) in raw.into_iter().enumerate() {
         let key_at = format!("{at}.keys[{i}]");

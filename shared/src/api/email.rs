@@ -4,7 +4,7 @@
 //! body; the token is the credential (no cookie is involved, so a forged cross-site form has
 //! nothing to ride on). The page answers in HTML, never the API's JSON.
 
-use super::{body::ConfirmForm, extract::bytes};
+use super::{body::ConfirmForm, error::ApiError, extract::bytes};
 use crate::{
     config::{Principal, Role},
     domain::{
@@ -90,7 +90,11 @@ pub(super) async fn decide(
     Shared(engine): Shared<Arc<Engine>>,
     body: Body,
 ) -> Result<Response, Response> {
-    let form = ConfirmForm::read(&bytes(body).await.map_err(|e| refused(&e))?);
+    let form = ConfirmForm::read(
+        &bytes(body)
+            .await
+            .map_err(|e| refused_with(e.status_and_code(), &e))?,
+    );
     let (link, who, action) = opened(&engine, &form.token).await?;
     if let Some(said) = used(&link, &action) {
         return Err(page(
@@ -288,7 +292,11 @@ fn bad_link(e: LinkError) -> Response {
 }
 
 fn refused(e: &Error) -> Response {
-    let (status, code) = e.status_and_code();
+    refused_with(ApiError::of_engine(e), e)
+}
+
+/// The page of a refusal, the HTTP layer's or the engine's.
+fn refused_with((status, code): (StatusCode, &str), e: &dyn std::fmt::Display) -> Response {
     page(
         status,
         "Not done",

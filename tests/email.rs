@@ -199,7 +199,7 @@ impl World {
     }
 
     /// The local server over the place, with the config `text`.
-    async fn serve(&self, text: &str) -> (countersign::embedded::Server, Api) {
+    async fn serve(&self, text: &str) -> (countersign::boot::embedded::Server, Api) {
         let server = self
             .place
             .serve(Arc::new(Config::from_toml(text).unwrap()))

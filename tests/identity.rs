@@ -82,15 +82,28 @@ impl Idp {
         scope: &str,
         resource: &str,
     ) -> String {
+        let client = format!("{tenant}-app");
+        self.person_token_through(tenant, &client, person, scope, resource)
+            .await
+    }
+
+    /// A person's token through `client` (a public client allowed the code grant).
+    async fn person_token_through(
+        &self,
+        tenant: &str,
+        client: &str,
+        person: &str,
+        scope: &str,
+        resource: &str,
+    ) -> String {
         let issuer = self.issuer(tenant);
         let verifier = format!("v-{}-{}", ulid::Ulid::new(), ulid::Ulid::new());
         let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .encode(Sha256::digest(verifier.as_bytes()));
-        let client = format!("{tenant}-app");
         let redirect = "http://127.0.0.1/callback";
         let mut url = reqwest::Url::parse(&format!("{issuer}/auth")).unwrap();
         url.query_pairs_mut()
-            .append_pair("client_id", &client)
+            .append_pair("client_id", client)
             .append_pair("response_type", "code")
             .append_pair("redirect_uri", redirect)
             .append_pair("scope", &format!("openid email profile {scope}"))
@@ -116,7 +129,7 @@ impl Idp {
                 ("grant_type", "authorization_code"),
                 ("code", &code),
                 ("redirect_uri", redirect),
-                ("client_id", &client),
+                ("client_id", client),
                 ("code_verifier", &verifier),
                 ("resource", resource),
             ])
@@ -160,7 +173,12 @@ impl Idp {
 
 /// The tests' configuration with both tenants trusting their provider.
 fn config(tools: &ToolServer, idp: &Idp, extra: &str) -> Arc<Config> {
-    let text = config_toml(tools, "1m", "5s")
+    config_of(config_toml(tools, "1m", "5s"), idp, extra)
+}
+
+/// `text` (the tests' configuration, perhaps edited) with both tenants trusting their provider.
+fn config_of(text: String, idp: &Idp, extra: &str) -> Arc<Config> {
+    let text = text
         + &format!(
             "\n[tenants.acme.identity]\nissuer = \"{}\"\naudience = \"{AUD}\"\njwks_refresh = \"1s\"\n{extra}\n\
              [tenants.globex.identity]\nissuer = \"{}\"\naudience = \"{AUD}\"\n",
@@ -181,10 +199,21 @@ struct World {
 }
 
 async fn world(backend: Backend, label: &str, extra: &str) -> World {
+    world_of(backend, label, extra, |text| text).await
+}
+
+/// A world whose configuration is the tests' one as `edit` leaves it.
+async fn world_of(
+    backend: Backend,
+    label: &str,
+    extra: &str,
+    edit: impl Fn(String) -> String,
+) -> World {
     let idp = Idp::start();
     let tools = ToolServer::start().await;
     let place = countersign_tests::stores::Place::fresh(backend, label).await;
-    let server = place.serve(config(&tools, &idp, extra)).await;
+    let text = edit(config_toml(&tools, "1m", "5s"));
+    let server = place.serve(config_of(text, &idp, extra)).await;
     World {
         api: Api::new(server.addr),
         idp,
@@ -445,6 +474,112 @@ on_every_store!(tokens_submit_and_approve:
     sc_id_03_tokens_submit_and_approve_sqlite,
     sc_id_03_tokens_submit_and_approve_dynamodb,
     sc_id_03_tokens_submit_and_approve_postgres);
+
+/// The tests' configuration with `mail.*` needing two approvals (SC-POL-04).
+fn two_approvals(text: String) -> String {
+    let rule = r#"{ tool = "mail.*", decision = "require_approval" }"#;
+    assert!(text.contains(rule), "the tests' mail rule");
+    text.replace(
+        rule,
+        r#"{ tool = "mail.*", decision = "require_approval", approvals = 2 }"#,
+    )
+}
+
+/// A public client registered at `tenant`'s provider for the code grant (a second app a person
+/// signs in through).
+async fn code_client(idp: &Idp, tenant: &str) -> String {
+    let registered: Value = idp
+        .http
+        .post(format!("{}/reg", idp.issuer(tenant)))
+        .json(&json!({
+            "grant_types": ["authorization_code"], "response_types": ["code"],
+            "redirect_uris": ["http://127.0.0.1/callback"], "token_endpoint_auth_method": "none",
+            "scope": "openid email profile countersign:approve",
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    registered["client_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{registered}"))
+        .to_owned()
+}
+
+/// SC-ID-06 (SC-POL-04 by person): a quorum of two counts distinct people, issuer and subject.
+/// Ada approves, then Ada again with a token from another client (the same person: counted
+/// once), then Bob: the ticket commits, signed by both. Caught on main: the re-check of earlier
+/// approvals (`lapsed`) looked for an approver key named `ada`, found none, and dropped her
+/// approval — so with tokens a quorum never completed.
+async fn quorum_counts_people(backend: Backend) {
+    let w = world_of(backend, "id06", "", two_approvals).await;
+    let (s, v) = w
+        .api
+        .submit(
+            keys::AGENT,
+            json!({"tool": "mail.send", "args": {"to": "a@b"}}),
+        )
+        .await;
+    assert_eq!(
+        (s, v["state"].as_str()),
+        (202, Some("pending_approval")),
+        "{v}"
+    );
+    let id = v["id"].as_str().unwrap().to_owned();
+    let digest = v["approval"]["context_digest"].as_str().unwrap().to_owned();
+    let approve = |token: String| {
+        let (api, id, digest) = (&w.api, &id, &digest);
+        async move {
+            let path = format!("/v1/actions/{id}/approve");
+            api.post(&path, &token, json!({"context_digest": digest}))
+                .await
+        }
+    };
+
+    let ada = w
+        .idp
+        .person_token("acme", "ada", "countersign:approve", AUD)
+        .await;
+    let (s, v) = approve(ada).await;
+    assert_eq!(
+        (s, v["state"].as_str()),
+        (200, Some("pending_approval")),
+        "{v}"
+    );
+    let other_app = code_client(&w.idp, "acme").await;
+    let ada_again = w
+        .idp
+        .person_token_through("acme", &other_app, "ada", "countersign:approve", AUD)
+        .await;
+    let (s, v) = approve(ada_again).await;
+    assert_eq!(
+        (s, v["state"].as_str()),
+        (200, Some("pending_approval")),
+        "the same person twice counts once: {v}"
+    );
+
+    let bob = w
+        .idp
+        .person_token("acme", "bob", "countersign:approve", AUD)
+        .await;
+    let (s, v) = approve(bob).await;
+    assert_eq!(s, 200, "{v}");
+    assert_ne!(v["state"], "pending_approval", "two people approved: {v}");
+    assert_eq!(
+        v["approval"]["quorum"]["signed"]
+            .as_array()
+            .map(|a| a.iter().map(|s| s["approver"].clone()).collect::<Vec<_>>()),
+        Some(vec![json!("ada"), json!("bob")]),
+        "{v}"
+    );
+}
+
+on_every_store!(quorum_counts_people:
+    sc_id_06_a_quorum_counts_people_sqlite,
+    sc_id_06_a_quorum_counts_people_dynamodb,
+    sc_id_06_a_quorum_counts_people_postgres);
 
 /// SC-ID-04: hostile tokens — expired, not yet valid, another audience, another issuer, an
 /// unknown key, a stranger's signature, `alg: none`, HS256 under the public key, the other

@@ -53,6 +53,7 @@ fn pending(tenant: &str, agent: &str, expires_at: Timestamp) -> Action {
         context_digest: "sha256:ctx".into(),
         expires_at,
         approver: None,
+        person: None,
         decided_at: None,
         quorum: Default::default(),
     };

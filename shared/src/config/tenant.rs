@@ -76,15 +76,7 @@ pub struct Principal {
     pub person: Option<Person>,
 }
 
-/// A person as the tenant's identity provider names them: issuer and subject together are the
-/// person; the display claims are for people reading the record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Person {
-    pub issuer: String,
-    pub subject: String,
-    pub email: Option<String>,
-    pub name: Option<String>,
-}
+pub use crate::domain::actor::Person;
 
 #[derive(Debug, Clone)]
 pub struct Tenant {

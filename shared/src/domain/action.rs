@@ -1,6 +1,6 @@
 //! The action record: what the API returns and what the store keeps.
 
-pub use super::actor::{Actor, ActorKind};
+pub use super::actor::{Actor, ActorKind, Person};
 pub use super::policy::Decision;
 pub use super::quorum::{Quorum, Signoff};
 pub use super::state::{State, Terminal};
@@ -24,6 +24,10 @@ pub struct Approval {
     pub expires_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approver: Option<String>,
+    /// The person who gave the approval that committed the ticket, when a verified token named
+    /// one (SC-ID-07); absent for an approver key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<Person>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     #[serde(with = "crate::domain::time::fixed_opt")]

@@ -17,10 +17,45 @@ pub struct Actor {
     pub kind: ActorKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// The person a verified token named (SC-ID-07); absent for keys and machine clients, so
+    /// an event written before people were recorded serializes — and hashes — as it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<Person>,
     /// The channel a person decided through, where it is recorded (`slack`); absent otherwise,
     /// so an event written before channels were recorded serializes — and hashes — as it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<Channel>,
+}
+
+/// A person as the tenant's identity provider names them: issuer and subject together are the
+/// person (SC-ID-06); the display claims are for people reading the record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Person {
+    pub issuer: String,
+    pub subject: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl Person {
+    /// The same person: the same issuer and subject, whatever the display claims say now.
+    pub fn is(&self, other: &Person) -> bool {
+        self.issuer == other.issuer && self.subject == other.subject
+    }
+}
+
+impl std::fmt::Display for Person {
+    /// `Ada Lovelace <ada@example.com> (ada at https://login.example.com)`: who, for people.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.name, &self.email) {
+            (Some(name), Some(email)) => write!(f, "{name} <{email}> ")?,
+            (Some(shown), None) | (None, Some(shown)) => write!(f, "{shown} ")?,
+            (None, None) => {}
+        }
+        write!(f, "({} at {})", self.subject, self.issuer)
+    }
 }
 
 /// Where a person's decision came from (issue 32). Today `slack` is recorded; a decision
@@ -64,6 +99,7 @@ impl Actor {
         Actor {
             kind: ActorKind::System,
             id: None,
+            person: None,
             channel: None,
         }
     }
@@ -71,6 +107,7 @@ impl Actor {
         Actor {
             kind: ActorKind::Agent,
             id: Some(id.to_owned()),
+            person: None,
             channel: None,
         }
     }
@@ -78,6 +115,7 @@ impl Actor {
         Actor {
             kind: ActorKind::User,
             id: Some(id.to_owned()),
+            person: None,
             channel: None,
         }
     }
@@ -86,6 +124,14 @@ impl Actor {
         Actor {
             channel,
             ..Actor::user(id)
+        }
+    }
+    /// A person or an approver key deciding: the key's name, or the person's agent id (their
+    /// subject) with who they are, through `channel` when it is recorded.
+    pub fn decider(id: &str, person: Option<&Person>, channel: Option<Channel>) -> Self {
+        Actor {
+            person: person.cloned(),
+            ..Actor::user_via(id, channel)
         }
     }
 }

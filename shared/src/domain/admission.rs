@@ -4,7 +4,7 @@
 //! store or a clock.
 
 use super::{
-    action::{Actor, Approval, Lease, Outcome, Quorum, Standing, Terminal},
+    action::{Actor, Approval, Lease, Outcome, Person, Quorum, Standing, Terminal},
     call::Call,
     context::{approval_context, ContextInput},
     policy::Gate,
@@ -125,6 +125,8 @@ pub struct Making<'a> {
     /// The tenant's time zone, for the window's sentence in the approval context (SC-INT-06).
     pub time_zone: &'a TimeZone,
     pub time_zone_name: &'a str,
+    /// The person whose agent submits, when a verified token named one (SC-ID-07).
+    pub person: Option<&'a Person>,
     pub now: Timestamp,
 }
 
@@ -192,7 +194,10 @@ pub fn first_form(call: Call, admission: Admission, m: Making<'_>) -> Result<Cre
     };
     let actor = match &standing {
         Standing::Approved { .. } | Standing::Executing { .. } => Actor::system(),
-        _ => Actor::agent(call.agent_id()),
+        _ => Actor {
+            person: m.person.cloned(),
+            ..Actor::agent(call.agent_id())
+        },
     };
     let first = Action::first(call, decision, standing, approval, m.now);
     Ok(Creation::new(first, actor, Some(&reason), m.now))
@@ -217,6 +222,7 @@ fn asked(call: &Call, expires_at: Timestamp, m: &Making<'_>) -> Approval {
         context_digest,
         expires_at,
         approver: None,
+        person: None,
         decided_at: None,
         quorum,
     }
@@ -367,6 +373,7 @@ mod tests {
                 lease,
                 time_zone: &tz,
                 time_zone_name: "UTC",
+                person: None,
                 now: at(0),
             };
             let call = Call::for_test("act_1", "mail.send", serde_json::json!({"to": "x"}));
@@ -395,6 +402,7 @@ mod tests {
             lease: None,
             time_zone: &tz,
             time_zone_name: "UTC",
+            person: None,
             now: at(0),
         };
         let call = || Call::for_test("act_1", "mail.send", serde_json::json!({}));

@@ -5,7 +5,9 @@
 //! here reads a store, a clock or the config.
 
 use super::{
-    action::{Action, Approval},
+    action::{Action, Approval, Person},
+    actor::Channel,
+    quorum::Signer,
     seal::SealReason,
     state::State,
     submission::MAX_ID,
@@ -13,13 +15,26 @@ use super::{
 };
 use jiff::{SignedDuration, Timestamp};
 
-/// An approver key as the rules see it: its name and its groups.
+/// An approver as the rules see it: its name (a key's, or a person's subject), its groups, and
+/// the person a verified token named.
 #[derive(Debug, Clone, Copy)]
 pub struct Decider<'a> {
     pub id: &'a str,
     pub groups: &'a [String],
+    pub person: Option<&'a Person>,
     /// The channel the decision came through, where it is recorded (`slack`).
-    pub channel: Option<super::actor::Channel>,
+    pub channel: Option<Channel>,
+}
+
+impl<'a> Decider<'a> {
+    /// Who signs, as the record keeps it.
+    pub fn signer(self) -> Signer<'a> {
+        Signer {
+            id: self.id,
+            person: self.person,
+            channel: self.channel,
+        }
+    }
 }
 
 /// Why an approve, a deny or a cancel is refused. Nothing changes; the engine maps each to its
@@ -110,22 +125,14 @@ pub fn approve(f: &ApproveFacts<'_>) -> Approve {
         });
     }
     let given = action.approvals();
-    if given.iter().any(|s| s.approver == who.id) {
+    if given.iter().any(|s| s.by(who.signer())) {
         return Approve::AlreadyApproved;
     }
     // An earlier approval counts only while its approver may still decide: the lapsed ones
     // are dropped with this one, and the quorum waits for as many more.
     let counted = given.len().saturating_sub(f.lapsed.len());
     if (counted as u64) + 1 < u64::from(approval.quorum.required) {
-        return match Transition::sign(
-            action,
-            super::transition::Approver {
-                id: who.id,
-                channel: who.channel,
-            },
-            f.lapsed,
-            now,
-        ) {
+        return match Transition::sign(action, who.signer(), f.lapsed, now) {
             Some(t) => Approve::Sign(Box::new(t)),
             None => Approve::AlreadyApproved,
         };
@@ -318,7 +325,7 @@ mod tests {
                 approver: Decider {
                     id: self.who,
                     groups: &self.groups,
-                    channel: None,
+                    person: None,
                 },
                 context_digest: &digest,
                 lapsed: &self.lapsed,
@@ -456,11 +463,13 @@ mod tests {
                 id: "fin-1",
                 groups: &finance,
                 channel: None,
+                person: None,
             },
             Decider {
                 id: "ops-1",
                 groups: &[],
                 channel: None,
+                person: None,
             },
         );
         let denied = || Ok(SealReason::Denied("too risky".into()));

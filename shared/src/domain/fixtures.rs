@@ -23,6 +23,7 @@ pub fn pending(id: &str, args: Value) -> Action {
         context,
         expires_at: at(3600),
         approver: None,
+        person: None,
         decided_at: None,
         quorum: Default::default(),
     };

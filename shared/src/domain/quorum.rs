@@ -1,6 +1,7 @@
 //! Who countersigns and how many must (SC-POL-03, SC-POL-04): the terms an approval is asked
 //! with, and each approval of a quorum.
 
+use super::actor::{Actor, Channel, Person};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -59,6 +60,62 @@ pub struct Signoff {
     pub approver: String,
     #[schema(value_type = String, format = DateTime)]
     pub at: Timestamp,
+    /// The person a verified token named (SC-ID-06); absent for an approver key, so a record
+    /// or deed written before people were recorded reads and hashes as it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<Person>,
+}
+
+impl Signoff {
+    /// Whether this approval is `who`'s: the same approver name, or the same person (issuer and
+    /// subject) under any name. A quorum never counts one approver twice (SC-ID-06).
+    pub fn by(&self, who: Signer<'_>) -> bool {
+        self.approver == who.id
+            || matches!((&self.person, who.person), (Some(mine), Some(theirs)) if mine.is(theirs))
+    }
+}
+
+/// Who countersigns: an approver key's name, or a person's agent id (their subject) with the
+/// person a verified token named; and the channel the decision came through where it is
+/// recorded (`slack`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Signer<'a> {
+    pub id: &'a str,
+    pub person: Option<&'a Person>,
+    pub channel: Option<Channel>,
+}
+
+impl<'a> From<&'a str> for Signer<'a> {
+    /// An approver key, by its name.
+    fn from(id: &'a str) -> Self {
+        Signer {
+            id,
+            person: None,
+            channel: None,
+        }
+    }
+}
+
+impl<'a> From<&'a String> for Signer<'a> {
+    /// An approver key, by its name.
+    fn from(id: &'a String) -> Self {
+        Signer::from(id.as_str())
+    }
+}
+
+impl Signer<'_> {
+    /// The actor of this approver's audit events (SC-ID-07).
+    pub fn actor(self) -> Actor {
+        Actor::decider(self.id, self.person, self.channel)
+    }
+
+    pub fn signoff(self, at: Timestamp) -> Signoff {
+        Signoff {
+            approver: self.id.to_owned(),
+            at,
+            person: self.person.cloned(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use super::{
     action::{Action, Actor, Lease, Outcome, Signoff, Standing, State, Terminal},
     audit::{self, Entry, Event},
     notice::{NoticeKind, OutboxEntry},
+    quorum::Signer,
     seal::SealReason,
     state::may_move,
     ticket::Ticket,
@@ -15,32 +16,6 @@ use super::{
 pub use super::ticket::Terms as TicketTerms;
 use jiff::Timestamp;
 use serde_json::{json, Value};
-
-/// Who countersigns, as the audit event names them: the approver key, and the channel the
-/// decision came through where it is recorded (`slack`). A bare id is an approver alone.
-#[derive(Debug, Clone, Copy)]
-pub struct Approver<'a> {
-    pub id: &'a str,
-    pub channel: Option<super::actor::Channel>,
-}
-
-impl<'a> From<&'a str> for Approver<'a> {
-    fn from(id: &'a str) -> Self {
-        Approver { id, channel: None }
-    }
-}
-
-impl<'a> From<&'a String> for Approver<'a> {
-    fn from(id: &'a String) -> Self {
-        Approver { id, channel: None }
-    }
-}
-
-impl Approver<'_> {
-    fn actor(&self) -> Actor {
-        Actor::user_via(self.id, self.channel)
-    }
-}
 
 /// What one write commits: the new record and its audit event.
 #[derive(Debug, Clone)]
@@ -219,7 +194,7 @@ impl Transition {
     /// Countersign: `pending_approval → approved`, committing the ticket.
     pub fn approve<'a>(
         current: &Action,
-        approver: impl Into<Approver<'a>>,
+        approver: impl Into<Signer<'a>>,
         ticket: TicketTerms,
         now: Timestamp,
     ) -> Self {
@@ -237,7 +212,7 @@ impl Transition {
     /// then the claim.
     pub fn approve_claimed<'a>(
         current: &Action,
-        approver: impl Into<Approver<'a>>,
+        approver: impl Into<Signer<'a>>,
         ticket: TicketTerms,
         lease: Lease,
         now: Timestamp,
@@ -258,16 +233,15 @@ impl Transition {
     /// `None` unless `current` is pending and `approver` has not approved it yet.
     pub fn sign<'a>(
         current: &Action,
-        approver: impl Into<Approver<'a>>,
+        approver: impl Into<Signer<'a>>,
         lapsed: &[String],
         now: Timestamp,
     ) -> Option<Self> {
-        let who = approver.into();
-        let approver = who.id;
+        let approver = approver.into();
         let Standing::PendingApproval { approvals } = &current.standing else {
             return None;
         };
-        if approvals.iter().any(|s| s.approver == approver) {
+        if approvals.iter().any(|s| s.by(approver)) {
             return None;
         }
         let mut approvals: Vec<Signoff> = approvals
@@ -275,37 +249,45 @@ impl Transition {
             .filter(|s| !lapsed.contains(&s.approver))
             .cloned()
             .collect();
-        approvals.push(Signoff {
-            approver: approver.to_owned(),
-            at: now,
-        });
+        approvals.push(approver.signoff(now));
         let reason = match lapsed {
             [] => "approval_recorded".to_owned(),
             _ => format!("approval_recorded; lapsed: {}", lapsed.join(", ")),
         };
         let standing = Standing::PendingApproval { approvals };
-        let t = Self::advance(current, standing, who.actor(), Some(&reason), now, |_| {});
+        let t = Self::advance(
+            current,
+            standing,
+            approver.actor(),
+            Some(&reason),
+            now,
+            |_| {},
+        );
         Some(t)
     }
 
-    fn countersign(current: &Action, who: Approver<'_>, ticket: Ticket, now: Timestamp) -> Self {
-        let approver = who.id;
+    fn countersign(current: &Action, approver: Signer<'_>, ticket: Ticket, now: Timestamp) -> Self {
         // A quorum's record keeps every approver, this last one included (SC-POL-04).
         let mut signed = current.approvals().to_vec();
-        signed.push(Signoff {
-            approver: approver.to_owned(),
-            at: now,
-        });
+        signed.push(approver.signoff(now));
         let standing = Standing::Approved { ticket };
-        Self::advance(current, standing, who.actor(), Some("approved"), now, |a| {
-            if let Some(approval) = a.approval.as_mut() {
-                approval.approver = Some(approver.to_owned());
-                approval.decided_at = Some(now);
-                if approval.quorum.required > 1 {
-                    approval.quorum.signed = signed;
+        Self::advance(
+            current,
+            standing,
+            approver.actor(),
+            Some("approved"),
+            now,
+            |a| {
+                if let Some(approval) = a.approval.as_mut() {
+                    approval.approver = Some(approver.id.to_owned());
+                    approval.person = approver.person.cloned();
+                    approval.decided_at = Some(now);
+                    if approval.quorum.required > 1 {
+                        approval.quorum.signed = signed;
+                    }
                 }
-            }
-        })
+            },
+        )
     }
 
     /// Claim: `approved → executing` (or a recovery re-claim of an expired lease with a new

@@ -8,7 +8,8 @@ use crate::{
     domain::{
         actor::Channel,
         countersign::{self, Approve, ApproveFacts, Decider},
-        transition::{Approver, TicketTerms},
+        quorum::Signoff,
+        transition::TicketTerms,
         Action, Actor, Lease, SealReason, State, Transition,
     },
     Error,
@@ -136,9 +137,9 @@ impl Engine {
         let who = &by.who;
         let t = match &inline {
             Some((_, lease)) => {
-                Transition::approve_claimed(action, by.approver(), terms, lease.clone(), now)
+                Transition::approve_claimed(action, by.decider().signer(), terms, lease.clone(), now)
             }
-            None => Transition::approve(action, by.approver(), terms, now),
+            None => Transition::approve(action, by.decider().signer(), terms, now),
         };
         match self.commit_now(&t).await? {
             Committed::Landed(approved) => {
@@ -150,19 +151,35 @@ impl Engine {
         }
     }
 
-    /// The approvers of `action`'s approvals so far who may no longer decide it (SC-POL-04):
-    /// the config, as this process read it, holds no approver key of theirs in a group the
-    /// action's rule names — the key was removed, or moved out of the group.
+    /// The approvers of `action`'s approvals so far who may no longer decide it (SC-POL-04,
+    /// SC-ID-06), as this process reads the config. A key's approval lapses when the config
+    /// holds no approver key of that name in a group the action's rule names (removed, or
+    /// moved out of the group), or the tenant no longer takes keys for people. A person's
+    /// approval was judged on their token's groups when they gave it, and the provider — not
+    /// this config — says who is in a group: it stands while the tenant still trusts the
+    /// issuer that named them.
     fn lapsed(&self, action: &Action) -> Vec<String> {
-        let may_still = |approver: &str| {
-            self.config
-                .principals_named(action.tenant(), approver)
-                .any(|p| p.role == Role::Approver && countersign::may_decide(&p.groups, action))
+        let identity = self
+            .config
+            .tenant(action.tenant())
+            .and_then(|t| t.identity.as_ref());
+        let keys_for_people = identity.is_none_or(|i| i.keys_for_people);
+        let may_still = |s: &Signoff| match &s.person {
+            Some(person) => identity.is_some_and(|i| i.issuer == person.issuer),
+            None => {
+                keys_for_people
+                    && self
+                        .config
+                        .principals_named(action.tenant(), &s.approver)
+                        .any(|p| {
+                            p.role == Role::Approver && countersign::may_decide(&p.groups, action)
+                        })
+            }
         };
         action
             .approvals()
             .iter()
-            .filter(|s| !may_still(&s.approver))
+            .filter(|s| !may_still(s))
             .map(|s| s.approver.clone())
             .collect()
     }
@@ -205,7 +222,7 @@ impl Engine {
         let mut action = self.load_for(who, action_id).await?;
         loop {
             let denial = countersign::deny(&action, by.decider(), reason)?;
-            let actor = Actor::user_via(&who.id, channel);
+            let actor = by.decider().signer().actor();
             match self.seal(&action, actor, &denial).await? {
                 Committed::Landed(sealed) => return Ok(sealed),
                 Committed::LostTo(current) => action = current,
@@ -214,7 +231,7 @@ impl Engine {
     }
 }
 
-/// An approver key, and the channel its decision came through.
+/// An approver, by key or by token, and the channel its decision came through.
 struct Via {
     who: Principal,
     channel: Option<Channel>,
@@ -226,14 +243,7 @@ impl Via {
         Decider {
             id: &self.who.id,
             groups: &self.who.groups,
-            channel: self.channel,
-        }
-    }
-
-    /// As the audit event names it.
-    fn approver(&self) -> Approver<'_> {
-        Approver {
-            id: &self.who.id,
+            person: self.who.person.as_ref(),
             channel: self.channel,
         }
     }

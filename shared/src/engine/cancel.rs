@@ -17,9 +17,14 @@ impl Engine {
     /// agent's is missing to it (SC-SEC-01).
     pub async fn cancel(&self, who: &Principal, action_id: &str) -> Result<Action, Error> {
         let mut action = self.load_for(who, action_id).await?;
+        // A token names the person who cancels, an agent's or an approver's (SC-ID-07).
         let actor = match who.role {
             Role::Agent => Actor::agent(&who.id),
             Role::Approver | Role::Admin => Actor::user(&who.id),
+        };
+        let actor = Actor {
+            person: who.person.clone(),
+            ..actor
         };
         loop {
             let reason = countersign::cancel(&action)?;

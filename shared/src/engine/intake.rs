@@ -3,7 +3,7 @@
 
 use super::{require, Engine};
 use crate::{
-    config::{Principal, Role, Tenant},
+    config::{Person, Principal, Role, Tenant},
     domain::{
         admission::{admit, first_form, Admission, IntakeFacts, Making},
         policy,
@@ -62,7 +62,7 @@ impl Engine {
         };
         let window = self.window_of(&call, now)?;
         let call = Call::submitted(new_id("act"), &who.tenant, &who.id, call, window);
-        let (t, inline) = self.decide(tenant, call, now).await?;
+        let (t, inline) = self.decide(tenant, call, who.person.as_ref(), now).await?;
         let Some(action) = self.create_keyed(who, &t, key, now).await? else {
             // The same key committed first in a concurrent request: answer as it did.
             return match key {
@@ -144,6 +144,7 @@ impl Engine {
         &self,
         tenant: &Tenant,
         call: Call,
+        person: Option<&Person>,
         now: Timestamp,
     ) -> Result<(Creation, Option<super::runs::Running<'_>>), Error> {
         let gate = policy::gate(&tenant.policy, &call.facts(now));
@@ -182,6 +183,7 @@ impl Engine {
             lease,
             time_zone: &tenant.time_zone,
             time_zone_name: &tenant.time_zone_name,
+            person,
             now,
         };
         let first = first_form(call, admission, making).map_err(Error::Internal)?;

@@ -141,7 +141,23 @@ fn actor_of(code: &str) -> StoreResult<Actor> {
         "s" => ActorKind::System,
         _ => return Err(malformed(format!("actor {code}"))),
     };
-    Ok(Actor { kind, id, channel })
+    Ok(Actor {
+        kind,
+        id,
+        person: None,
+        channel,
+    })
+}
+
+/// The actor coded in `code`, with the person a token named in `person` (JSON, SC-ID-07).
+fn actor_in(item: &Item, code: &str, person: &str) -> StoreResult<Actor> {
+    let person = get_json(item, person)?
+        .map(|p| serde_json::from_value(p).map_err(|e| malformed(format!("person: {e}"))))
+        .transpose()?;
+    Ok(Actor {
+        person,
+        ..actor_of(get_s(item, code)?)?
+    })
 }
 
 /// A sha256 in hex as its 32 bytes (half the size); anything else as text.
@@ -353,6 +369,9 @@ pub(super) fn event_value(e: &Event, position: u64) -> AttributeValue {
     if let Some(digest) = &e.context_digest {
         m.insert("d".into(), digest_value(digest));
     }
+    if let Some(person) = &e.actor.person {
+        m.insert("p".into(), json_text(person));
+    }
     if e.seq != position {
         m.insert("q".into(), n(e.seq));
     }
@@ -373,7 +392,7 @@ fn event_of(position: u64, v: &AttributeValue) -> StoreResult<Event> {
     };
     obj.insert("seq".into(), json!(seq));
     obj.insert("at".into(), to_json(&get_instant(m, "t")?));
-    obj.insert("actor".into(), to_json(&actor_of(get_s(m, "a")?)?));
+    obj.insert("actor".into(), to_json(&actor_in(m, "a", "p")?));
     let from = m
         .get("f")
         .map(|_| get_s(m, "f").and_then(state_of))
@@ -434,9 +453,13 @@ pub(super) fn state_attributes(
     );
     optional("o", a.outcome().map(json_text));
     // Derived from the last event unless they differ.
+    let own_actor = (*a.actor() != last.actor).then(|| a.actor());
+    optional("ac", own_actor.map(|actor| s(actor_code(actor))));
     optional(
-        "ac",
-        (*a.actor() != last.actor).then(|| s(actor_code(a.actor()))),
+        "acp",
+        own_actor
+            .and_then(|actor| actor.person.as_ref())
+            .map(json_text),
     );
     optional(
         "up",
@@ -567,7 +590,7 @@ pub(super) fn action_of(tenant: &str, id: &str, call: &Item, state: &Item) -> St
         }
     };
     let actor = match state.get("ac") {
-        Some(_) => actor_of(get_s(state, "ac")?)?,
+        Some(_) => actor_in(state, "ac", "acp")?,
         None => last.actor.clone(),
     };
     let sealed_at = match opt_instant(state, "sl")? {

@@ -87,6 +87,7 @@ fn submitted_with(call: crate::domain::Call, context: Value, context_digest: Str
         context_digest,
         expires_at: t("2026-10-21T18:00:00Z"),
         approver: None,
+        person: None,
         decided_at: None,
         quorum: Default::default(),
     };

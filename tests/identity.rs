@@ -574,7 +574,151 @@ async fn quorum_counts_people(backend: Backend) {
         Some(vec![json!("ada"), json!("bob")]),
         "{v}"
     );
+    let issuer = w.idp.issuer("acme");
+    let signed = &v["approval"]["quorum"]["signed"];
+    assert_eq!(signed[0]["person"]["subject"], "ada", "{v}");
+    assert_eq!(signed[0]["person"]["issuer"], issuer, "{v}");
+    assert_eq!(signed[1]["person"]["name"], "Bob", "{v}");
 }
+
+/// A person's token: `tenant`'s provider signs `person` in through the tenant's app.
+async fn token_of(w: &World, person: &str, scope: &str) -> String {
+    w.idp.person_token("acme", person, scope, AUD).await
+}
+
+/// The action `id` once sealed, read with `key` (one that may see it).
+async fn sealed(api: &Api, id: &str, key: &str) -> Value {
+    for _ in 0..200 {
+        let (s, v) = api.get(&format!("/v1/actions/{id}"), key).await;
+        assert_eq!(s, 200, "{v}");
+        if v["sealed_at"].is_string() {
+            return v;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{id} never sealed");
+}
+
+/// The actors of `id`'s audit events, in order, as `(type, id, person's subject)`.
+async fn actors(api: &Api, id: &str, key: &str) -> Vec<(String, String, Option<String>)> {
+    let (s, v) = api.get(&format!("/v1/actions/{id}/events"), key).await;
+    assert_eq!(s, 200, "{v}");
+    let text = |v: &Value| v.as_str().map(str::to_owned);
+    v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let a = &e["actor"];
+            (
+                text(&a["type"]).unwrap(),
+                text(&a["id"]).unwrap_or_default(),
+                text(&a["person"]["subject"]),
+            )
+        })
+        .collect()
+}
+
+/// SC-ID-07 and SC-ID-08: who acted is on the record. Bob's agent submits and Ada approves,
+/// each with a token: the submit and approve events name the person (issuer, subject, email,
+/// name), the record's approval names Ada, the deed (format v3) names her and verifies with the
+/// tenant's public key; a deny and a cancel by token name theirs; keys name no person.
+async fn people_on_the_record(backend: Backend) {
+    let w = world(backend, "id07", "").await;
+    let (ada, bob_agent) = (
+        token_of(&w, "ada", "countersign:approve").await,
+        token_of(&w, "bob", "countersign:agent").await,
+    );
+    let mail = json!({"tool": "mail.send", "args": {"to": "a@b"}});
+    let (s, v) = w.api.submit(&bob_agent, mail.clone()).await;
+    assert_eq!((s, v["agent_id"].as_str()), (202, Some("bob")), "{v}");
+    assert_eq!(v["actor"]["person"]["email"], "bob@example.com", "{v}");
+    let id = v["id"].as_str().unwrap().to_owned();
+    let digest = v["approval"]["context_digest"].as_str().unwrap().to_owned();
+    let (s, v) = w
+        .api
+        .post(
+            &format!("/v1/actions/{id}/approve"),
+            &ada,
+            json!({"context_digest": digest}),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let v = sealed(&w.api, &id, keys::APPROVER).await;
+    assert_eq!(v["state"], "succeeded", "{v}");
+    let person = &v["approval"]["person"];
+    assert_eq!(
+        (
+            &person["issuer"],
+            &person["subject"],
+            &person["email"],
+            &person["name"]
+        ),
+        (
+            &json!(w.idp.issuer("acme")),
+            &json!("ada"),
+            &json!("ada@example.com"),
+            &json!("Ada Lovelace")
+        ),
+        "{v}"
+    );
+    let trail = actors(&w.api, &id, keys::APPROVER).await;
+    let who =
+        |t: &str, id: &str, p: Option<&str>| (t.to_owned(), id.to_owned(), p.map(str::to_owned));
+    assert_eq!(trail[0], who("agent", "bob", Some("bob")), "{trail:?}");
+    assert_eq!(trail[1], who("user", "ada", Some("ada")), "{trail:?}");
+
+    // The deed names Ada, and verifies offline.
+    let res = reqwest::Client::new()
+        .get(format!("{}/v1/actions/{id}/deed", w.api.base))
+        .bearer_auth(keys::APPROVER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let file = res.bytes().await.unwrap();
+    let deed =
+        countersign::domain::deed::verify_with_pem(countersign_tests::DEED_PUBLIC_PEM, &file)
+            .unwrap();
+    assert_eq!(deed.format, countersign::domain::deed::FORMAT_PERSON);
+    assert_eq!(
+        deed.approved_by().as_deref(),
+        Some(
+            format!(
+                "ada — Ada Lovelace <ada@example.com> (ada at {})",
+                w.idp.issuer("acme")
+            )
+            .as_str()
+        )
+    );
+
+    // A deny by a person, a cancel by a person's agent; a key's deny names nobody.
+    let (_, v) = w.api.submit(keys::AGENT, mail.clone()).await;
+    let denied = v["id"].as_str().unwrap().to_owned();
+    let (s, v) = w
+        .api
+        .post(
+            &format!("/v1/actions/{denied}/deny"),
+            &ada,
+            json!({"reason": "not today"}),
+        )
+        .await;
+    assert_eq!((s, v["state"].as_str()), (200, Some("denied")), "{v}");
+    let trail = actors(&w.api, &denied, keys::APPROVER).await;
+    assert_eq!(trail[0], who("agent", "agent-1", None), "{trail:?}");
+    assert_eq!(trail[1], who("user", "ada", Some("ada")), "{trail:?}");
+    let (_, v) = w.api.submit(&bob_agent, mail).await;
+    let cancelled = v["id"].as_str().unwrap().to_owned();
+    let (s, v) = w.api.cancel(&cancelled, &bob_agent).await;
+    assert_eq!((s, v["state"].as_str()), (200, Some("cancelled")), "{v}");
+    let trail = actors(&w.api, &cancelled, keys::APPROVER).await;
+    assert_eq!(trail[1], who("agent", "bob", Some("bob")), "{trail:?}");
+}
+
+on_every_store!(people_on_the_record:
+    sc_id_07_people_on_the_record_sqlite,
+    sc_id_07_people_on_the_record_dynamodb,
+    sc_id_07_people_on_the_record_postgres);
 
 on_every_store!(quorum_counts_people:
     sc_id_06_a_quorum_counts_people_sqlite,

@@ -390,12 +390,18 @@ fn verify(
     let file = read(deed_file)?;
     let verified = deed::Deed::verify(&file, &key)
         .map_err(|e| Failure::new(Exit::NotVerified, format!("the deed does not verify: {e}")))?;
+    let approval = verified.approval.as_ref();
+    let approver = approval.and_then(|a| a.approver.as_deref());
+    let person = approval.and_then(|a| a.person.as_ref());
     let summary = json!({
         "verified": true,
         "action_id": verified.action_id,
         "tenant": verified.tenant,
         "kid": verified.kid,
+        "format": verified.format,
         "state": verified.state,
+        "approved_by": approver,
+        "person": person,
         "events": verified.events.len(),
         "chain_head": verified.chain_head,
     });
@@ -403,9 +409,13 @@ fn verify(
         json,
         zone: show::Zone::utc(),
     };
+    let by = verified
+        .approved_by()
+        .map(|who| format!(", approved by {who}"))
+        .unwrap_or_default();
     out.line(&summary, || {
         format!(
-            "verified: the deed of {} (tenant {}, key {}) — {}, {} events, chain head {}",
+            "verified: the deed of {} (tenant {}, key {}) — {}{by}, {} events, chain head {}",
             verified.action_id,
             verified.tenant,
             verified.kid,

@@ -237,8 +237,12 @@ fn verify_deed(key: &std::path::Path, file: &std::path::Path) -> std::process::E
         read(file).and_then(|file| deed::Deed::verify(&file, &key).map_err(|e| e.to_string()));
     match verified {
         Ok(d) => {
+            let by = d
+                .approved_by()
+                .map(|who| format!(", approved by {who}"))
+                .unwrap_or_default();
             println!(
-                "ok: deed of {} (tenant {}, key {}): {}, {} events, chain head {}",
+                "ok: deed of {} (tenant {}, key {}): {}{by}, {} events, chain head {}",
                 d.action_id,
                 d.tenant,
                 d.kid,

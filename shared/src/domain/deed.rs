@@ -8,7 +8,7 @@
 //! of the same value breaks the form.
 
 use super::{
-    action::{Action, Decision, Outcome, RunRef, Signoff, State},
+    action::{Action, Actor, Decision, Outcome, Person, RunRef, Signoff, State},
     audit::{self, ChainError, Event},
     canonical,
     window::Window,
@@ -21,9 +21,15 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The deed format this code writes and reads. v2: the chain binds the whole call and the
+/// The deed format of a deed that names no person. v2: the chain binds the whole call and the
 /// outcome (`audit::CHAIN_FORMAT`), and the countersignature carries the context shown.
 pub const FORMAT: &str = "countersign.deed.v2";
+/// The deed format of a deed that names a person (SC-ID-08): v2 with the person a verified
+/// token named on the countersignature, on each approver of a quorum and on the events' actors.
+/// A deed names v3 only when it holds a person, so a verifier that knows only v2 refuses it as
+/// a format it does not know rather than as a broken chain, and deeds of key approvers are the
+/// same bytes they always were.
+pub const FORMAT_PERSON: &str = "countersign.deed.v3";
 pub const ALG: &str = "Ed25519";
 
 /// What a deed proves: the call, its countersignature, its schedule, how it ended, and its
@@ -90,6 +96,10 @@ pub struct Countersignature {
     pub context: Value,
     pub context_digest: String,
     pub approver: Option<String>,
+    /// The person who gave the approval that committed the ticket, when a verified token named
+    /// one (format v3, SC-ID-08).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<Person>,
     #[schema(value_type = Option<String>, format = DateTime)]
     #[serde(with = "crate::domain::time::fixed_opt")]
     pub decided_at: Option<Timestamp>,
@@ -178,6 +188,8 @@ pub enum DeedError {
     Signature,
     #[error("the deed's audit chain does not verify: {0}")]
     Chain(#[from] ChainError),
+    #[error("the deed names {0} otherwise than its audit chain does")]
+    Approver(String),
     #[error("{0}")]
     Key(String),
 }
@@ -191,7 +203,7 @@ pub fn verify_with_pem(public_pem: &str, file: &[u8]) -> Result<Deed, DeedError>
 impl Deed {
     /// The deed of a sealed action whose chain was verified against its record.
     pub fn of(action: &Action, events: &[Event], kid: &str) -> Option<Deed> {
-        Some(Deed {
+        let mut deed = Deed {
             format: FORMAT.to_owned(),
             kid: kid.to_owned(),
             tenant: action.tenant().to_owned(),
@@ -202,6 +214,7 @@ impl Deed {
                 context: a.context.clone(),
                 context_digest: a.context_digest.clone(),
                 approver: a.approver.clone(),
+                person: a.person.clone(),
                 decided_at: a.decided_at,
                 approvers: a.quorum.signed.clone(),
             }),
@@ -213,7 +226,69 @@ impl Deed {
             sealed_at: action.sealed_at()?,
             events: events.to_vec(),
             chain_head: action.chain_head.clone(),
+        };
+        if deed.names_a_person() {
+            FORMAT_PERSON.clone_into(&mut deed.format);
+        }
+        Some(deed)
+    }
+
+    /// Who approved, for people reading a verification (SC-ID-08): the key, or the person's
+    /// agent id with the person a token named.
+    pub fn approved_by(&self) -> Option<String> {
+        let approval = self.approval.as_ref()?;
+        let id = approval.approver.as_deref()?;
+        Some(match &approval.person {
+            Some(person) => format!("{id} — {person}"),
+            None => id.to_owned(),
         })
+    }
+
+    /// Whether a person is named anywhere in the deed: on its countersignature, a quorum's
+    /// approver, or an event's actor.
+    fn names_a_person(&self) -> bool {
+        let approval = self.approval.as_ref();
+        approval
+            .is_some_and(|a| a.person.is_some() || a.approvers.iter().any(|s| s.person.is_some()))
+            || self.events.iter().any(|e| e.actor.person.is_some())
+    }
+
+    /// A v3 deed's approvers are its chain's (SC-ID-08): the countersignature names the actor
+    /// of the approve event — the same id and person — and each approver of a quorum is the
+    /// actor of one of its countersigning events.
+    fn names_its_approvers(&self) -> Result<(), DeedError> {
+        let Some(approval) = &self.approval else {
+            return Ok(());
+        };
+        let signing: Vec<_> = self
+            .events
+            .iter()
+            .filter(|e| audit::countersigns(e.from, e.to))
+            .map(|e| &e.actor)
+            .collect();
+        let is = |actor: &Actor, id: &str, person: &Option<Person>| {
+            actor.id.as_deref() == Some(id) && actor.person == *person
+        };
+        if let Some(approver) = &approval.approver {
+            if !signing
+                .last()
+                .is_some_and(|actor| is(actor, approver, &approval.person))
+            {
+                return Err(DeedError::Approver(format!("the approver {approver:?}")));
+            }
+        }
+        for s in &approval.approvers {
+            if !signing
+                .iter()
+                .any(|actor| is(actor, &s.approver, &s.person))
+            {
+                return Err(DeedError::Approver(format!(
+                    "the approver {:?}",
+                    s.approver
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The deed file: canonical JSON, signed.
@@ -256,8 +331,12 @@ impl Deed {
         .map_err(|_| DeedError::Signature)?;
         let deed: Deed =
             serde_json::from_value(signed.deed).map_err(|e| DeedError::Shape(e.to_string()))?;
-        if deed.format != FORMAT {
-            return Err(DeedError::Unsupported(format!("format {:?}", deed.format)));
+        match deed.format.as_str() {
+            FORMAT if deed.names_a_person() => {
+                return Err(DeedError::Shape(format!("a {FORMAT} deed names no person")))
+            }
+            FORMAT | FORMAT_PERSON => {}
+            other => return Err(DeedError::Unsupported(format!("format {other:?}"))),
         }
         if deed.kid != block.kid {
             return Err(DeedError::Shape(
@@ -265,6 +344,9 @@ impl Deed {
             ));
         }
         deed.chain().verify(&deed.events)?;
+        if deed.format == FORMAT_PERSON {
+            deed.names_its_approvers()?;
+        }
         Ok(deed)
     }
 
@@ -444,6 +526,139 @@ mod tests {
             assert_eq!(
                 Deed::verify(&forged.sign(&key), &key.verifying_key()),
                 Err(DeedError::Chain(expected)),
+                "{name}"
+            );
+        }
+    }
+
+    fn person(subject: &str, name: &str) -> Person {
+        Person {
+            issuer: "https://login.example.com/realms/acme".into(),
+            subject: subject.into(),
+            email: Some(format!("{subject}@example.com")),
+            name: Some(name.into()),
+        }
+    }
+
+    /// A quorum of two people (Ada, then Bob) approved, the tool ran: the action and its chain.
+    fn approved_by_people() -> (Action, Vec<Event>) {
+        use crate::domain::{quorum::Signer, transition::TicketTerms};
+        let mut action = pending(
+            "act_01J0000000000000000000000P",
+            json!({"to": "ops@example.com"}),
+        );
+        action.approval.as_mut().unwrap().quorum.required = 2;
+        let created = Creation::new(
+            action,
+            Actor::agent("agent-1"),
+            Some("approval_required"),
+            at(0),
+        );
+        let (ada, bob) = (person("ada", "Ada Lovelace"), person("bob", "Bob Kahn"));
+        let signer = |id, person| Signer {
+            id,
+            person: Some(person),
+        };
+        let one = Transition::sign(&created.action, signer("ada", &ada), &[], at(1)).unwrap();
+        let terms = TicketTerms {
+            correlation_id: "cor_1".into(),
+            catalog_fingerprint: "sha256:f".into(),
+            due_at: at(3),
+            deadline: at(60),
+        };
+        let two = Transition::approve(&one.action, signer("bob", &bob), terms, at(2));
+        let claimed = Transition::claim(&two.action, "worker-1", at(30), at(3)).unwrap();
+        let done = Transition::finish(&claimed.action, Ok(json!({"sent": true})), at(4));
+        let events = [
+            &created.event,
+            &one.event,
+            &two.event,
+            &claimed.event,
+            &done.event,
+        ];
+        (done.action.clone(), events.into_iter().cloned().collect())
+    }
+
+    /// SC-ID-08: a deed of people's approvals is format v3 and names them — the one whose
+    /// approval committed the ticket, and each approver of the quorum — and verifies offline.
+    /// A deed of keys stays v2, the bytes it always was (`tests/formats.rs` holds main's).
+    #[test]
+    fn sc_id_08_a_deed_names_the_people_who_approved() {
+        let key = DeedKey::from_seed("acme-1", &[7; 32]);
+        let (action, events) = approved_by_people();
+        audit::verify(&action, &events).unwrap();
+        let deed = Deed::of(&action, &events, "acme-1").unwrap();
+        assert_eq!(deed.format, FORMAT_PERSON);
+        let verified = Deed::verify(&deed.sign(&key), &key.verifying_key()).unwrap();
+        let approval = verified.approval.as_ref().unwrap();
+        assert_eq!(approval.approver.as_deref(), Some("bob"));
+        assert_eq!(approval.person, Some(person("bob", "Bob Kahn")));
+        let people: Vec<_> = approval
+            .approvers
+            .iter()
+            .map(|s| s.person.clone())
+            .collect();
+        assert_eq!(
+            people,
+            [
+                Some(person("ada", "Ada Lovelace")),
+                Some(person("bob", "Bob Kahn"))
+            ]
+        );
+        let (keys, _) = denied();
+        assert_eq!(
+            Deed::of(&keys, &denied().1, "acme-1").unwrap().format,
+            FORMAT
+        );
+    }
+
+    /// SC-ID-08: a deed re-signed by its own key with another person, anywhere it names one, or
+    /// a v3 deed passed off as v2, fails offline.
+    #[test]
+    fn sc_id_08_a_changed_person_fails() {
+        let key = DeedKey::from_seed("acme-1", &[7; 32]);
+        let (action, events) = approved_by_people();
+        let deed = Deed::of(&action, &events, "acme-1").unwrap();
+        type Edit = fn(&mut Deed);
+        let approver = || DeedError::Approver("the approver \"bob\"".into());
+        let cases: Vec<(&str, Edit, DeedError)> = vec![
+            (
+                "the countersignature's person",
+                |d| d.approval.as_mut().unwrap().person = Some(person("eve", "Eve")),
+                approver(),
+            ),
+            (
+                "the countersignature's name shown",
+                |d| d.approval.as_mut().unwrap().person.as_mut().unwrap().name = Some("Eve".into()),
+                approver(),
+            ),
+            (
+                "no person on the countersignature",
+                |d| d.approval.as_mut().unwrap().person = None,
+                approver(),
+            ),
+            (
+                "a quorum's approver",
+                |d| d.approval.as_mut().unwrap().approvers[0].person = Some(person("eve", "Eve")),
+                DeedError::Approver("the approver \"ada\"".into()),
+            ),
+            (
+                "an event's actor",
+                |d| d.events[1].actor.person = Some(person("eve", "Eve")),
+                DeedError::Chain(ChainError::Hash { seq: 2 }),
+            ),
+            (
+                "the format",
+                |d| d.format = FORMAT.into(),
+                DeedError::Shape(format!("a {FORMAT} deed names no person")),
+            ),
+        ];
+        for (name, edit, expected) in cases {
+            let mut forged = deed.clone();
+            edit(&mut forged);
+            assert_eq!(
+                Deed::verify(&forged.sign(&key), &key.verifying_key()),
+                Err(expected),
                 "{name}"
             );
         }

@@ -253,10 +253,31 @@ function card(action, extra) {
     el("p", { class: "meta", text: `Agent ${action.agent_id} · ${action.id}` }),
     el("p", { class: "meta" }, windowText(action)),
   );
+  const approval = action.approval;
+  if (approval && approval.approver) {
+    const signed = (approval.quorum && approval.quorum.signed) || [];
+    const by = signed.length ? signed.map((s) => whoText(s.approver, s.person)).join("; ") :
+      whoText(approval.approver, approval.person);
+    item.append(el("p", { class: "meta approved-by", text: `Approved by ${by}` }));
+  }
   if (extra) extra(item);
   item.append(el("pre", { "aria-label": `Arguments of ${action.id}`, text: pretty(action.args) }));
   item.append(trail(action));
   return item;
+}
+
+// Who a person is (SC-ID-07): the name and email their provider gave, and the issuer and
+// subject that are the person; `null` for a key.
+function personText(person) {
+  if (!person) return null;
+  const shown = [person.name, person.email && `<${person.email}>`].filter(Boolean).join(" ");
+  return `${shown ? shown + " " : ""}(${person.subject} at ${person.issuer})`;
+}
+
+// An approver or an actor: the key or agent id, and beside it the person a token named.
+function whoText(id, person) {
+  const who = personText(person);
+  return who ? `${id} — ${who}` : id;
 }
 
 function trail(action) {
@@ -268,7 +289,8 @@ function trail(action) {
     try {
       const events = await api("GET", `actions/${encodeURIComponent(action.id)}/events`);
       for (const e of events.data) {
-        const who = e.actor ? `${e.actor.type}${e.actor.id ? " " + e.actor.id : ""}` : "";
+        const who = e.actor ?
+          `${e.actor.type}${e.actor.id ? " " + whoText(e.actor.id, e.actor.person) : ""}` : "";
         const line = ` · ${e.from || "—"} → ${e.to} · by ${who}` +
           (e.reason ? ` · ${e.reason.replace(/_/g, " ")}` : "");
         list.append(el("li", {}, when(e.at), text(line)));
@@ -320,7 +342,7 @@ function quorumText(action) {
   const required = (rule && rule.approvals) || 1;
   if (required < 2) return null;
   const needed = action.next_action.still_needed;
-  const given = (action.approvals || []).map((s) => s.approver);
+  const given = (action.approvals || []).map((s) => whoText(s.approver, s.person));
   const by = given.length ? ` (${given.join(", ")})` : "";
   return `${required - needed} of ${required} approvals given${by}; ${needed} still needed`;
 }

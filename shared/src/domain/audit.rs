@@ -399,6 +399,61 @@ mod tests {
         assert_eq!(verify(&action, &events), Ok(()));
     }
 
+    /// SC-ID-07: the person on an event is part of its hashed link — another person, another
+    /// name shown, or none fails verification — and an event without one hashes as events did
+    /// before people were recorded (no `person` member at all).
+    #[test]
+    fn sc_id_07_the_person_is_hashed_into_the_chain() {
+        use crate::domain::{action::Person, quorum::Signer};
+        let ada = Person {
+            issuer: "https://login.example.com".into(),
+            subject: "ada".into(),
+            email: Some("ada@example.com".into()),
+            name: Some("Ada Lovelace".into()),
+        };
+        let c = Creation::new(
+            pending("act_P", json!({"to": "ops@example.com"})),
+            Actor::agent("agent-1"),
+            Some("approval"),
+            at(0),
+        );
+        let terms = TicketTerms {
+            correlation_id: "cor_1".into(),
+            catalog_fingerprint: "sha256:tool".into(),
+            due_at: at(1),
+            deadline: at(600),
+        };
+        let by_ada = Signer {
+            id: "ada",
+            person: Some(&ada),
+        };
+        let t = Transition::approve(&c.action, by_ada, terms, at(1));
+        let events = vec![c.event.clone(), t.event.clone()];
+        assert_eq!(verify(&t.action, &events), Ok(()));
+        assert_eq!(events[1].actor.person.as_ref(), Some(&ada));
+        let keyed = serde_json::to_value(&events[0]).unwrap();
+        assert!(keyed["actor"].get("person").is_none(), "{keyed}");
+        let edits: [fn(&mut Person); 3] = [
+            |p| p.subject = "eve".into(),
+            |p| p.name = Some("Eve".into()),
+            |p| p.email = None,
+        ];
+        for edit in edits {
+            let mut changed = events.clone();
+            edit(changed[1].actor.person.as_mut().unwrap());
+            assert_eq!(
+                verify(&t.action, &changed),
+                Err(ChainError::Hash { seq: 2 })
+            );
+        }
+        let mut removed = events.clone();
+        removed[1].actor.person = None;
+        assert_eq!(
+            verify(&t.action, &removed),
+            Err(ChainError::Hash { seq: 2 })
+        );
+    }
+
     type Tamper = Box<dyn Fn(&mut Action, &mut Vec<Event>)>;
 
     /// Each tampering of a stored chain or its record, and the check that catches it.

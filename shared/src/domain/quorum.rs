@@ -165,6 +165,39 @@ mod tests {
         );
     }
 
+    /// SC-ID-06: a person signs a quorum once — under their name, or under another name with
+    /// the same issuer and subject — and two people are two; the approval and its event carry
+    /// the person.
+    #[test]
+    fn sc_id_06_a_person_signs_a_quorum_once() {
+        let person = |issuer: &str, subject: &str| Person {
+            issuer: issuer.into(),
+            subject: subject.into(),
+            email: None,
+            name: None,
+        };
+        let ada = person("https://login.example.com", "ada");
+        let bob = person("https://login.example.com", "bob");
+        let elsewhere = person("https://other.example.com", "ada");
+        let by = |id, person| Signer {
+            id,
+            person: Some(person),
+        };
+        let a = quorum_of(3);
+        let one = Transition::sign(&a, by("ada", &ada), &[], at(1)).unwrap();
+        assert_eq!(one.event.actor.person.as_ref(), Some(&ada));
+        assert_eq!(one.action.approvals()[0].person.as_ref(), Some(&ada));
+        assert!(
+            Transition::sign(&one.action, by("ada-again", &ada), &[], at(2)).is_none(),
+            "the same person under another name"
+        );
+        assert!(!one.action.approvals()[0].by(by("ada-elsewhere", &elsewhere)));
+        let two = Transition::sign(&one.action, by("bob", &bob), &[], at(2)).unwrap();
+        assert_eq!(two.action.approvals().len(), 2);
+        let back = Action::from_stored(&two.action.to_stored()).unwrap();
+        assert_eq!(back, two.action, "a quorum of people loads");
+    }
+
     /// Issue 28, item 8: an approval that lands after earlier ones lapsed drops them in the
     /// same write and names them; the quorum then still needs as many as were dropped.
     #[test]

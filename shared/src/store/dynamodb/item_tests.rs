@@ -37,8 +37,10 @@ fn unknown_members_are_kept() {
 }
 
 use crate::domain::{
-    action::Approval, transition::TicketTerms, Change, Creation, Decision, SealReason, Standing,
-    Transition,
+    action::{Approval, Person},
+    quorum::Signer,
+    transition::TicketTerms,
+    Change, Creation, Decision, SealReason, Standing, Transition,
 };
 
 fn t(s: &str) -> Timestamp {
@@ -129,8 +131,19 @@ fn actions_round_trip_through_their_two_items() {
         due_at: window.not_before,
         deadline: window.not_after,
     };
+    // A person approves and cancels with a token (SC-ID-07): their person round-trips too.
+    let ada = Person {
+        issuer: "https://login.example.com".into(),
+        subject: "ada".into(),
+        email: Some("ada@example.com".into()),
+        name: Some("Ada Lovelace".into()),
+    };
+    let by_ada = Signer {
+        id: "ada",
+        person: Some(&ada),
+    };
     let c = create(Some(window));
-    let a = Transition::approve(&c.action, "approver-1", terms, t("2026-10-21T13:00:00Z"));
+    let a = Transition::approve(&c.action, by_ada, terms, t("2026-10-21T13:00:00Z"));
     let cl = Transition::claim(
         &a.action,
         "wrk_1",
@@ -159,7 +172,7 @@ fn actions_round_trip_through_their_two_items() {
     let c2 = create(None);
     let cancelled = Transition::seal(
         &c2.action,
-        Actor::agent("agent-1"),
+        by_ada.actor(),
         &SealReason::Cancelled,
         t("2026-10-21T12:01:00Z"),
     );

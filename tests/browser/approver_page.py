@@ -712,6 +712,29 @@ def test_issue30_sc_pol_04_sc_app_06_each_approval_of_a_quorum_says_how_many_are
     assert len(signed) == 3, signed
 
 
+def test_issue31_sc_id_07_the_page_shows_the_person_beside_the_approver(t):
+    """Issue 31: an approval given with a token names a person (`approvals[].person`); the page
+    shows their name, email, subject and issuer beside the approver id, and once approved says
+    who approved. The person is put on the answer the page receives, as a token approval
+    records it (tests/identity.rs proves the server records it)."""
+    action = t.server.submit(AGENT, {"amount": 60000, "currency": "EUR", "to": "DE02 1203 0000 0000 2020 51"},
+                             window_minutes=(60, 120), tool="payments.transfer")
+    status, body = t.server.call("POST", f"/v1/actions/{action['id']}/approve", FINANCE_1,
+                                 {"context_digest": action["approval"]["context_digest"]})
+    assert status == 200, body
+    ada = {"issuer": "https://login.example.com", "subject": "ada", "email": "ada@example.com",
+           "name": "Ada Lovelace"}
+    rewrite_pending(t.page, action["id"], lambda a: a["approvals"][0].update(person=ada))
+    sign_in(t.page, t.server, key=FINANCE_2)
+    item = t.page.locator(f'#pending li[data-action-id="{action["id"]}"]')
+    expect(item).to_contain_text("1 of 2 approvals given (finance-1-acme — Ada Lovelace "
+                                 "<ada@example.com> (ada at https://login.example.com)); 1 still needed")
+    review(t.page, action).get_by_role("button", name="Approve").click()
+    expect(t.page.get_by_role("alert").first).to_contain_text("Approved payments.transfer")
+    scheduled = card(t.page, action["id"])
+    expect(scheduled).to_contain_text("Approved by finance-1-acme; finance-2-acme")
+
+
 def test_issue30_sc_app_06_the_page_speaks_correct_english(t):
     """Issue 30, item 6: caught on main — "This is a agent key", and a call that ran on approval
     was "now succeeded". Each role takes its article; each state reads as a sentence."""

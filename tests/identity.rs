@@ -681,6 +681,13 @@ async fn people_on_the_record(backend: Backend) {
         countersign::domain::deed::verify_with_pem(countersign_tests::DEED_PUBLIC_PEM, &file)
             .unwrap();
     assert_eq!(deed.format, countersign::domain::deed::FORMAT_PERSON);
+    // The deed `countersign verify` is tested on (functions/cli/tests/cli.rs, SC-ID-08):
+    // written again with COUNTERSIGN_WRITE_FIXTURES=1.
+    if std::env::var_os("COUNTERSIGN_WRITE_FIXTURES").is_some() {
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/person/deed-v3.json");
+        std::fs::create_dir_all(std::path::Path::new(fixture).parent().unwrap()).unwrap();
+        std::fs::write(fixture, &file).unwrap();
+    }
     assert_eq!(
         deed.approved_by().as_deref(),
         Some(

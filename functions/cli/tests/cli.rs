@@ -433,6 +433,56 @@ async fn sc_sec_07_deed_downloads_byte_for_byte_and_verifies_offline() {
     assert!(tampered.stderr.contains("does not verify"), "{tampered:?}");
 }
 
+/// SC-ID-08: `countersign verify` says who approved — the agent id and the person a token named
+/// — from a v3 deed (`tests/fixtures/person/deed-v3.json`, signed by tests/identity.rs
+/// `sc_id_07` with the tests' deed key); the same deed naming another person fails (exit 8); a
+/// deed main signed before people were recorded (`tests/fixtures/before-call`) still verifies.
+#[tokio::test]
+async fn sc_id_08_verify_names_the_person_who_approved() {
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
+    let dir = temp_db("cli-person").parent().unwrap().to_path_buf();
+    let key = dir.join("public.pem");
+    std::fs::write(&key, countersign_tests::DEED_PUBLIC_PEM).unwrap();
+    let verify = |deed: &std::path::Path| {
+        let args = [
+            "verify",
+            "--public-key",
+            key.to_str().unwrap(),
+            deed.to_str().unwrap(),
+        ]
+        .map(str::to_owned);
+        async move { cli_at("", "", &args.each_ref().map(String::as_str), "").await }
+    };
+    let v3 = std::path::PathBuf::from(format!("{fixtures}/person/deed-v3.json"));
+    let ok = verify(&v3).await;
+    assert_eq!(ok.code, 0, "{ok:?}");
+    assert!(
+        ok.stdout
+            .contains("approved by ada — Ada Lovelace <ada@example.com> (ada at http"),
+        "{ok:?}"
+    );
+
+    let text = std::fs::read_to_string(&v3).unwrap();
+    let changed = dir.join("deed-v3-changed.json");
+    std::fs::write(&changed, text.replace("Ada Lovelace", "Eve Lovelace")).unwrap();
+    let refused = verify(&changed).await;
+    assert_eq!(refused.code, 8, "{refused:?}");
+
+    let records = std::fs::read_to_string(format!("{fixtures}/before-call/records.json")).unwrap();
+    let records: Value = serde_json::from_str(&records).unwrap();
+    let old = records["sqlite"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "approved_and_run")
+        .unwrap();
+    let v2 = dir.join("deed-v2.json");
+    std::fs::write(&v2, old["deed"].as_str().unwrap()).unwrap();
+    let ok = verify(&v2).await;
+    assert_eq!(ok.code, 0, "{ok:?}");
+    assert!(ok.stdout.contains(", approved by "), "{ok:?}");
+}
+
 /// An RFC 3339 instant as the CLI shows it in the test tenant's zone.
 fn berlin(instant: &Value) -> String {
     let t: jiff::Timestamp = instant.as_str().unwrap().parse().unwrap();

@@ -52,7 +52,7 @@ impl Idp {
 
     /// A machine client's token (client credentials, with a resource indicator).
     async fn client_token(&self, tenant: &str, client: &str, secret: &str, scope: &str) -> String {
-        let answer: Value = self
+        let request = self
             .http
             .post(format!("{}/token", self.issuer(tenant)))
             .basic_auth(client, Some(secret))
@@ -60,17 +60,8 @@ impl Idp {
                 ("grant_type", "client_credentials"),
                 ("scope", scope),
                 ("resource", AUD),
-            ])
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        answer["access_token"]
-            .as_str()
-            .unwrap_or_else(|| panic!("a token: {answer}"))
-            .to_owned()
+            ]);
+        text_of(&answer(request).await, "access_token")
     }
 
     /// A person's token: authorization code with PKCE through the provider's login page, where
@@ -122,43 +113,25 @@ impl Idp {
             .unwrap_or_else(|| panic!("a code: {to}"))
             .1
             .into_owned();
-        let answer: Value = self
-            .http
-            .post(format!("{issuer}/token"))
-            .form(&[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("redirect_uri", redirect),
-                ("client_id", client),
-                ("code_verifier", &verifier),
-                ("resource", resource),
-            ])
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        answer["access_token"]
-            .as_str()
-            .unwrap_or_else(|| panic!("a token: {answer}"))
-            .to_owned()
+        let request = self.http.post(format!("{issuer}/token")).form(&[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", redirect),
+            ("client_id", client),
+            ("code_verifier", &verifier),
+            ("resource", resource),
+        ]);
+        text_of(&answer(request).await, "access_token")
     }
 
     /// A token the provider would never issue, signed by the test signer: with `tenant`'s own
     /// `key` (`rsa`, `ec`, `ed`), a stranger's, none, or HS256 under the public key.
     async fn forge(&self, tenant: &str, key: &str, header: Value, claims: Value) -> String {
-        let answer: Value = self
+        let request = self
             .http
             .post(&self.signer)
-            .json(&json!({"tenant": tenant, "key": key, "header": header, "claims": claims}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        answer["token"].as_str().unwrap().to_owned()
+            .json(&json!({"tenant": tenant, "key": key, "header": header, "claims": claims}));
+        text_of(&answer(request).await, "token")
     }
 
     /// Claims as the acme provider issues an agent's token, `exp` from now.
@@ -419,33 +392,30 @@ async fn tokens_submit_and_approve(backend: Backend) {
     assert_eq!(v["approval"]["approver"], "ada", "{v}");
 
     // Dynamic client registration: a new client, its own token, its own agent id.
-    let registered: Value = w
-        .idp
-        .http
-        .post(format!("{}/reg", w.idp.acme))
-        .json(&json!({
+    let registered = register(
+        &w.idp,
+        "acme",
+        json!({
             "grant_types": ["client_credentials"], "response_types": [], "redirect_uris": [],
             "token_endpoint_auth_method": "client_secret_basic", "scope": "countersign:agent",
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let client = registered["client_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{registered}"));
+        }),
+    )
+    .await;
+    let client = text_of(&registered, "client_id");
     let secret = registered["client_secret"].as_str().unwrap();
     let token = w
         .idp
-        .client_token("acme", client, secret, "countersign:agent")
+        .client_token("acme", &client, secret, "countersign:agent")
         .await;
     let (s, v) = w
         .api
         .submit(&token, json!({"tool": "search.web", "args": {}}))
         .await;
-    assert_eq!((s, v["agent_id"].as_str()), (200, Some(client)), "{v}");
+    assert_eq!(
+        (s, v["agent_id"].as_str()),
+        (200, Some(client.as_str())),
+        "{v}"
+    );
 
     // Keys beside tokens.
     let (s, v) = w
@@ -488,23 +458,33 @@ fn two_approvals(text: String) -> String {
 /// A public client registered at `tenant`'s provider for the code grant (a second app a person
 /// signs in through).
 async fn code_client(idp: &Idp, tenant: &str) -> String {
-    let registered: Value = idp
+    let metadata = json!({
+        "grant_types": ["authorization_code"], "response_types": ["code"],
+        "redirect_uris": ["http://127.0.0.1/callback"], "token_endpoint_auth_method": "none",
+        "scope": "openid email profile countersign:approve",
+    });
+    text_of(&register(idp, tenant, metadata).await, "client_id")
+}
+
+/// A client registered at `tenant`'s provider (dynamic client registration) with `metadata`.
+async fn register(idp: &Idp, tenant: &str, metadata: Value) -> Value {
+    let request = idp
         .http
         .post(format!("{}/reg", idp.issuer(tenant)))
-        .json(&json!({
-            "grant_types": ["authorization_code"], "response_types": ["code"],
-            "redirect_uris": ["http://127.0.0.1/callback"], "token_endpoint_auth_method": "none",
-            "scope": "openid email profile countersign:approve",
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    registered["client_id"]
+        .json(&metadata);
+    answer(request).await
+}
+
+/// The JSON the provider answers `request` with.
+async fn answer(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
+}
+
+/// The string `member` of a provider's `answer`.
+fn text_of(answer: &Value, member: &str) -> String {
+    answer[member]
         .as_str()
-        .unwrap_or_else(|| panic!("{registered}"))
+        .unwrap_or_else(|| panic!("{member} in {answer}"))
         .to_owned()
 }
 

@@ -561,6 +561,105 @@ async fn quorum_counts_people(backend: Backend) {
     assert_eq!(signed[1]["person"]["name"], "Bob", "{v}");
 }
 
+/// SC-ID-06 and SC-POL-04 after a change of the config (the next process reads it): a person's
+/// approval stands while the tenant still trusts the issuer that named them, and lapses once it
+/// does not; a key's approval lapses once the tenant stops taking keys for people. Three
+/// quorums of two, each with one approval given under the first config.
+async fn approvals_after_a_config_change(backend: Backend) {
+    let idp = Idp::start();
+    let tools = ToolServer::start().await;
+    let place = countersign_tests::stores::Place::fresh(backend, "id06lapse").await;
+    let text = two_approvals(config_toml(&tools, "1m", "5s"));
+    let approve = |api: &Api, id: &str, digest: &str, token: &str| {
+        let (api, path) = (api.clone(), format!("/v1/actions/{id}/approve"));
+        let (body, token) = (json!({"context_digest": digest}), token.to_owned());
+        async move { api.post(&path, &token, body).await }
+    };
+    let server = place.serve(config_of(text.clone(), &idp, "")).await;
+    let api = Api::new(server.addr);
+    let ada = idp
+        .person_token("acme", "ada", "countersign:approve", AUD)
+        .await;
+    let mut quorums = Vec::new();
+    for by in [ada.as_str(), keys::APPROVER, ada.as_str()] {
+        let mail = json!({"tool": "mail.send", "args": {"to": "a@b"}});
+        let (_, v) = api.submit(keys::AGENT, mail).await;
+        let id = v["id"].as_str().unwrap().to_owned();
+        let digest = v["approval"]["context_digest"].as_str().unwrap().to_owned();
+        let (s, v) = approve(&api, &id, &digest, by).await;
+        assert_eq!(
+            (s, v["state"].as_str()),
+            (200, Some("pending_approval")),
+            "{v}"
+        );
+        quorums.push((id, digest));
+    }
+    server.shutdown().await.unwrap();
+
+    // Keys off for people, the issuer still trusted: Ada's approval stands, the key's lapses.
+    let server = place
+        .serve(config_of(text.clone(), &idp, "keys_for_people = false"))
+        .await;
+    let api = Api::new(server.addr);
+    let bob = idp
+        .person_token("acme", "bob", "countersign:approve", AUD)
+        .await;
+    let (s, v) = approve(&api, &quorums[0].0, &quorums[0].1, &bob).await;
+    assert_eq!(s, 200, "{v}");
+    assert_ne!(
+        v["state"], "pending_approval",
+        "Ada's approval counted: {v}"
+    );
+    let (s, v) = approve(&api, &quorums[1].0, &quorums[1].1, &bob).await;
+    assert_eq!(
+        (s, v["state"].as_str()),
+        (200, Some("pending_approval")),
+        "{v}"
+    );
+    assert_eq!(v["approvals"][0]["approver"], "bob", "{v}");
+    let (_, events) = api
+        .get(&format!("/v1/actions/{}/events", quorums[1].0), &bob)
+        .await;
+    let last = events["data"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        last["reason"], "approval_recorded; lapsed: approver-1",
+        "{last}"
+    );
+    server.shutdown().await.unwrap();
+
+    // The tenant no longer trusts its provider: Ada's approval lapses; a key decides alone.
+    let keys_only = text
+        + &format!(
+            "\n[tenants.globex.identity]\nissuer = \"{}\"\naudience = \"{AUD}\"\n",
+            idp.globex
+        );
+    let config = Config::from_toml(&keys_only)
+        .and_then(Config::read_keys)
+        .unwrap();
+    let server = place.serve(Arc::new(config)).await;
+    let api = Api::new(server.addr);
+    let (s, v) = api.approve(&quorums[2].0, &quorums[2].1).await;
+    assert_eq!(
+        (s, v["state"].as_str()),
+        (200, Some("pending_approval")),
+        "{v}"
+    );
+    let (_, events) = api
+        .get(
+            &format!("/v1/actions/{}/events", quorums[2].0),
+            keys::APPROVER,
+        )
+        .await;
+    let last = events["data"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["reason"], "approval_recorded; lapsed: ada", "{last}");
+    server.shutdown().await.unwrap();
+}
+
+on_every_store!(approvals_after_a_config_change:
+    sc_id_06_approvals_after_a_config_change_sqlite,
+    sc_id_06_approvals_after_a_config_change_dynamodb,
+    sc_id_06_approvals_after_a_config_change_postgres);
+
 /// A person's token: `tenant`'s provider signs `person` in through the tenant's app.
 async fn token_of(w: &World, person: &str, scope: &str) -> String {
     w.idp.person_token("acme", person, scope, AUD).await

@@ -380,14 +380,7 @@ async fn tokens_submit_and_approve(backend: Backend) {
         .idp
         .person_token("acme", "ada", "countersign:approve", AUD)
         .await;
-    let (s, v) = w
-        .api
-        .post(
-            &format!("/v1/actions/{id}/approve"),
-            &ada,
-            json!({"context_digest": digest}),
-        )
-        .await;
+    let (s, v) = approve_with(&w.api, &id, &digest, &ada).await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["approval"]["approver"], "ada", "{v}");
 
@@ -511,11 +504,7 @@ async fn quorum_counts_people(backend: Backend) {
     let digest = v["approval"]["context_digest"].as_str().unwrap().to_owned();
     let approve = |token: String| {
         let (api, id, digest) = (&w.api, &id, &digest);
-        async move {
-            let path = format!("/v1/actions/{id}/approve");
-            api.post(&path, &token, json!({"context_digest": digest}))
-                .await
-        }
+        async move { approve_with(api, id, digest, &token).await }
     };
 
     let ada = w
@@ -570,11 +559,6 @@ async fn approvals_after_a_config_change(backend: Backend) {
     let tools = ToolServer::start().await;
     let place = countersign_tests::stores::Place::fresh(backend, "id06lapse").await;
     let text = two_approvals(config_toml(&tools, "1m", "5s"));
-    let approve = |api: &Api, id: &str, digest: &str, token: &str| {
-        let (api, path) = (api.clone(), format!("/v1/actions/{id}/approve"));
-        let (body, token) = (json!({"context_digest": digest}), token.to_owned());
-        async move { api.post(&path, &token, body).await }
-    };
     let server = place.serve(config_of(text.clone(), &idp, "")).await;
     let api = Api::new(server.addr);
     let ada = idp
@@ -586,7 +570,7 @@ async fn approvals_after_a_config_change(backend: Backend) {
         let (_, v) = api.submit(keys::AGENT, mail).await;
         let id = v["id"].as_str().unwrap().to_owned();
         let digest = v["approval"]["context_digest"].as_str().unwrap().to_owned();
-        let (s, v) = approve(&api, &id, &digest, by).await;
+        let (s, v) = approve_with(&api, &id, &digest, by).await;
         assert_eq!(
             (s, v["state"].as_str()),
             (200, Some("pending_approval")),
@@ -604,13 +588,13 @@ async fn approvals_after_a_config_change(backend: Backend) {
     let bob = idp
         .person_token("acme", "bob", "countersign:approve", AUD)
         .await;
-    let (s, v) = approve(&api, &quorums[0].0, &quorums[0].1, &bob).await;
+    let (s, v) = approve_with(&api, &quorums[0].0, &quorums[0].1, &bob).await;
     assert_eq!(s, 200, "{v}");
     assert_ne!(
         v["state"], "pending_approval",
         "Ada's approval counted: {v}"
     );
-    let (s, v) = approve(&api, &quorums[1].0, &quorums[1].1, &bob).await;
+    let (s, v) = approve_with(&api, &quorums[1].0, &quorums[1].1, &bob).await;
     assert_eq!(
         (s, v["state"].as_str()),
         (200, Some("pending_approval")),
@@ -659,6 +643,13 @@ on_every_store!(approvals_after_a_config_change:
     sc_id_06_approvals_after_a_config_change_sqlite,
     sc_id_06_approvals_after_a_config_change_dynamodb,
     sc_id_06_approvals_after_a_config_change_postgres);
+
+/// An approve of `id`'s context `digest` with `token`.
+async fn approve_with(api: &Api, id: &str, digest: &str, token: &str) -> (u16, Value) {
+    let path = format!("/v1/actions/{id}/approve");
+    api.post(&path, token, json!({"context_digest": digest}))
+        .await
+}
 
 /// A person's token: `tenant`'s provider signs `person` in through the tenant's app.
 async fn token_of(w: &World, person: &str, scope: &str) -> String {
@@ -714,14 +705,7 @@ async fn people_on_the_record(backend: Backend) {
     assert_eq!(v["actor"]["person"]["email"], "bob@example.com", "{v}");
     let id = v["id"].as_str().unwrap().to_owned();
     let digest = v["approval"]["context_digest"].as_str().unwrap().to_owned();
-    let (s, v) = w
-        .api
-        .post(
-            &format!("/v1/actions/{id}/approve"),
-            &ada,
-            json!({"context_digest": digest}),
-        )
-        .await;
+    let (s, v) = approve_with(&w.api, &id, &digest, &ada).await;
     assert_eq!(s, 200, "{v}");
     let v = sealed(&w.api, &id, keys::APPROVER).await;
     assert_eq!(v["state"], "succeeded", "{v}");
@@ -1079,14 +1063,7 @@ async fn sc_id_03_keys_off_for_people() {
         .idp
         .person_token("acme", "ada", "countersign:approve", AUD)
         .await;
-    let (s, v) = w
-        .api
-        .post(
-            &format!("/v1/actions/{id}/approve"),
-            &ada,
-            json!({"context_digest": digest}),
-        )
-        .await;
+    let (s, v) = approve_with(&w.api, &id, &digest, &ada).await;
     assert_eq!(s, 200, "{v}");
 }
 

@@ -256,8 +256,8 @@ function card(action, extra) {
   const approval = action.approval;
   if (approval && approval.approver) {
     const signed = (approval.quorum && approval.quorum.signed) || [];
-    const by = signed.length ? signed.map((s) => whoText(s.approver, s.person)).join("; ") :
-      whoText(approval.approver, approval.person);
+    const by = signed.length ? signed.map((s) => signerText(s.approver, s.person)).join("; ") :
+      signerText(approval.approver, approval.person);
     item.append(el("p", { class: "meta approved-by", text: `Approved by ${by}` }));
   }
   if (extra) extra(item);
@@ -275,7 +275,7 @@ function personText(person) {
 }
 
 // An approver or an actor: the key or agent id, and beside it the person a token named.
-function whoText(id, person) {
+function signerText(id, person) {
   const who = personText(person);
   return who ? `${id} — ${who}` : id;
 }
@@ -290,7 +290,7 @@ function trail(action) {
       const events = await api("GET", `actions/${encodeURIComponent(action.id)}/events`);
       for (const e of events.data) {
         const who = e.actor ?
-          `${e.actor.type}${e.actor.id ? " " + whoText(e.actor.id, e.actor.person) : ""}` : "";
+          `${e.actor.type}${e.actor.id ? " " + signerText(e.actor.id, e.actor.person) : ""}` : "";
         const line = ` · ${e.from || "—"} → ${e.to} · by ${who}` +
           (e.reason ? ` · ${e.reason.replace(/_/g, " ")}` : "");
         list.append(el("li", {}, when(e.at), text(line)));
@@ -342,7 +342,7 @@ function quorumText(action) {
   const required = (rule && rule.approvals) || 1;
   if (required < 2) return null;
   const needed = action.next_action.still_needed;
-  const given = (action.approvals || []).map((s) => whoText(s.approver, s.person));
+  const given = (action.approvals || []).map((s) => signerText(s.approver, s.person));
   const by = given.length ? ` (${given.join(", ")})` : "";
   return `${required - needed} of ${required} approvals given${by}; ${needed} still needed`;
 }

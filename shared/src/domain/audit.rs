@@ -426,6 +426,7 @@ mod tests {
         let by_ada = Signer {
             id: "ada",
             person: Some(&ada),
+            channel: None,
         };
         let t = Transition::approve(&c.action, by_ada, terms, at(1));
         let events = vec![c.event.clone(), t.event.clone()];

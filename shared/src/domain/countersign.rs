@@ -326,6 +326,7 @@ mod tests {
                     id: self.who,
                     groups: &self.groups,
                     person: None,
+                    channel: None,
                 },
                 context_digest: &digest,
                 lapsed: &self.lapsed,

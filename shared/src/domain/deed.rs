@@ -558,6 +558,7 @@ mod tests {
         let signer = |id, person| Signer {
             id,
             person: Some(person),
+            channel: None,
         };
         let one = Transition::sign(&created.action, signer("ada", &ada), &[], at(1)).unwrap();
         let terms = TicketTerms {

@@ -182,6 +182,7 @@ mod tests {
         let by = |id, person| Signer {
             id,
             person: Some(person),
+            channel: None,
         };
         let a = quorum_of(3);
         let one = Transition::sign(&a, by("ada", &ada), &[], at(1)).unwrap();

@@ -141,6 +141,7 @@ fn actions_round_trip_through_their_two_items() {
     let by_ada = Signer {
         id: "ada",
         person: Some(&ada),
+        channel: None,
     };
     let c = create(Some(window));
     let a = Transition::approve(&c.action, by_ada, terms, t("2026-10-21T13:00:00Z"));

@@ -154,4 +154,25 @@ mod tests {
             assert_eq!(Channel::parse(c.as_str()), Some(c));
         }
     }
+
+    /// SC-ID-07 with SC-CH-07: a person deciding through a channel is recorded with both, each
+    /// only when known — a key's event through the API still serializes as before.
+    #[test]
+    fn sc_id_07_a_person_and_a_channel_are_recorded_together() {
+        let ada = Person {
+            issuer: "https://login.example.com".into(),
+            subject: "ada".into(),
+            email: None,
+            name: None,
+        };
+        let key = Actor::decider("fin-1", None, None);
+        assert_eq!(serde_json::to_string(&key).unwrap(), r#"{"type":"user","id":"fin-1"}"#);
+        let both = Actor::decider("ada", Some(&ada), Some(Channel::Slack));
+        let text = serde_json::to_string(&both).unwrap();
+        assert_eq!(
+            text,
+            r#"{"type":"user","id":"ada","person":{"issuer":"https://login.example.com","subject":"ada"},"channel":"slack"}"#
+        );
+        assert_eq!(serde_json::from_str::<Actor>(&text).unwrap(), both);
+    }
 }

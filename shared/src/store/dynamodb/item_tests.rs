@@ -131,7 +131,8 @@ fn actions_round_trip_through_their_two_items() {
         due_at: window.not_before,
         deadline: window.not_after,
     };
-    // A person approves and cancels with a token (SC-ID-07): their person round-trips too.
+    // A person approves (through Slack) and cancels with a token (SC-ID-07, SC-CH-07): their
+    // person and the channel round-trip too.
     let ada = Person {
         issuer: "https://login.example.com".into(),
         subject: "ada".into(),
@@ -141,7 +142,7 @@ fn actions_round_trip_through_their_two_items() {
     let by_ada = Signer {
         id: "ada",
         person: Some(&ada),
-        channel: None,
+        channel: Some(Channel::Slack),
     };
     let c = create(Some(window));
     let a = Transition::approve(&c.action, by_ada, terms, t("2026-10-21T13:00:00Z"));

@@ -166,7 +166,10 @@ mod tests {
             name: None,
         };
         let key = Actor::decider("fin-1", None, None);
-        assert_eq!(serde_json::to_string(&key).unwrap(), r#"{"type":"user","id":"fin-1"}"#);
+        assert_eq!(
+            serde_json::to_string(&key).unwrap(),
+            r#"{"type":"user","id":"fin-1"}"#
+        );
         let both = Actor::decider("ada", Some(&ada), Some(Channel::Slack));
         let text = serde_json::to_string(&both).unwrap();
         assert_eq!(

@@ -136,9 +136,13 @@ impl Engine {
     ) -> Result<Step, Error> {
         let who = &by.who;
         let t = match &inline {
-            Some((_, lease)) => {
-                Transition::approve_claimed(action, by.decider().signer(), terms, lease.clone(), now)
-            }
+            Some((_, lease)) => Transition::approve_claimed(
+                action,
+                by.decider().signer(),
+                terms,
+                lease.clone(),
+                now,
+            ),
             None => Transition::approve(action, by.decider().signer(), terms, now),
         };
         match self.commit_now(&t).await? {

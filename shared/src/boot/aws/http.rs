@@ -296,7 +296,7 @@ mod tests {
         let mut child = std::process::Command::new(std::env::current_exe().unwrap());
         child.args([
             "--exact",
-            "aws::http::tests::proxied_child_connects_directly",
+            "boot::aws::http::tests::proxied_child_connects_directly",
         ]);
         child.args(["--ignored", "--nocapture"]);
         for name in [

@@ -417,22 +417,28 @@ mod tests {
         }
     }
 
-    /// SC-POL-04: after one of two approvals the notice says one more is needed, and by whom
-    /// the first was given.
-    #[test]
-    fn sc_pol_04_a_partial_approval_says_how_many_are_still_needed() {
+    /// An action pending a quorum of two, as its creation left it.
+    fn pending_two() -> Action {
         use crate::domain::{
             fixtures::{at, pending},
-            transition::{Creation, Transition},
+            transition::Creation,
         };
         let mut a = pending(
             "act_01J0000000000000000000000N",
             serde_json::json!({"amount": 1}),
         );
         a.approval.as_mut().unwrap().quorum.required = 2;
-        let a = Creation::new(a, Actor::agent("agent-1"), None, at(0))
+        Creation::new(a, Actor::agent("agent-1"), None, at(0))
             .action
-            .clone();
+            .clone()
+    }
+
+    /// SC-POL-04: after one of two approvals the notice says one more is needed, and by whom
+    /// the first was given.
+    #[test]
+    fn sc_pol_04_a_partial_approval_says_how_many_are_still_needed() {
+        use crate::domain::{fixtures::at, transition::Transition};
+        let a = pending_two();
         let signed = Transition::sign(&a, "fin-1", &[], at(1)).unwrap();
         assert!(signed.notify);
         let notice = Notice {
@@ -455,18 +461,8 @@ mod tests {
     /// `approvals_needed: 0, approved_by: []` under the first try's id.
     #[test]
     fn sc_not_01_a_retry_tells_the_request_as_it_was_raised() {
-        use crate::domain::{
-            fixtures::{at, pending},
-            transition::{Creation, Transition},
-        };
-        let mut a = pending(
-            "act_01J0000000000000000000000N",
-            serde_json::json!({"amount": 1}),
-        );
-        a.approval.as_mut().unwrap().quorum.required = 2;
-        let a = Creation::new(a, Actor::agent("agent-1"), None, at(0))
-            .action
-            .clone();
+        use crate::domain::{fixtures::at, transition::Transition};
+        let a = pending_two();
         let first = Transition::sign(&a, "fin-1", &[], at(1)).unwrap();
         let entry = OutboxEntry::for_event(&first.action, &first.event).unwrap();
         let notice = |action| Notice {

@@ -1,15 +1,19 @@
 //! The HTTP API (SPEC §3). One router of every route for the local server; each HTTP Lambda
 //! function serves its own routes of it.
 //!
-//! Modules, none importing another in a circle: `router` → handlers (`routes`, `ui`, `mcp`,
-//! `openapi`); `openapi` → handlers' annotations; handlers → `body`, `extract`, `view`, `error`.
+//! Modules, none importing another in a circle: `router` → each function's routes beside their
+//! handlers (`intake`, `approve`, `cancel`) and `openapi`; `openapi` → the handlers' annotations;
+//! handlers → `body`, `extract`, `view`, `error`.
 
+mod approve;
 pub mod auth;
 pub mod body;
+mod cancel;
 mod email;
 pub mod error;
 mod explain;
 mod extract;
+mod intake;
 pub mod json;
 mod mcp;
 mod me;
@@ -17,15 +21,15 @@ pub mod openapi;
 pub mod rate;
 pub mod resource;
 mod router;
-mod routes;
 pub mod slack;
 pub mod ui;
 pub mod view;
 
 pub use auth::Caller;
-pub use router::{
-    all_routes, approve_routes, cancel_routes, intake_routes, router, served, Routes,
-};
+pub use router::{all_routes, approve_routes, cancel_routes, intake_routes, router, served};
+
+/// The routes of one function, added to a router (the third column of [`ROUTES`]).
+pub type Routes = axum::Router<std::sync::Arc<crate::Engine>>;
 
 /// Largest accepted request body.
 pub const MAX_BODY: usize = 256 * 1024;

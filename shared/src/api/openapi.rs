@@ -2,10 +2,11 @@
 //! (`utoipa`). Served at `/openapi.json`; committed as `docs/openapi.json` (a test holds the
 //! two equal; regenerate with `cargo run -q -p countersign-server -- openapi > docs/openapi.json`).
 
+use super::{approve, cancel, intake};
 use super::{
     body::{ApproveBody, ConfirmForm, DenyBody, RequestedWindow, StopBody, SubmitRequest},
     error::{ErrorBody, ErrorDetail},
-    routes, view,
+    view,
 };
 use crate::{
     domain::{
@@ -35,21 +36,21 @@ use utoipa::{
         license(name = "Apache-2.0", identifier = "Apache-2.0")
     ),
     paths(
-        routes::submit,
-        routes::list,
-        routes::get_action,
-        routes::events,
-        routes::deed,
-        routes::approve,
-        routes::deny,
+        intake::submit,
+        intake::list,
+        intake::get_action,
+        intake::events,
+        intake::deed,
+        approve::approve,
+        approve::deny,
         super::email::show,
         super::email::decide,
-        routes::cancel,
-        routes::stop,
-        routes::lift_stop,
-        routes::dead_notifications,
-        routes::redeliver,
-        routes::quarantined,
+        cancel::cancel,
+        cancel::stop,
+        cancel::lift_stop,
+        cancel::dead_notifications,
+        cancel::redeliver,
+        intake::quarantined,
         super::me::me,
         super::explain::explain,
         super::ui::index,

@@ -2,19 +2,16 @@
 //! or one function's.
 
 use super::error::ApiError;
-use super::{email, mcp, openapi, paths, resource, routes, ui};
+use super::{approve, cancel, intake, openapi, paths, Routes};
 use crate::{error::shown, Engine};
 use axum::{
     http::{header, Method, StatusCode, Uri},
     response::{IntoResponse, Response},
-    routing::{delete, get, post},
+    routing::get,
     Json, Router,
 };
 use serde_json::json;
 use std::sync::Arc;
-
-/// The routes of one function, added to a router (the third column of [`super::ROUTES`]).
-pub type Routes = Router<Arc<Engine>>;
 
 /// Every route: the local server's router (and the in-process tests' Lambda handler).
 pub fn router(engine: Arc<Engine>) -> Router {
@@ -24,6 +21,21 @@ pub fn router(engine: Arc<Engine>) -> Router {
 /// Every function's routes together (the local server serves them all).
 pub fn all_routes(r: Routes) -> Routes {
     cancel_routes(approve_routes(intake_routes(r)))
+}
+
+/// The intake function's routes: submit, the reads, the approver page, the documents, MCP.
+pub fn intake_routes(r: Routes) -> Routes {
+    intake::routes(r).route(paths::OPENAPI, get(openapi::openapi_json))
+}
+
+/// The approve function's routes: the countersignature, also through Slack and a mailed link.
+pub fn approve_routes(r: Routes) -> Routes {
+    approve::routes(r)
+}
+
+/// The cancel function's routes: cancel, the stops, the dead notifications.
+pub fn cancel_routes(r: Routes) -> Routes {
+    cancel::routes(r)
 }
 
 /// A router serving only `routes` (one function's): each Lambda binary names its own, so that
@@ -41,43 +53,6 @@ pub fn served(engine: Arc<Engine>, routes: impl FnOnce(Routes) -> Routes) -> Rou
         .layer(axum::Extension(rate_limits))
         .layer(axum::Extension(verifier))
         .with_state(engine)
-}
-
-/// The intake function's routes: submit, the reads, the approver page, the documents, MCP.
-pub fn intake_routes(r: Routes) -> Routes {
-    r.route(paths::ACTIONS, post(routes::submit).get(routes::list))
-        .route(paths::ACTION, get(routes::get_action))
-        .route(paths::EVENTS, get(routes::events))
-        .route(paths::DEED, get(routes::deed))
-        // Whoever opens the server's address means the approver page.
-        .route("/", get(ui::to_index))
-        .route("/ui", get(ui::to_index))
-        .route(paths::UI, get(ui::index))
-        .route(paths::UI_ASSET, get(ui::asset))
-        .route(paths::QUARANTINE, get(routes::quarantined))
-        .route(paths::ME, get(super::me::me))
-        .route(paths::EXPLAIN, post(super::explain::explain))
-        .route(paths::OPENAPI, get(openapi::openapi_json))
-        .route(paths::MCP, post(mcp::endpoint))
-        .route(paths::RESOURCE_METADATA, get(resource::api))
-        .route(paths::MCP_RESOURCE_METADATA, get(resource::mcp))
-}
-
-/// The approve function's routes: the countersignature, also through a mailed link.
-pub fn approve_routes(r: Routes) -> Routes {
-    r.route(paths::APPROVE, post(routes::approve))
-        .route(paths::DENY, post(routes::deny))
-        .route(paths::SLACK_INTERACTIONS, post(super::slack::interactions))
-        .route(paths::EMAIL_CONFIRM, get(email::show).post(email::decide))
-}
-
-/// The cancel function's routes: cancel, the stops, the dead notifications.
-pub fn cancel_routes(r: Routes) -> Routes {
-    r.route(paths::CANCEL, post(routes::cancel))
-        .route(paths::STOPS, post(routes::stop))
-        .route(paths::STOP, delete(routes::lift_stop))
-        .route(paths::DEAD_NOTIFICATIONS, get(routes::dead_notifications))
-        .route(paths::REDELIVER, post(routes::redeliver))
 }
 
 /// No route: `route_not_found`, naming the method and path. Browsers ask every origin for

@@ -140,3 +140,12 @@ impl From<&OutboxEntry> for DeadNotification {
 pub struct DeadNotifications {
     pub data: Vec<DeadNotification>,
 }
+
+/// An action answered with `status`, as the API shows it.
+pub(super) fn action_response(
+    status: axum::http::StatusCode,
+    action: &Action,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (status, axum::Json(ActionView::from(action))).into_response()
+}

@@ -1,19 +1,20 @@
-//! The API's handlers. Each only translates HTTP ⇄ engine calls: a body becomes a domain value
-//! (`body`), an answer a view (`view`), an error the one error body (`error`).
+//! The intake function's routes and their handlers: submit, the reads, the approver page, the
+//! documents, MCP. Each handler only translates HTTP ⇄ engine calls: a body becomes a domain
+//! value (`body`), an answer a view (`view`), an error the one error body (`error`).
 
 use super::{
     auth::Caller,
-    body::{idempotency_key, ApproveBody, DenyBody, StopBody, SubmitRequest},
+    body::{idempotency_key, SubmitRequest},
     error::{ApiError, ErrorBody},
-    extract::{bytes, read_json, Segment},
-    view::{
-        ActionPage, ActionView, DeadNotification, DeadNotifications, EventList, QuarantineList,
-    },
+    extract::{read_json, Segment},
+    paths,
+    view::{action_response, ActionPage, ActionView, EventList, QuarantineList},
+    Routes,
 };
+use super::{mcp, resource, ui};
 use crate::{
     domain::{deed::Signed, State},
     engine::ListFilter,
-    store::Stop,
     Engine, Error,
 };
 use axum::{
@@ -21,13 +22,29 @@ use axum::{
     extract::{Query, State as Shared},
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
+    routing::{get, post},
     Json,
 };
-use serde_json::json;
 use std::{collections::HashMap, sync::Arc};
 
-fn action_response(status: StatusCode, action: &crate::domain::Action) -> Response {
-    (status, Json(ActionView::from(action))).into_response()
+/// The intake function's routes but the OpenAPI document (the router adds it: the document
+/// describes these handlers, so it sits above them): submit, the reads, the approver page, MCP.
+pub(super) fn routes(r: Routes) -> Routes {
+    r.route(paths::ACTIONS, post(submit).get(list))
+        .route(paths::ACTION, get(get_action))
+        .route(paths::EVENTS, get(events))
+        .route(paths::DEED, get(deed))
+        // Whoever opens the server's address means the approver page.
+        .route("/", get(ui::to_index))
+        .route("/ui", get(ui::to_index))
+        .route(paths::UI, get(ui::index))
+        .route(paths::UI_ASSET, get(ui::asset))
+        .route(paths::QUARANTINE, get(quarantined))
+        .route(paths::ME, get(super::me::me))
+        .route(paths::EXPLAIN, post(super::explain::explain))
+        .route(paths::MCP, post(mcp::endpoint))
+        .route(paths::RESOURCE_METADATA, get(resource::api))
+        .route(paths::MCP_RESOURCE_METADATA, get(resource::mcp))
 }
 
 /// Submit one exact tool call (SPEC §4 Intake). The policy decides: run now, answer a set
@@ -204,189 +221,6 @@ pub(super) async fn deed(
         .into_response())
 }
 
-/// Countersign: commit the ticket for exactly this context (SPEC §4 Approval).
-#[utoipa::path(
-    post,
-    path = crate::api::paths::APPROVE,
-    tag = "approval",
-    params(("id" = String, Path, description = "`act_` + ULID")),
-    request_body = ApproveBody,
-    responses(
-        (status = 200, description = "Approved (and run, if its window is open)", body = ActionView),
-        (status = 403, description = "forbidden: not an approver key, or the action's own agent", body = ErrorBody),
-        (status = 404, description = "not_found", body = ErrorBody),
-        (status = 409, description = "context_changed or action_sealed", body = ErrorBody),
-    )
-)]
-pub(super) async fn approve(
-    Shared(engine): Shared<Arc<Engine>>,
-    Caller(who): Caller,
-    Segment(id): Segment,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let body: ApproveBody = read_json(body).await?;
-    Ok(action_response(
-        StatusCode::OK,
-        &engine.approve(&who, &id, &body.context_digest).await?,
-    ))
-}
-
-/// Deny: seal `denied` with the approver's reason.
-#[utoipa::path(
-    post,
-    path = crate::api::paths::DENY,
-    tag = "approval",
-    params(("id" = String, Path, description = "`act_` + ULID")),
-    request_body = DenyBody,
-    responses(
-        (status = 200, description = "Denied", body = ActionView),
-        (status = 403, description = "forbidden: not an approver key", body = ErrorBody),
-        (status = 404, description = "not_found", body = ErrorBody),
-        (status = 409, description = "action_executing or action_sealed", body = ErrorBody),
-    )
-)]
-pub(super) async fn deny(
-    Shared(engine): Shared<Arc<Engine>>,
-    Caller(who): Caller,
-    Segment(id): Segment,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let body: DenyBody = read_json(body).await?;
-    Ok(action_response(
-        StatusCode::OK,
-        &engine.deny(&who, &id, body.reason()?).await?,
-    ))
-}
-
-/// Cancel a pending or approved action: by its agent, an approver or an admin.
-#[utoipa::path(
-    post,
-    path = crate::api::paths::CANCEL,
-    tag = "cancel",
-    params(("id" = String, Path, description = "`act_` + ULID")),
-    responses(
-        (status = 200, description = "Cancelled", body = ActionView),
-        (status = 404, description = "not_found: no such action, or (to an agent key) another agent's", body = ErrorBody),
-        (status = 409, description = "action_executing or action_sealed", body = ErrorBody),
-    )
-)]
-pub(super) async fn cancel(
-    Shared(engine): Shared<Arc<Engine>>,
-    Caller(who): Caller,
-    Segment(id): Segment,
-) -> Result<Response, ApiError> {
-    Ok(action_response(
-        StatusCode::OK,
-        &engine.cancel(&who, &id).await?,
-    ))
-}
-
-/// Stop an agent or the whole tenant: no tool attempt of its scope starts afterwards.
-#[utoipa::path(
-    post,
-    path = crate::api::paths::STOPS,
-    tag = "cancel",
-    request_body(content = Option<StopBody>, description = "Empty: stop the whole tenant"),
-    responses(
-        (status = 201, description = "The committed stop", body = Stop),
-        (status = 403, description = "forbidden: not an admin key", body = ErrorBody),
-    )
-)]
-pub(super) async fn stop(
-    Shared(engine): Shared<Arc<Engine>>,
-    Caller(who): Caller,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let bytes = bytes(body).await?;
-    // An empty body stops the whole tenant.
-    let body: StopBody = if bytes.iter().all(u8::is_ascii_whitespace) {
-        StopBody::default()
-    } else {
-        read_json(Body::from(bytes)).await?
-    };
-    let stop = engine.stop(&who, body.agent_id()?).await?;
-    Ok((StatusCode::CREATED, Json(json!(stop))).into_response())
-}
-
-/// Lift a stop (`*` for the tenant's); actions sealed while it stood stay sealed.
-#[utoipa::path(
-    delete,
-    path = crate::api::paths::STOP,
-    tag = "cancel",
-    params(("scope" = String, Path, description = "An agent id, or `*`")),
-    responses(
-        (status = 204, description = "Lifted"),
-        (status = 403, description = "forbidden: not an admin key", body = ErrorBody),
-        (status = 404, description = "not_found: no such stop", body = ErrorBody),
-    )
-)]
-pub(super) async fn lift_stop(
-    Shared(engine): Shared<Arc<Engine>>,
-    Caller(who): Caller,
-    Segment(scope): Segment,
-) -> Result<Response, ApiError> {
-    engine.lift_stop(&who, &scope).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
-}
-
-/// Admins: notifications whose tries are used up (SC-NOT-02), newest first.
-#[utoipa::path(
-    get,
-    path = crate::api::paths::DEAD_NOTIFICATIONS,
-    tag = "notifications",
-    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Page size")),
-    responses(
-        (status = 200, description = "Dead letters", body = DeadNotifications),
-        (status = 403, description = "forbidden: not an admin key", body = ErrorBody),
-    )
-)]
-pub(super) async fn dead_notifications(
-    Shared(engine): Shared<Arc<Engine>>,
-    Caller(who): Caller,
-    Query(params): Query<HashMap<String, String>>,
-) -> Result<Response, ApiError> {
-    let mut limit = None;
-    for (name, value) in params {
-        match name.as_str() {
-            "limit" => {
-                limit = Some(
-                    value
-                        .parse()
-                        .map_err(|_| Error::validation("limit", "limit must be a whole number"))?,
-                )
-            }
-            other => {
-                return Err(
-                    Error::validation(other, format!("unknown query parameter {other:?}")).into(),
-                )
-            }
-        }
-    }
-    let dead = engine.dead_notifications(&who, limit).await?;
-    let data = dead.iter().map(DeadNotification::from).collect();
-    Ok(Json(DeadNotifications { data }).into_response())
-}
-
-/// Admins: try a dead notification again.
-#[utoipa::path(
-    post,
-    path = crate::api::paths::REDELIVER,
-    tag = "notifications",
-    params(("id" = String, Path, description = "`ntf_…`, the notification's stable id")),
-    responses(
-        (status = 202, description = "Queued again", body = DeadNotification),
-        (status = 403, description = "forbidden: not an admin key", body = ErrorBody),
-        (status = 404, description = "not_found", body = ErrorBody),
-    )
-)]
-pub(super) async fn redeliver(
-    Shared(engine): Shared<Arc<Engine>>,
-    Caller(who): Caller,
-    Segment(id): Segment,
-) -> Result<Response, ApiError> {
-    let entry = engine.redeliver(&who, &id).await?;
-    Ok((StatusCode::ACCEPTED, Json(DeadNotification::from(&entry))).into_response())
-}
 /// Admins: the tenant's actions whose stored record does not load (SC-EDGE-08).
 #[utoipa::path(
     get,

@@ -4,18 +4,21 @@
 # conditions (a CEL `when` and the args it reads), bearer tokens (the verifier, a fixed key set).
 # `cargo test` replays the token seeds on stable (shared/src/identity/tests.rs); the condition
 # seeds are read by shared/src/domain/condition/tests.rs.
-#   bash scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60)
+#   bash scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET…]   (default 60 s, every target)
 # Needs the nightly toolchain (rustup run nightly) and cargo-fuzz (installed here, pinned).
 # Seeds are committed in fuzz/seeds/<target>; what a run learns goes to fuzz/corpus (ignored),
 # crashes to fuzz/artifacts/<target>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
+shift || true
 version=0.13.2
 if ! cargo fuzz --version 2>/dev/null | grep -q "$version"; then
   cargo install cargo-fuzz --version "$version" --locked
 fi
-targets=(request_body schedule config stored_record deed condition)
+targets=(request_body schedule config stored_record deed condition token)
+# Named targets only, when given (e.g. `bash scripts/fuzz.sh 600 token`).
+if [ $# -gt 0 ]; then targets=("$@"); fi
 (cd fuzz && rustup run nightly cargo fuzz build -O)
 printf '%-14s %12s %8s %s\n' target executions crashes seconds
 status=0

@@ -2,7 +2,10 @@
 //! built-in echo), its recovery policy and the fields MCP clients are shown. A tool names where
 //! its secret is; the value is read where the process boots (`tools::secrets`).
 
-use super::{bad, duration, targets::Targets, ConfigError};
+use super::{
+    parse::{bad, duration, ConfigError},
+    targets::Targets,
+};
 use crate::domain::canonical;
 use jiff::SignedDuration;
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 //! document names the secrets — the SMTP URL's and the link key's environment variables — and
 //! the process reads them where it sends or checks a link, so parsing reads no secret.
 
-use super::{bad, ConfigError};
+use super::parse::{bad, ConfigError};
 use lettre::message::Mailbox;
 use serde::Deserialize;
 use std::{collections::BTreeMap, path::PathBuf};

@@ -3,7 +3,7 @@
 //! a person and their groups. Only `issuer` and `audience` are required; the rest default to
 //! what most providers issue (docs/identity.md maps the claims of the common ones).
 
-use super::{bad, duration, ConfigError};
+use super::parse::{bad, duration, ConfigError};
 use jiff::SignedDuration;
 use serde::Deserialize;
 
@@ -169,13 +169,13 @@ impl IdentityConfig {
 }
 
 /// A token names its tenant by its issuer and audience: two tenants may share a provider, not
-/// both.
-pub(super) fn distinct(
-    tenants: &std::collections::BTreeMap<String, super::Tenant>,
+/// both. `tenants`: each tenant's name with its provider, if it has one.
+pub(super) fn distinct<'a>(
+    tenants: impl Iterator<Item = (&'a String, Option<&'a IdentityConfig>)>,
 ) -> Result<(), ConfigError> {
     let mut seen = std::collections::BTreeMap::new();
-    for (name, tenant) in tenants {
-        let Some(id) = &tenant.identity else { continue };
+    for (name, id) in tenants {
+        let Some(id) = id else { continue };
         if let Some(other) = seen.insert((&id.issuer, &id.audience), name) {
             return Err(bad(
                 format!("tenants.{name}.identity"),

@@ -2,7 +2,7 @@
 //! variable that holds the PKCS#8 PEM private key — and the process reads it where it boots
 //! ([`super::Config::read_keys`]), so parsing a configuration reads no secret.
 
-use super::{bad, ConfigError};
+use super::parse::{bad, ConfigError};
 use crate::domain::deed::DeedKey;
 use serde::Deserialize;
 

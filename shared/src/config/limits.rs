@@ -1,6 +1,6 @@
 //! `[limits]`: windows, the sweep, run deadlines, rate limits and the request budget.
 
-use super::{bad, duration, ConfigError};
+use super::parse::{bad, duration, ConfigError};
 use crate::domain::window::WindowRules;
 use jiff::SignedDuration;
 use serde::Deserialize;

@@ -16,7 +16,9 @@ mod identity;
 mod keys;
 mod limits;
 mod notify;
+mod parse;
 mod policy;
+mod principal;
 mod server;
 mod slack;
 mod targets;
@@ -33,18 +35,12 @@ pub use identity::{IdentityConfig, MAX_LEEWAY};
 pub use keys::DeedSigner;
 pub use limits::{Limits, Rate};
 pub use notify::{Endpoint, Format};
+pub use parse::ConfigError;
 pub use policy::Conditions;
 pub use server::TlsFiles;
 pub use slack::{SlackConfig, SLACK_API};
-pub use tenant::{Person, Principal, Role, Tenant};
-
-#[derive(Debug, thiserror::Error)]
-#[error("config: {0}")]
-pub struct ConfigError(pub String);
-
-fn bad(at: impl std::fmt::Display, what: impl std::fmt::Display) -> ConfigError {
-    ConfigError(format!("{at}: {what}"))
-}
+pub use principal::{Person, Principal, Role};
+pub use tenant::Tenant;
 
 /// The document as written; each table's own raw shape lives beside its validation.
 #[derive(Debug, Deserialize)]
@@ -99,7 +95,7 @@ impl Config {
             let tenant = tenant::tenant(&name, raw_tenant, &mut keys, conditions)?;
             tenants.insert(name, tenant);
         }
-        identity::distinct(&tenants)?;
+        identity::distinct(tenants.iter().map(|(name, t)| (name, t.identity.as_ref())))?;
         Ok(Config {
             limits,
             public_url: notify::public_url(&raw.server)?,
@@ -180,22 +176,4 @@ impl Config {
         }
         out
     }
-}
-
-fn duration(
-    at: &str,
-    raw: Option<&str>,
-    default: &str,
-) -> Result<jiff::SignedDuration, ConfigError> {
-    let text = raw.unwrap_or(default);
-    let d: jiff::SignedDuration = text.parse().map_err(|e| {
-        bad(
-            at,
-            format!("{text:?} is not a duration like \"90s\", \"5m\", \"24h\" ({e})"),
-        )
-    })?;
-    if d <= jiff::SignedDuration::ZERO {
-        return Err(bad(at, "must be positive"));
-    }
-    Ok(d)
 }

@@ -1,7 +1,11 @@
 //! The notification part of the configuration: per-tenant endpoints (`notify = [...]`), the
 //! page link base (`[server] public_url`) and the retry rule (`[notify]`).
 
-use super::{bad, catalog::Signing, duration, targets::Targets, ConfigError};
+use super::{
+    catalog::Signing,
+    parse::{bad, duration, ConfigError},
+    targets::Targets,
+};
 use crate::domain::notice::{endpoint_key, NoticeKind, RetryRule};
 use serde::Deserialize;
 

@@ -2,7 +2,10 @@
 //! groups and quorums (SC-POL-03/04). Every expression is compiled here, at load: a bad one
 //! is a config error naming its rule.
 
-use super::{bad, ConfigError, Principal, Role};
+use super::{
+    parse::{bad, ConfigError},
+    principal::{Principal, Role},
+};
 use crate::domain::{
     condition::Condition,
     policy::{Countersigners, Rule},

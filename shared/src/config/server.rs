@@ -2,7 +2,10 @@
 //! API Gateway, which terminates TLS, and ignore them). The paths are checked here; the files
 //! are read where the server starts and again whenever they change (`embedded::tls`).
 
-use super::{bad, notify::RawServer, ConfigError};
+use super::{
+    notify::RawServer,
+    parse::{bad, ConfigError},
+};
 use std::path::PathBuf;
 
 /// A PEM certificate chain (the server's certificate first) and its PEM private key.

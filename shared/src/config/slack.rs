@@ -3,7 +3,11 @@
 //! channel, and the Web API's address; and the approvers' Slack user ids (`slack_user` on
 //! approver keys). Secrets are only named here, never read while parsing.
 
-use super::{bad, targets::Targets, ConfigError, Secret};
+use super::{
+    catalog::Secret,
+    parse::{bad, ConfigError},
+    targets::Targets,
+};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! The hosts a tenant lets its webhooks and notification endpoints reach (SC-SEC-08).
 
-use super::{bad, ConfigError};
+use super::parse::{bad, ConfigError};
 use crate::target;
 
 /// The hosts a tenant lets its webhooks reach beyond https and public addresses (SC-SEC-08).

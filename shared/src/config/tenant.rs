@@ -2,12 +2,20 @@
 //! kinds, tool catalog, webhook targets, notification endpoints and deed key.
 
 use super::{
-    bad, catalog, duration, email, identity, keys, notify, policy, slack, targets::Targets,
-    ConfigError, DeedSigner, EmailConfig, Endpoint, IdentityConfig, SlackConfig, ToolEntry,
+    catalog::{self, ToolEntry},
+    email::{self, EmailConfig},
+    identity::{self, IdentityConfig},
+    keys::{self, DeedSigner},
+    notify::{self, Endpoint},
+    parse::{bad, duration, ConfigError},
+    policy,
+    principal::{Principal, Role},
+    slack::{self, SlackConfig},
+    targets::Targets,
 };
 use crate::domain::policy::Rule;
 use jiff::{tz::TimeZone, SignedDuration};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 #[derive(Debug, Deserialize)]
@@ -54,29 +62,6 @@ struct RawKey {
     /// Where an approver's approval requests are mailed (`[tenants.<name>.email]`).
     email: Option<String>,
 }
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Agent,
-    Approver,
-    Admin,
-}
-
-/// Who a key or a verified token belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
-    pub tenant: String,
-    pub role: Role,
-    /// The agent id for agent keys; the person or service id otherwise.
-    pub id: String,
-    /// An approver's groups (SC-POL-03); empty for other roles.
-    pub groups: Vec<String>,
-    /// The person a verified token names (SC-ID-03); `None` for keys and machine clients.
-    pub person: Option<Person>,
-}
-
-pub use crate::domain::actor::Person;
 
 #[derive(Debug, Clone)]
 pub struct Tenant {

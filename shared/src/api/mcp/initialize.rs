@@ -3,13 +3,10 @@
 
 use super::{
     revision::{Revision, Version, TASKS_EXTENSION},
+    rpc::server_info,
     Rpc, RpcError,
 };
 use serde_json::{json, Value};
-
-pub(super) fn server_info() -> Value {
-    json!({"name": "countersign", "version": env!("CARGO_PKG_VERSION")})
-}
 
 const INSTRUCTIONS: &str = "countersign runs each tool call through its tenant's policy: some run \
 now, some wait for a person's countersignature or for a window. A call that waits answers with \

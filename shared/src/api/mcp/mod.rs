@@ -136,7 +136,7 @@ async fn one(caller: &Caller<'_>, message: Value, batched: bool) -> Option<Reply
     let method = message["method"].as_str().unwrap_or_default();
     let version = match batched {
         true => batch::version(method, &params),
-        false => revision::version(method, &params, caller.headers),
+        false => revision::version(method, &params, caller.headers).map_err(RpcError::from),
     };
     let version = match version {
         Ok(version) => version,

@@ -2,7 +2,6 @@
 //! `_meta` and the mirrored headers on 2026-07-28, `MCP-Protocol-Version` after the handshake
 //! — and what each revision has.
 
-use super::RpcError;
 use axum::http::HeaderMap;
 use serde_json::{json, Map, Value};
 
@@ -73,6 +72,15 @@ impl Version {
     }
 }
 
+/// Why a request's revision cannot be told; `rpc.rs` answers each as its JSON-RPC error.
+#[derive(Debug, PartialEq)]
+pub(super) enum Refused {
+    /// A mirrored header is missing, unreadable or says other than the body (-32020).
+    Header(String),
+    /// The version named is not one served (-32022).
+    Unsupported(String),
+}
+
 /// Which revision a request speaks: `_meta` carries the version on 2026-07-28; without it the
 /// request is a handshake-era one, named by `MCP-Protocol-Version`. On 2026-07-28 the mirrored
 /// headers must match the body.
@@ -80,14 +88,14 @@ pub(super) fn version(
     method: &str,
     params: &Map<String, Value>,
     headers: &HeaderMap,
-) -> Result<Version, RpcError> {
-    let header_text = |name: &str| -> Result<Option<String>, RpcError> {
+) -> Result<Version, Refused> {
+    let header_text = |name: &str| -> Result<Option<String>, Refused> {
         headers
             .get(name)
             .map(|v| {
                 v.to_str()
                     .map(str::to_owned)
-                    .map_err(|_| RpcError::header_mismatch(format!("{name} is not visible ASCII")))
+                    .map_err(|_| Refused::Header(format!("{name} is not visible ASCII")))
             })
             .transpose()
     };
@@ -99,22 +107,22 @@ pub(super) fn version(
     let Some(version) = meta_version else {
         return match header_version.as_deref().map(|v| (v, Version::parse(v))) {
             None => Ok(headerless(method, params)),
-            Some((_, Some(Version::V2026_07_28))) => Err(RpcError::header_mismatch(format!(
+            Some((_, Some(Version::V2026_07_28))) => Err(Refused::Header(format!(
                 "MCP-Protocol-Version is {MODERN} but params._meta has no {META_VERSION}"
             ))),
             Some((_, Some(version))) => Ok(version),
-            Some((other, None)) => Err(RpcError::unsupported_version(other)),
+            Some((other, None)) => Err(Refused::Unsupported(other.to_owned())),
         };
     };
     if version != MODERN {
-        return Err(RpcError::unsupported_version(&version));
+        return Err(Refused::Unsupported(version));
     }
     let expect = |name: &str, got: Option<String>, want: &str| match got {
         Some(v) if v == want => Ok(()),
-        Some(v) => Err(RpcError::header_mismatch(format!(
+        Some(v) => Err(Refused::Header(format!(
             "Header mismatch: {name} header value {v:?} does not match body value {want:?}"
         ))),
-        None => Err(RpcError::header_mismatch(format!(
+        None => Err(Refused::Header(format!(
             "the {name} header is required"
         ))),
     };
@@ -152,7 +160,7 @@ fn headerless(method: &str, params: &Map<String, Value>) -> Version {
 }
 
 /// A header value in the `=?base64?…?=` sentinel form is decoded; others are taken as sent.
-fn decode_header(value: &str) -> Result<String, RpcError> {
+fn decode_header(value: &str) -> Result<String, Refused> {
     use base64::Engine as _;
     let Some(inner) = value
         .strip_prefix("=?base64?")
@@ -164,5 +172,5 @@ fn decode_header(value: &str) -> Result<String, RpcError> {
         .decode(inner)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
-        .ok_or_else(|| RpcError::header_mismatch("Mcp-Name is not valid base64 UTF-8"))
+        .ok_or_else(|| Refused::Header("Mcp-Name is not valid base64 UTF-8".into()))
 }

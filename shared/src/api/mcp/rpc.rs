@@ -1,10 +1,7 @@
 //! One JSON-RPC request in its revision, and the JSON-RPC error with the HTTP status the
 //! transport answers it with.
 
-use super::{
-    initialize::server_info,
-    revision::{Revision, Version, META_SERVER_INFO},
-};
+use super::revision::{Refused, Revision, Version, META_SERVER_INFO};
 use crate::{api::error::ApiError, config::Principal, Engine, Error};
 use axum::{
     http::StatusCode,
@@ -83,18 +80,6 @@ impl RpcError {
         RpcError::new(StatusCode::BAD_REQUEST, -32600, message)
     }
 
-    pub(super) fn header_mismatch(message: impl Into<String>) -> Self {
-        RpcError::new(StatusCode::BAD_REQUEST, -32020, message)
-    }
-
-    pub(super) fn unsupported_version(requested: &str) -> Self {
-        RpcError::new(
-            StatusCode::BAD_REQUEST,
-            -32022,
-            "Unsupported protocol version",
-        )
-        .with_data(json!({"supported": Version::supported(), "requested": requested}))
-    }
 
     /// 2026-07-28 answers an unknown method with HTTP 404 (its body tells it from a missing
     /// endpoint); 2025-11-25 with 200.
@@ -144,6 +129,25 @@ impl RpcError {
             body: json!({"jsonrpc": "2.0", "id": id, "error": error}),
         }
     }
+}
+
+impl From<Refused> for RpcError {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::Header(message) => RpcError::new(StatusCode::BAD_REQUEST, -32020, message),
+            Refused::Unsupported(requested) => RpcError::new(
+                StatusCode::BAD_REQUEST,
+                -32022,
+                "Unsupported protocol version",
+            )
+            .with_data(json!({"supported": Version::supported(), "requested": requested})),
+        }
+    }
+}
+
+/// Who answers: in `initialize`'s result, and in every 2026-07-28 result's `_meta`.
+pub(super) fn server_info() -> Value {
+    json!({"name": "countersign", "version": env!("CARGO_PKG_VERSION")})
 }
 
 /// A JSON-RPC response object, and the HTTP status it is answered with when it stands alone

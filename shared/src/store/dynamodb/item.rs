@@ -636,8 +636,6 @@ pub(super) fn action_of(tenant: &str, id: &str, call: &Item, state: &Item) -> St
     Action::from_stored(&bytes).map_err(|e| StoreError::Malformed(e.to_string()))
 }
 
-pub(super) use super::records::{idempotency_of, quarantine_item, unreadable, QUARANTINED};
-
 #[cfg(test)]
 #[path = "item_tests.rs"]
 mod tests;

@@ -34,13 +34,14 @@ use aws_sdk_dynamodb::{
     types::{AttributeValue, KeysAndAttributes, ReturnValue},
     Client,
 };
-use item::{action_of, events_of, get_s, idempotency_of, s, unreadable, Item, QUARANTINED};
+use item::{action_of, events_of, get_s, s, Item};
 use jiff::{SignedDuration, Timestamp};
 use keys::{
     call_sk, idempotency_pk, idempotency_sk, nanos, parse_action_sk, parse_state_keys,
     quarantine_pk, state_sk, stop_sk, stops_pk, sweep_pk, tenant_pk, ACTIONS_FROM, SWEEP_SHARDS,
 };
 use meter::{malformed, meter, unavailable, Units, CAPACITY};
+use records::{idempotency_of, unreadable, QUARANTINED};
 
 #[derive(Clone)]
 pub struct DynamoStore {

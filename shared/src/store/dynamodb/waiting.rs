@@ -5,7 +5,8 @@
 //! however many other actions a tenant has, the list reads only the waiting ones. The index
 //! keeps the keys and `wg`; the actions' items are then fetched by key.
 
-use super::item::{action_of, get_s, unreadable, Item, QUARANTINED};
+use super::item::{action_of, get_s, Item};
+use super::records::{unreadable, QUARANTINED};
 use super::keys::{call_sk, parse_action_sk, state_sk, tenant_pk};
 use super::meter::malformed;
 use super::DynamoStore;

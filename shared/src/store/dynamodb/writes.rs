@@ -3,10 +3,8 @@
 //! the change and its record land together or not at all. Conditions are [`Condition`] values,
 //! rendered here; a failed condition is the typed `Conflict`, anything else `Unavailable`.
 
-use super::item::{
-    call_item, event_value, n, quarantine_item, s, state_attributes, state_item, state_value, Item,
-    QUARANTINED,
-};
+use super::item::{call_item, event_value, n, s, state_attributes, state_item, state_value, Item};
+use super::records::{quarantine_item, QUARANTINED};
 use super::keys::{call_sk, epoch_seconds, nanos, state_sk, tenant_pk};
 use super::meter::{malformed, meter, unavailable, Units, CAPACITY};
 use super::DynamoStore;

@@ -27,6 +27,7 @@ pub const NOTIFICATIONS_DEAD: &str = "notifications_dead";
 pub const EMAILS: &str = "emails";
 pub const CONFIG_RELOADS: &str = "config_reloads";
 pub const CONFIG_REJECTED: &str = "config_rejected";
+pub const BATCH_DECISIONS: &str = "batch_decisions";
 
 /// Every metric with its unit and meaning, for the exporters that show them.
 pub fn describe() {
@@ -97,6 +98,11 @@ pub fn describe() {
         CONFIG_RELOADS,
         Unit::Count,
         "new configuration documents, by outcome: applied, rejected, unreadable"
+    );
+    describe_counter!(
+        BATCH_DECISIONS,
+        Unit::Count,
+        "decisions of a batch (POST /v1/decisions), by decision and outcome"
     );
     describe_counter!(
         CONFIG_REJECTED,
@@ -212,6 +218,13 @@ pub fn config_reload(outcome: &'static str) {
     if outcome == "rejected" {
         counter!(CONFIG_REJECTED).increment(1);
     }
+}
+
+/// One decision of a batch (SC-GR-20): an approve or a deny, taken or refused.
+pub fn decided_in_batch(approve: bool, taken: bool) {
+    let decision = if approve { "approve" } else { "deny" };
+    let outcome = if taken { "taken" } else { "refused" };
+    counter!(BATCH_DECISIONS, "decision" => decision, "outcome" => outcome).increment(1);
 }
 
 /// The local server's exporter: Prometheus text, served on a listen address of its own.

@@ -9,6 +9,7 @@ mod approve;
 pub mod auth;
 pub mod body;
 mod cancel;
+mod decide;
 mod email;
 pub mod error;
 mod explain;
@@ -49,6 +50,8 @@ pub mod paths {
     pub const APPROVE: &str = "/v1/actions/{id}/approve";
     /// Deny.
     pub const DENY: &str = "/v1/actions/{id}/deny";
+    /// Approve or deny several at once (SC-GR-20).
+    pub const DECISIONS: &str = "/v1/decisions";
     /// Cancel.
     pub const CANCEL: &str = "/v1/actions/{id}/cancel";
     /// Stop an agent or the tenant.
@@ -94,6 +97,8 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", paths::DEED, "intake"),
     ("POST", paths::APPROVE, "approve"),
     ("POST", paths::DENY, "approve"),
+    // Several decisions in one request (SC-GR-20), each its own approve or deny.
+    ("POST", paths::DECISIONS, "approve"),
     // The confirmation page of an approval mail (docs/email.md): GET shows, POST decides.
     ("GET", paths::EMAIL_CONFIRM, "approve"),
     ("POST", paths::EMAIL_CONFIRM, "approve"),

@@ -6,6 +6,7 @@
 mod approval;
 mod cancel;
 mod commit;
+mod decisions;
 mod explain;
 mod handoff;
 mod intake;
@@ -17,6 +18,7 @@ mod resume;
 mod runs;
 mod sweep;
 
+pub use decisions::{Ruling, RulingKind, MAX_DECISIONS};
 pub use intake::Submitted;
 pub use query::{ListFilter, SCAN_FACTOR};
 pub use resume::ResumeOutcome;

@@ -1,0 +1,245 @@
+//! Fewer, better countersignatures (issue 33): decisions in a batch (SC-GR-20), shadow rules
+//! (SC-GR-21) and decision insights (SC-GR-22), over real HTTP on every store.
+
+use countersign::config::Config;
+use countersign_tests::{
+    on_every_store,
+    stores::{Backend, Place},
+    Api,
+};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+const AGENT: &str = "key-dec-agent";
+const AGENT_2: &str = "key-dec-agent-2";
+const APPROVER: &str = "key-dec-approver";
+const ADMIN: &str = "key-dec-admin";
+
+fn sha(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+/// Mail waits for a person; transfers above 1,000 too, with a shadow rule that would deny those
+/// above 10,000 beside them; searches run.
+fn config() -> Arc<Config> {
+    let text = format!(
+        r#"
+[tenants.acme]
+time_zone = "Europe/Berlin"
+approval_ttl = "1h"
+keys = [
+  {{ id = "agent-1", role = "agent", sha256 = "{agent}" }},
+  {{ id = "agent-2", role = "agent", sha256 = "{agent2}" }},
+  {{ id = "approver-1", role = "approver", sha256 = "{approver}" }},
+  {{ id = "admin-1", role = "admin", sha256 = "{admin}" }},
+]
+policy = [
+SHADOW  {{ name = "transfers above 1,000", tool = "payments.transfer", when = "args.amount > 1000", decision = "require_approval" }},
+  {{ name = "small transfers", tool = "payments.transfer", decision = "allow" }},
+  {{ name = "mail", tool = "mail.send", decision = "require_approval" }},
+  {{ name = "search", tool = "search.web", decision = "allow" }},
+]
+
+[tenants.acme.tools."payments.transfer"]
+executor = "builtin.echo"
+
+[tenants.acme.tools."mail.send"]
+executor = "builtin.echo"
+
+[tenants.acme.tools."search.web"]
+executor = "builtin.echo"
+"#,
+        agent = sha(AGENT),
+        agent2 = sha(AGENT_2),
+        approver = sha(APPROVER),
+        admin = sha(ADMIN),
+    )
+    .replace("SHADOW", "");
+    Arc::new(Config::from_toml(&text).expect("the test config loads"))
+}
+
+/// A pending mail from `key`, as its submit answered it.
+async fn pending(api: &Api, key: &str, to: &str) -> Value {
+    let (status, a) = api
+        .submit(key, json!({"tool": "mail.send", "args": {"to": to}}))
+        .await;
+    assert_eq!(status, 202, "{a}");
+    a
+}
+
+fn digest(a: &Value) -> &str {
+    a["approval"]["context_digest"].as_str().unwrap()
+}
+
+fn id(a: &Value) -> &str {
+    a["id"].as_str().unwrap()
+}
+
+async fn read(api: &Api, id: &str) -> Value {
+    let (status, v) = api.get(&format!("/v1/actions/{id}"), APPROVER).await;
+    assert_eq!(status, 200, "{v}");
+    v
+}
+
+async fn events(api: &Api, id: &str) -> Vec<Value> {
+    let (status, v) = api.get(&format!("/v1/actions/{id}/events"), APPROVER).await;
+    assert_eq!(status, 200, "{v}");
+    v["data"].as_array().unwrap().clone()
+}
+
+/// Poll (bounded) until `id` is sealed; its last view.
+async fn sealed(api: &Api, id: &str) -> Value {
+    for _ in 0..100 {
+        let v = read(api, id).await;
+        if v["sealed_at"].is_string() {
+            return v;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{id} was not sealed in 10 s");
+}
+
+/// SC-GR-20: a batch of five decisions — an approve, an approve of a stale digest, an approve of
+/// an action denied already, a deny, and an id that names nothing — is answered entry by entry:
+/// the two that may be taken are, each with its own event (the approve's carrying its own
+/// digest), and each refusal says which and why with the code its own route would answer; the
+/// refused actions are as they were. The approved call is not run by the request: its wake runs
+/// it. A batch refused whole (the role, the size, an action named twice, a deny without reason)
+/// decides nothing.
+async fn a_batch_is_decided_entry_by_entry(backend: Backend) {
+    let place = Place::fresh(backend, "batch").await;
+    let server = place.serve(config()).await;
+    let api = Api::new(server.addr);
+    let approve = pending(&api, AGENT, "a@example.com").await;
+    let stale = pending(&api, AGENT, "b@example.com").await;
+    let decided = pending(&api, AGENT_2, "c@example.com").await;
+    let deny = pending(&api, AGENT_2, "d@example.com").await;
+    let (status, v) = api
+        .post(
+            &format!("/v1/actions/{}/deny", id(&decided)),
+            APPROVER,
+            json!({"reason": "not today"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let missing = "act_01J00000000000000000000000";
+    let untouched = [(&approve, 1), (&stale, 1), (&decided, 2), (&deny, 1)];
+
+    // Refused whole: nothing is decided.
+    let one = |a: &Value| json!({"id": id(a), "decision": "approve", "context_digest": digest(a)});
+    let whole: [(&str, Value, u16, &str); 5] = [
+        (
+            AGENT,
+            json!({"decisions": [one(&approve)]}),
+            403,
+            "forbidden",
+        ),
+        (
+            ADMIN,
+            json!({"decisions": [one(&approve)]}),
+            403,
+            "forbidden",
+        ),
+        (APPROVER, json!({"decisions": []}), 400, "decisions"),
+        (
+            APPROVER,
+            json!({"decisions": vec![one(&approve); 101]}),
+            400,
+            "decisions",
+        ),
+        (
+            APPROVER,
+            json!({"decisions": [one(&approve), one(&approve)]}),
+            400,
+            "decisions[1].id",
+        ),
+    ];
+    for (key, body, want, said) in whole {
+        let (status, v) = api.post("/v1/decisions", key, body).await;
+        assert_eq!(status, want, "{v}");
+        let named = v["error"]["param"].as_str().or(v["error"]["code"].as_str());
+        assert_eq!(named, Some(said), "{v}");
+    }
+    let (status, v) = api
+        .post(
+            "/v1/decisions",
+            APPROVER,
+            json!({"decisions": [one(&approve), {"id": id(&deny), "decision": "deny"}]}),
+        )
+        .await;
+    assert_eq!(
+        (status, v["error"]["param"].as_str()),
+        (400, Some("decisions[1].reason")),
+        "{v}"
+    );
+    for (a, version) in untouched {
+        assert_eq!(
+            read(&api, id(a)).await["version"],
+            version,
+            "nothing decided"
+        );
+    }
+
+    let batch = json!({"decisions": [
+        one(&approve),
+        {"id": id(&stale), "decision": "approve", "context_digest": "sha256:0000"},
+        one(&decided),
+        {"id": id(&deny), "decision": "deny", "context_digest": digest(&deny), "reason": "not this one"},
+        {"id": missing, "decision": "approve", "context_digest": "sha256:0000"},
+    ]});
+    let (status, v) = api.post("/v1/decisions", APPROVER, batch).await;
+    assert_eq!(status, 200, "{v}");
+    let results = v["results"].as_array().unwrap();
+    let seen: Vec<(&str, u64, Option<&str>)> = results
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap(),
+                r["status"].as_u64().unwrap(),
+                r["error"]["code"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (id(&approve), 200, None),
+            (id(&stale), 409, Some("context_changed")),
+            (id(&decided), 409, Some("action_sealed")),
+            (id(&deny), 200, None),
+            (missing, 404, Some("not_found")),
+        ],
+        "{v}"
+    );
+    assert_eq!(
+        (v["taken"].as_u64(), v["refused"].as_u64()),
+        (Some(2), Some(3))
+    );
+    assert_eq!(results[1]["error"]["context_digest"], digest(&stale), "{v}");
+    assert_eq!(results[2]["error"]["state"], "denied", "{v}");
+    assert_eq!(results[3]["action"]["state"], "denied", "{v}");
+    assert_eq!(results[3]["action"]["outcome"]["reason"], "not this one");
+
+    // Each taken decision is its own event; the refused actions did not move.
+    let trail = events(&api, id(&approve)).await;
+    assert_eq!(trail[1]["to"], "approved", "{trail:?}");
+    assert_eq!(trail[1]["context_digest"], digest(&approve));
+    assert_eq!(trail[1]["actor"]["id"], "approver-1");
+    let trail = events(&api, id(&deny)).await;
+    assert_eq!(
+        (trail.len(), &trail[1]["to"], &trail[1]["reason"]),
+        (2, &json!("denied"), &json!("not this one"))
+    );
+    assert_eq!(read(&api, id(&stale)).await["version"], 1);
+    assert_eq!(read(&api, id(&decided)).await["version"], 2);
+    // The approved mail runs on its wake, not in the batch's request.
+    assert_eq!(results[0]["action"]["state"], "approved", "{v}");
+    assert_eq!(sealed(&api, id(&approve)).await["state"], "succeeded");
+    server.shutdown().await.unwrap();
+}
+
+on_every_store!(a_batch_is_decided_entry_by_entry:
+    sc_gr_20_a_batch_is_decided_entry_by_entry_sqlite,
+    sc_gr_20_a_batch_is_decided_entry_by_entry_dynamodb,
+    sc_gr_20_a_batch_is_decided_entry_by_entry_postgres);

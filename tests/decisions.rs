@@ -35,7 +35,8 @@ keys = [
   {{ id = "admin-1", role = "admin", sha256 = "{admin}" }},
 ]
 policy = [
-SHADOW  {{ name = "transfers above 1,000", tool = "payments.transfer", when = "args.amount > 1000", decision = "require_approval" }},
+  {{ name = "deny huge transfers (trial)", tool = "payments.transfer", when = "args.amount > 10000", decision = "deny", mode = "shadow" }},
+  {{ name = "transfers above 1,000", tool = "payments.transfer", when = "args.amount > 1000", decision = "require_approval" }},
   {{ name = "small transfers", tool = "payments.transfer", decision = "allow" }},
   {{ name = "mail", tool = "mail.send", decision = "require_approval" }},
   {{ name = "search", tool = "search.web", decision = "allow" }},
@@ -54,8 +55,7 @@ executor = "builtin.echo"
         agent2 = sha(AGENT_2),
         approver = sha(APPROVER),
         admin = sha(ADMIN),
-    )
-    .replace("SHADOW", "");
+    );
     Arc::new(Config::from_toml(&text).expect("the test config loads"))
 }
 
@@ -243,3 +243,53 @@ on_every_store!(a_batch_is_decided_entry_by_entry:
     sc_gr_20_a_batch_is_decided_entry_by_entry_sqlite,
     sc_gr_20_a_batch_is_decided_entry_by_entry_dynamodb,
     sc_gr_20_a_batch_is_decided_entry_by_entry_postgres);
+
+/// SC-GR-21: a rule in shadow decides nothing — the huge transfer waits for a person as the
+/// enforced rule says — and its would-be decision is in the action's first audit event (hashed
+/// into the chain, which verifies when served) and in the explanation beside the enforced one; a
+/// call it does not match carries none.
+async fn a_shadow_verdict_is_recorded_without_effect(backend: Backend) {
+    let place = Place::fresh(backend, "shadow").await;
+    let server = place.serve(config()).await;
+    let api = Api::new(server.addr);
+    let transfer = |amount: u64| json!({"tool": "payments.transfer", "args": {"amount": amount}});
+    let (status, huge) = api.submit(AGENT, transfer(20_000)).await;
+    assert_eq!(
+        (status, huge["state"].as_str()),
+        (202, Some("pending_approval")),
+        "{huge}"
+    );
+    assert_eq!(huge["approval"]["context"]["policy"]["rule"], 1, "{huge}");
+    let trail = events(&api, id(&huge)).await;
+    assert_eq!(
+        trail[0]["shadow"],
+        json!([{"rule": 0, "label": "deny huge transfers (trial)", "decision": "deny"}]),
+        "{trail:?}"
+    );
+    let (status, small) = api.submit(AGENT, transfer(2_000)).await;
+    assert_eq!(status, 202, "{small}");
+    let trail = events(&api, id(&small)).await;
+    assert!(trail[0].get("shadow").is_none(), "{trail:?}");
+    // Explained: the enforced decision, and the shadow verdict beside it.
+    let (status, why) = api
+        .post(
+            "/v1/policy/explain",
+            ADMIN,
+            json!({"tool": "payments.transfer", "args": {"amount": 20_000}, "agent_id": "agent-1"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{why}");
+    assert_eq!(
+        (why["decision"].as_str(), &why["rule"]["index"]),
+        (Some("require_approval"), &json!(1)),
+        "{why}"
+    );
+    assert_eq!(why["shadow"][0]["decision"], "deny", "{why}");
+    assert_eq!(why["steps"][0]["verdict"], "shadow_matched", "{why}");
+    server.shutdown().await.unwrap();
+}
+
+on_every_store!(a_shadow_verdict_is_recorded_without_effect:
+    sc_gr_21_a_shadow_verdict_is_recorded_without_effect_sqlite,
+    sc_gr_21_a_shadow_verdict_is_recorded_without_effect_dynamodb,
+    sc_gr_21_a_shadow_verdict_is_recorded_without_effect_postgres);

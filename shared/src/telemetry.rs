@@ -28,6 +28,7 @@ pub const EMAILS: &str = "emails";
 pub const CONFIG_RELOADS: &str = "config_reloads";
 pub const CONFIG_REJECTED: &str = "config_rejected";
 pub const BATCH_DECISIONS: &str = "batch_decisions";
+pub const SHADOW_DECISIONS: &str = "shadow_decisions";
 
 /// Every metric with its unit and meaning, for the exporters that show them.
 pub fn describe() {
@@ -100,6 +101,11 @@ pub fn describe() {
         "new configuration documents, by outcome: applied, rejected, unreadable"
     );
     describe_counter!(
+        SHADOW_DECISIONS,
+        Unit::Count,
+        "what rules in shadow would have decided, by rule, decision and the enforced decision"
+    );
+    describe_counter!(
         BATCH_DECISIONS,
         Unit::Count,
         "decisions of a batch (POST /v1/decisions), by decision and outcome"
@@ -113,14 +119,31 @@ pub fn describe() {
 
 /// An action the gate decided (its decision, snake_case as in the API).
 pub fn submitted(decision: Decision) {
-    let decision = match decision {
+    counter!(SUBMITTED, "decision" => decision_label(decision)).increment(1);
+}
+
+fn decision_label(decision: Decision) -> &'static str {
+    match decision {
         Decision::Allow => "allow",
         Decision::Deny => "deny",
         Decision::SetResult => "set_result",
         Decision::RequireApproval => "require_approval",
         Decision::Schedule => "schedule",
-    };
-    counter!(SUBMITTED, "decision" => decision).increment(1);
+    }
+}
+
+/// What the rules in shadow would have decided of one call the gate decided `enforced`
+/// (SC-GR-21). The rule label is the config's (`name`, else the glob): a bounded set.
+pub fn shadowed(verdicts: &[crate::domain::policy::ShadowVerdict], enforced: Decision) {
+    for v in verdicts {
+        counter!(
+            SHADOW_DECISIONS,
+            "rule" => v.label.clone(),
+            "decision" => decision_label(v.decision),
+            "enforced" => decision_label(enforced)
+        )
+        .increment(1);
+    }
 }
 
 /// A committed transition (ours: answered or found by reading back). A claim — by a wake, the

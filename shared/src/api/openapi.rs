@@ -105,6 +105,7 @@ use utoipa::{
         super::explain::Explanation,
         crate::domain::policy::Matched,
         crate::domain::policy::Step,
+        crate::domain::policy::ShadowVerdict,
         crate::domain::action::Quorum,
         crate::domain::action::Signoff,
     )),

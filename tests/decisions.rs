@@ -293,3 +293,141 @@ on_every_store!(a_shadow_verdict_is_recorded_without_effect:
     sc_gr_21_a_shadow_verdict_is_recorded_without_effect_sqlite,
     sc_gr_21_a_shadow_verdict_is_recorded_without_effect_dynamodb,
     sc_gr_21_a_shadow_verdict_is_recorded_without_effect_postgres);
+
+/// SC-GR-22: decision insights per tool and rule, for admins, over the actions created in the
+/// range: what was asked of people and what became of it — approved singly and in a batch,
+/// denied, withdrawn, still pending — with the approval rate and the times to decide; a call the
+/// policy decided asks nobody and is not counted. A range after them holds nothing; a bad range
+/// is refused naming the parameter; another role is refused.
+async fn insights_count_what_people_decided(backend: Backend) {
+    let place = Place::fresh(backend, "insights").await;
+    let server = place.serve(config()).await;
+    let api = Api::new(server.addr);
+    let start = jiff::Timestamp::now();
+    let mut mails = Vec::new();
+    for n in 0..6 {
+        mails.push(pending(&api, AGENT, &format!("m{n}@example.com")).await);
+    }
+    let (status, transfer) = api
+        .submit(
+            AGENT,
+            json!({"tool": "payments.transfer", "args": {"amount": 5000}}),
+        )
+        .await;
+    assert_eq!(status, 202, "{transfer}");
+    let (status, _) = api
+        .submit(AGENT, json!({"tool": "search.web", "args": {"q": "x"}}))
+        .await;
+    assert_eq!(status, 200);
+    approve_as(&api, APPROVER, &mails[0]).await;
+    let (status, v) = api
+        .post(
+            "/v1/decisions",
+            APPROVER,
+            json!({"decisions": [
+                {"id": id(&mails[1]), "decision": "approve", "context_digest": digest(&mails[1])},
+                {"id": id(&mails[2]), "decision": "deny", "reason": "no"},
+                {"id": id(&transfer), "decision": "approve", "context_digest": digest(&transfer)},
+            ]}),
+        )
+        .await;
+    assert_eq!((status, v["taken"].as_u64()), (200, Some(3)), "{v}");
+    let (status, v) = api.cancel(id(&mails[3]), AGENT).await;
+    assert_eq!(status, 200, "{v}");
+
+    let range =
+        |from: jiff::Timestamp, to: jiff::Timestamp| format!("/v1/insights?from={from}&to={to}");
+    let later = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(60);
+    let (status, v) = api
+        .get(
+            &range(start - jiff::SignedDuration::from_secs(1), later),
+            ADMIN,
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        (v["complete"].as_bool(), v["read"].as_u64()),
+        (Some(true), Some(8)),
+        "{v}"
+    );
+    let rows = v["rows"].as_array().unwrap();
+    let row = |tool: &str| {
+        rows.iter()
+            .find(|r| r["tool"] == tool)
+            .unwrap_or_else(|| panic!("{tool}: {v}"))
+    };
+    let mail = row("mail.send");
+    assert_eq!(mail["rule"], "mail");
+    let counts: Vec<u64> = [
+        "requests",
+        "approved",
+        "denied",
+        "expired",
+        "withdrawn",
+        "pending",
+    ]
+    .iter()
+    .map(|k| mail[k].as_u64().unwrap())
+    .collect();
+    assert_eq!(counts, [6, 2, 1, 0, 1, 2], "{mail}");
+    assert!(
+        (mail["approval_rate"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-9,
+        "{mail}"
+    );
+    for figure in ["median_seconds_to_decide", "p90_seconds_to_decide"] {
+        assert!(mail[figure].as_f64().unwrap() >= 0.0, "{mail}");
+    }
+    assert_eq!(mail["grant_uses"], 0);
+    let transfers = row("payments.transfer");
+    assert_eq!(
+        (transfers["rule"].as_str(), transfers["approved"].as_u64()),
+        (Some("transfers above 1,000"), Some(1))
+    );
+    assert!(rows.iter().all(|r| r["tool"] != "search.web"), "{v}");
+
+    let (status, v) = api
+        .get(
+            &range(later, later + jiff::SignedDuration::from_secs(60)),
+            ADMIN,
+        )
+        .await;
+    assert_eq!(
+        (status, v["rows"].as_array().map(Vec::len)),
+        (200, Some(0)),
+        "{v}"
+    );
+    for (path, param) in [
+        (range(later, start), "from"),
+        (
+            range(start - jiff::SignedDuration::from_hours(32 * 24), start),
+            "from",
+        ),
+        ("/v1/insights?from=yesterday".to_owned(), "from"),
+        ("/v1/insights?tool=mail.send".to_owned(), "tool"),
+    ] {
+        let (status, v) = api.get(&path, ADMIN).await;
+        assert_eq!(
+            (status, v["error"]["param"].as_str()),
+            (400, Some(param)),
+            "{path}: {v}"
+        );
+    }
+    for key in [APPROVER, AGENT] {
+        assert_eq!(api.get("/v1/insights", key).await.0, 403);
+    }
+    server.shutdown().await.unwrap();
+}
+
+on_every_store!(insights_count_what_people_decided:
+    sc_gr_22_insights_count_what_people_decided_sqlite,
+    sc_gr_22_insights_count_what_people_decided_dynamodb,
+    sc_gr_22_insights_count_what_people_decided_postgres);
+
+/// One approve of `a` by `key`, over its own route.
+async fn approve_as(api: &Api, key: &str, a: &Value) {
+    let path = format!("/v1/actions/{}/approve", id(a));
+    let (status, v) = api
+        .post(&path, key, json!({"context_digest": digest(a)}))
+        .await;
+    assert_eq!(status, 200, "{v}");
+}

@@ -29,6 +29,7 @@ pub const CONFIG_RELOADS: &str = "config_reloads";
 pub const CONFIG_REJECTED: &str = "config_rejected";
 pub const BATCH_DECISIONS: &str = "batch_decisions";
 pub const SHADOW_DECISIONS: &str = "shadow_decisions";
+pub const DECISION_SECONDS: &str = "decision_seconds";
 
 /// Every metric with its unit and meaning, for the exporters that show them.
 pub fn describe() {
@@ -99,6 +100,11 @@ pub fn describe() {
         CONFIG_RELOADS,
         Unit::Count,
         "new configuration documents, by outcome: applied, rejected, unreadable"
+    );
+    describe_histogram!(
+        DECISION_SECONDS,
+        Unit::Seconds,
+        "from a call that asked a person to the person's decision, by decision"
     );
     describe_counter!(
         SHADOW_DECISIONS,
@@ -241,6 +247,17 @@ pub fn config_reload(outcome: &'static str) {
     if outcome == "rejected" {
         counter!(CONFIG_REJECTED).increment(1);
     }
+}
+
+/// A person's decision committed on `action` (SC-GR-22): how long the call waited for it.
+pub fn decided_by_person(action: &Action) {
+    use crate::domain::insights::{fate, Fate};
+    let (decision, secs) = match fate(action) {
+        Some(Fate::Approved(secs)) => ("approve", secs),
+        Some(Fate::Denied(secs)) => ("deny", secs),
+        _ => return,
+    };
+    histogram!(DECISION_SECONDS, "decision" => decision).record(secs);
 }
 
 /// One decision of a batch (SC-GR-20): an approve or a deny, taken or refused.

@@ -197,7 +197,9 @@ pub fn need(method: &Method, path: &str) -> Need {
             ["v1", "stops"] | ["v1", "policy", "explain"] | ["v1", "notifications", _, "redeliver"],
         )
         | ("DELETE", ["v1", "stops", _])
-        | ("GET", ["v1", "notifications", "dead"] | ["v1", "quarantine"]) => Role::Admin,
+        | ("GET", ["v1", "notifications", "dead"] | ["v1", "quarantine"] | ["v1", "insights"]) => {
+            Role::Admin
+        }
         _ => return Need::Any,
     };
     Need::Role(role)

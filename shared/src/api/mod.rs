@@ -14,6 +14,7 @@ mod email;
 pub mod error;
 mod explain;
 mod extract;
+mod insights;
 mod intake;
 pub mod json;
 mod mcp;
@@ -68,6 +69,8 @@ pub mod paths {
     pub const ME: &str = "/v1/me";
     /// Which rule a call would match.
     pub const EXPLAIN: &str = "/v1/policy/explain";
+    /// Decision insights (SC-GR-22).
+    pub const INSIGHTS: &str = "/v1/insights";
     /// The approver page.
     pub const UI: &str = "/ui/";
     /// Its files.
@@ -114,6 +117,8 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", paths::ME, "intake"),
     // Which policy rule a call would match (SC-POL-05): reads the config only.
     ("POST", paths::EXPLAIN, "intake"),
+    // Decision insights (SC-GR-22): a bounded read of the tenant's actions.
+    ("GET", paths::INSIGHTS, "intake"),
     // The OpenAPI document of the routes above.
     ("GET", paths::OPENAPI, "intake"),
     // MCP over Streamable HTTP (docs/mcp.md).

@@ -165,6 +165,7 @@ impl Engine {
         match self.commit_now(&t).await? {
             Committed::Landed(approved) => {
                 tracing::info!(tenant = %approved.tenant(), action_id = %approved.id(), approver = %who.id, "approved; ticket committed");
+                crate::telemetry::decided_by_person(&approved);
                 let running = inline.map(|(running, _)| running);
                 Ok(Step::Done(self.hand_off(approved, running).await))
             }
@@ -258,7 +259,10 @@ impl Engine {
             let denial = countersign::deny_seen(&action, by.decider(), reason, seen)?;
             let actor = by.decider().signer().actor();
             match self.seal(&action, actor, &denial).await? {
-                Committed::Landed(sealed) => return Ok(sealed),
+                Committed::Landed(sealed) => {
+                    crate::telemetry::decided_by_person(&sealed);
+                    return Ok(sealed);
+                }
                 Committed::LostTo(current) => action = current,
             }
         }

@@ -9,6 +9,7 @@ mod commit;
 mod decisions;
 mod explain;
 mod handoff;
+mod insights;
 mod intake;
 mod notifications;
 mod perform;
@@ -19,6 +20,7 @@ mod runs;
 mod sweep;
 
 pub use decisions::{Ruling, RulingKind, MAX_DECISIONS};
+pub use insights::{Insights, MAX_RANGE, MAX_READ};
 pub use intake::Submitted;
 pub use query::{ListFilter, SCAN_FACTOR};
 pub use resume::ResumeOutcome;

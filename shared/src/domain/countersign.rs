@@ -525,8 +525,15 @@ mod tests {
             current_digest: current.clone(),
         });
         let denied = Ok(SealReason::Denied("no".into()));
+        type Row<'a> = (
+            &'a str,
+            Decider<'a>,
+            &'a Action,
+            Option<&'a str>,
+            Result<SealReason, Objection>,
+        );
         #[rustfmt::skip]
-        let table: Vec<(&str, Decider, &Action, Option<&str>, Result<SealReason, Objection>)> = vec![
+        let table: Vec<Row> = vec![
             ("the digest shown", fin, &pending, Some(&current), denied.clone()),
             ("no digest: as the single deny", fin, &pending, None, denied),
             ("a stale digest", fin, &pending, Some("sha256:old"), changed),

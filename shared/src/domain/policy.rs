@@ -409,8 +409,9 @@ mod tests {
             error: error.map(str::to_owned),
         };
         use Decision::*;
+        type Row<'a> = (&'a str, Value, Decision, Option<usize>, Vec<ShadowVerdict>);
         #[rustfmt::skip]
-        let table: Vec<(&str, Value, Decision, Option<usize>, Vec<ShadowVerdict>)> = vec![
+        let table: Vec<Row> = vec![
             ("both in shadow match, the enforced decides", json!({"amount": 20000, "currency": "EUR"}), RequireApproval, Some(2), vec![v(0, "no huge", Deny, None), v(1, "strict", RequireApproval, None)]),
             ("one in shadow matches", json!({"amount": 20000, "currency": "USD"}), RequireApproval, Some(2), vec![v(0, "no huge", Deny, None)]),
             ("none in shadow matches", json!({"amount": 50, "currency": "USD"}), Allow, Some(3), vec![]),

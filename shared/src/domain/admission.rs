@@ -200,7 +200,8 @@ pub fn first_form(call: Call, admission: Admission, m: Making<'_>) -> Result<Cre
         },
     };
     let first = Action::first(call, decision, standing, approval, m.now);
-    Ok(Creation::new(first, actor, Some(&reason), m.now))
+    let shadow = m.gate.shadow.clone();
+    Ok(Creation::noting(first, actor, Some(&reason), m.now, shadow))
 }
 
 /// The countersignature asked for: the context the approver is shown, and its digest.
@@ -244,6 +245,7 @@ mod tests {
             rule: None,
             failed: None,
             countersigners: Default::default(),
+            shadow: Vec::new(),
         }
     }
 

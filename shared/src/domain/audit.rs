@@ -8,6 +8,7 @@ use super::{
     action::{Action, Actor, Decision, Outcome, RunRef, State},
     call::Call,
     canonical,
+    policy::ShadowVerdict,
     state::may_move,
     window::Window,
 };
@@ -36,6 +37,9 @@ pub struct Event {
     /// On the sealing event: the digest of the outcome the action sealed with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome_digest: Option<String>,
+    /// On the first event: what the policy's rules in shadow would have decided (SC-GR-21).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shadow: Vec<ShadowVerdict>,
     /// sha256(previous hash ‖ canonical event without its hash), hex.
     pub hash: String,
 }
@@ -53,6 +57,8 @@ pub struct Entry {
     pub context_digest: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome_digest: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shadow: Vec<ShadowVerdict>,
 }
 
 /// The committed call the genesis binds: every member of an action that no transition changes.
@@ -144,6 +150,7 @@ impl Entry {
             reason: self.reason,
             context_digest: self.context_digest,
             outcome_digest: self.outcome_digest,
+            shadow: self.shadow,
             hash,
         }
     }
@@ -160,6 +167,7 @@ impl Event {
             reason: self.reason.clone(),
             context_digest: self.context_digest.clone(),
             outcome_digest: self.outcome_digest.clone(),
+            shadow: self.shadow.clone(),
         }
     }
 }
@@ -732,6 +740,7 @@ mod tests {
             reason: Some("tool_succeeded".into()),
             context_digest: None,
             outcome_digest: sealed_outcome(&forged),
+            shadow: Vec::new(),
         }
         .chain(&created.action.chain_head);
         forged.chain_head = event.hash.clone();

@@ -6,6 +6,7 @@ use super::{
     action::{Action, Actor, Lease, Outcome, Signoff, Standing, State, Terminal},
     audit::{self, Entry, Event},
     notice::{NoticeKind, OutboxEntry},
+    policy::ShadowVerdict,
     quorum::Signer,
     seal::SealReason,
     state::may_move,
@@ -84,7 +85,19 @@ impl std::ops::DerefMut for Transition {
 
 impl Creation {
     /// The first commit of a new action (version 1, event `none → state`).
-    pub fn new(mut action: Action, actor: Actor, reason: Option<&str>, now: Timestamp) -> Self {
+    pub fn new(action: Action, actor: Actor, reason: Option<&str>, now: Timestamp) -> Self {
+        Self::noting(action, actor, reason, now, Vec::new())
+    }
+
+    /// The same, its event noting what the policy's rules in shadow would have decided
+    /// (SC-GR-21): hashed into the chain with the rest.
+    pub fn noting(
+        mut action: Action,
+        actor: Actor,
+        reason: Option<&str>,
+        now: Timestamp,
+        shadow: Vec<ShadowVerdict>,
+    ) -> Self {
         action.version = 1;
         action.actor = actor.clone();
         action.created_at = now;
@@ -103,6 +116,7 @@ impl Creation {
             reason: reason.map(str::to_owned),
             context_digest: None,
             outcome_digest: audit::sealed_outcome(&action),
+            shadow,
         }
         .chain(&audit::genesis(&audit::Origin::of(&action)));
         action.chain_head = event.hash.clone();
@@ -147,6 +161,7 @@ impl Transition {
             reason: reason.map(str::to_owned),
             context_digest,
             outcome_digest: audit::sealed_outcome(&next),
+            shadow: Vec::new(),
         }
         .chain(&current.chain_head);
         next.chain_head = event.hash.clone();

@@ -49,8 +49,22 @@ impl Engine {
         context_digest: &str,
         channel: Option<Channel>,
     ) -> Result<Action, Error> {
-        let (who, id, digest) = (who.clone(), action_id.to_owned(), context_digest.to_owned());
-        let by = Via { who, channel };
+        let by = Via {
+            who: who.clone(),
+            channel,
+            inline: true,
+        };
+        self.approve_by(by, action_id, context_digest).await
+    }
+
+    /// An approval by `by`, as a task the process owns ([`Engine::owned`]).
+    pub(super) async fn approve_by(
+        self: &Arc<Self>,
+        by: Via,
+        action_id: &str,
+        context_digest: &str,
+    ) -> Result<Action, Error> {
+        let (id, digest) = (action_id.to_owned(), context_digest.to_owned());
         self.owned(move |engine| async move { engine.countersign(&by, &id, &digest).await })
             .await
     }
@@ -111,7 +125,10 @@ impl Engine {
             Approve::Seal(reason) => return Err(self.seal_refused(action, reason).await),
             Approve::Sign(t) => *t,
             Approve::Commit(terms) => {
-                let inline = tool.and_then(|tool| self.inline_claim(tool, terms.due_at, now));
+                // A request that decides many arms each ticket's wake instead (SC-GR-20).
+                let inline = tool
+                    .filter(|_| by.inline)
+                    .and_then(|tool| self.inline_claim(tool, terms.due_at, now));
                 return self.commit_ticket(by, action, terms, inline, now).await;
             }
         };
@@ -148,6 +165,7 @@ impl Engine {
         match self.commit_now(&t).await? {
             Committed::Landed(approved) => {
                 tracing::info!(tenant = %approved.tenant(), action_id = %approved.id(), approver = %who.id, "approved; ticket committed");
+                crate::telemetry::decided_by_person(&approved);
                 let running = inline.map(|(running, _)| running);
                 Ok(Step::Done(self.hand_off(approved, running).await))
             }
@@ -218,17 +236,33 @@ impl Engine {
         reason: &str,
         channel: Option<Channel>,
     ) -> Result<Action, Error> {
-        require(who, &[Role::Approver], "deny actions")?;
         let by = Via {
             who: who.clone(),
             channel,
+            inline: true,
         };
+        self.deny_by(&by, action_id, reason, None).await
+    }
+
+    /// A deny by `by`, of the context it was shown when it names one (`seen`, SC-GR-20).
+    pub(super) async fn deny_by(
+        &self,
+        by: &Via,
+        action_id: &str,
+        reason: &str,
+        seen: Option<&str>,
+    ) -> Result<Action, Error> {
+        let who = &by.who;
+        require(who, &[Role::Approver], "deny actions")?;
         let mut action = self.load_for(who, action_id).await?;
         loop {
-            let denial = countersign::deny(&action, by.decider(), reason)?;
+            let denial = countersign::deny_seen(&action, by.decider(), reason, seen)?;
             let actor = by.decider().signer().actor();
             match self.seal(&action, actor, &denial).await? {
-                Committed::Landed(sealed) => return Ok(sealed),
+                Committed::Landed(sealed) => {
+                    crate::telemetry::decided_by_person(&sealed);
+                    return Ok(sealed);
+                }
                 Committed::LostTo(current) => action = current,
             }
         }
@@ -236,9 +270,12 @@ impl Engine {
 }
 
 /// An approver, by key or by token, and the channel its decision came through.
-struct Via {
-    who: Principal,
-    channel: Option<Channel>,
+pub(super) struct Via {
+    pub(super) who: Principal,
+    pub(super) channel: Option<Channel>,
+    /// Whether this request may run a call its approval makes due now (SC-EDGE-07); a batch
+    /// of decisions arms each wake instead, so one request never runs many tools.
+    pub(super) inline: bool,
 }
 
 impl Via {

@@ -2,7 +2,11 @@
 //! commit what it answers, and after a lost race ask again with the record that won. The last
 //! approval commits the ticket and arms the wake (or runs it, when due now); a deny seals.
 
-use super::{commit::Committed, require, runs::Running, Engine};
+use super::{
+    commit::Committed,
+    handle::{require, Engine},
+    runs::Running,
+};
 use crate::{
     config::{Principal, Role},
     domain::{

@@ -1,7 +1,10 @@
 //! Cancel and stop (SPEC §4 Cancel and stop): load, ask the rule (`domain::countersign`),
 //! commit, and after a lost race ask again with the record that won.
 
-use super::{commit::Committed, require, wake_of, Engine};
+use super::{
+    commit::Committed,
+    handle::{require, wake_of, Engine},
+};
 use crate::{
     config::{Principal, Role},
     domain::{countersign, Action, Actor},

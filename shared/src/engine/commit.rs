@@ -12,7 +12,7 @@
 //! are the same decision, and the record is then what either would have made). Anything else
 //! at a newer version is a contender's: the race was lost to it.
 
-use super::Engine;
+use super::handle::Engine;
 use crate::{
     domain::{notice::NoticeKind, Action, Actor, Change, Creation, SealReason, Transition},
     store::{IdempotencyRecord, StoreError, StoreResult},

@@ -4,7 +4,10 @@
 //! the others as they are. A ticket an approval here commits is not run by the request: its wake
 //! is armed, so one request never runs many tools.
 
-use super::{approval::Via, require, Engine};
+use super::{
+    approval::Via,
+    handle::{require, Engine},
+};
 use crate::{
     config::{Principal, Role},
     domain::Action,

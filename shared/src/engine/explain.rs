@@ -1,7 +1,7 @@
 //! Explain (SC-POL-05): which rule a call would match and why, for admins — the same gate as
 //! intake, with every rule it looked at; nothing is stored, nothing runs.
 
-use super::{require, Engine};
+use super::handle::{require, Engine};
 use crate::{
     config::{Principal, Role},
     domain::{

@@ -2,7 +2,10 @@
 //! whose tool fits the request was committed already claimed and runs here; any other ticket
 //! gets its wake. And the one catalog lookup every path uses.
 
-use super::{runs::Running, Engine};
+use super::{
+    handle::{wake_of, Engine},
+    runs::Running,
+};
 use crate::{
     config::ToolEntry,
     domain::{Action, Lease, State},
@@ -68,7 +71,7 @@ impl Engine {
     /// Arm the wake for a committed ticket. A failure is logged, not returned: the ticket is
     /// committed and the sweep rediscovers it (SC-REC-01).
     pub(super) async fn arm(&self, action: &Action) {
-        let (Some(ticket), Some(wake)) = (&action.ticket(), super::wake_of(action)) else {
+        let (Some(ticket), Some(wake)) = (&action.ticket(), wake_of(action)) else {
             return;
         };
         if let Err(e) = self
@@ -82,7 +85,7 @@ impl Engine {
 
     /// Arm a stand-in wake for a ticket another instance committed ([`crate::wake::Waker::arm_backup`]).
     pub(super) async fn arm_backup(&self, action: &Action) {
-        let (Some(ticket), Some(wake)) = (&action.ticket(), super::wake_of(action)) else {
+        let (Some(ticket), Some(wake)) = (&action.ticket(), wake_of(action)) else {
             return;
         };
         if let Err(e) = self

@@ -3,7 +3,7 @@
 //! by `domain::insights`. A range is at most [`MAX_RANGE`]; a request reads at most
 //! [`MAX_READ`] actions (pages of [`PAGE`]), and says so when the range held more.
 
-use super::{require, Engine};
+use super::handle::{require, Engine};
 use crate::{
     config::{Principal, Role},
     domain::insights::{Row, Tally},

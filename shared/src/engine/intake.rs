@@ -1,7 +1,7 @@
 //! Intake (SPEC §4 Intake): idempotency, window, stop, capability, policy — in that order (the
 //! call's shape is the API's: `api::body`).
 
-use super::{require, Engine};
+use super::handle::{require, Engine};
 use crate::{
     config::{Person, Principal, Role, Tenant},
     domain::{

@@ -1,6 +1,6 @@
 //! Admin operations on the notification outbox: list dead letters, redeliver one.
 
-use super::{require, Engine};
+use super::handle::{require, Engine};
 use crate::{
     config::{Principal, Role},
     domain::notice::{parse_notice_id, OutboxEntry},

@@ -21,7 +21,7 @@
 //! Store faults (SC-EDGE-04, SC-EDGE-10): the claim and the result commit go through the one
 //! write path (`commit.rs`), re-sent on a transient store error while the lease holds.
 
-use super::{commit::Committed, Engine};
+use super::{commit::Committed, handle::Engine};
 use crate::{
     config::ToolEntry,
     domain::{

@@ -3,7 +3,7 @@
 //! admins, taken out of lists and the sweep — and goes on with the rest. The record itself
 //! stays in the store for inspection and repair.
 
-use super::{require, Engine};
+use super::handle::{require, Engine};
 use crate::{
     config::{Principal, Role},
     domain::Action,

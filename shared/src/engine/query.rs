@@ -2,7 +2,7 @@
 //! (SC-SEC-01): an agent key its own actions only, approver and admin keys the tenant's;
 //! anything else answers exactly as a missing action.
 
-use super::{quarantine::Loaded, Engine};
+use super::{handle::Engine, quarantine::Loaded};
 use crate::{
     config::{Principal, Role},
     domain::{audit, deed::Deed, Action, Event, State},
@@ -14,6 +14,12 @@ use crate::{
 /// Whether `who` may read `action` of its tenant: an agent its own, people every one.
 pub(crate) fn may_read(who: &Principal, action: &Action) -> bool {
     who.role != Role::Agent || action.call().agent_id() == who.id
+}
+
+/// `act_` + a ULID: anything else names no action (and never reaches the store).
+pub(crate) fn is_action_id(id: &str) -> bool {
+    id.strip_prefix("act_")
+        .is_some_and(|u| u.len() == 26 && u.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 #[derive(Debug, Clone, Default)]
@@ -60,10 +66,24 @@ impl Engine {
         self.load_for(who, action_id).await
     }
 
+    /// Load an action of the caller's tenant; another tenant's id is simply not found.
+    pub(super) async fn load(&self, tenant: &str, action_id: &str) -> Result<Action, Error> {
+        if !is_action_id(action_id) {
+            return Err(Error::NotFound(Missing::Action));
+        }
+        match self.load_or_quarantine(tenant, action_id).await? {
+            Loaded::Found(action) => Ok(*action),
+            Loaded::Missing => Err(Error::NotFound(Missing::Action)),
+            Loaded::Quarantined => Err(Error::Internal(format!(
+                "action {action_id} does not load; it is quarantined"
+            ))),
+        }
+    }
+
     /// An action `who` may read. Another agent's answers an agent key exactly as a missing one,
     /// and so does a record that does not load: whose it is cannot be read (SC-EDGE-08).
     pub(super) async fn load_for(&self, who: &Principal, action_id: &str) -> Result<Action, Error> {
-        if !super::is_action_id(action_id) {
+        if !is_action_id(action_id) {
             return Err(Error::NotFound(Missing::Action));
         }
         match self.load_or_quarantine(&who.tenant, action_id).await? {
@@ -93,7 +113,7 @@ impl Engine {
             ));
         }
         if let Some(c) = &f.cursor {
-            if !super::is_action_id(c) {
+            if !is_action_id(c) {
                 return Err(Error::validation(
                     "cursor",
                     "cursor must be a next_cursor from an earlier page",

@@ -2,7 +2,7 @@
 //! carries the record → seal, re-arm or perform (claim → run the attempts → commit the result,
 //! in `perform.rs`).
 
-use super::{perform::Performed, Engine};
+use super::{handle::Engine, perform::Performed};
 use crate::{
     domain::{
         resume::{check, Facts, Rejection, Verdict, Wake},

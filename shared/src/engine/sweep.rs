@@ -1,7 +1,10 @@
 //! Recovery (SPEC §4 Recovery): the sweep rediscovers what a lost wake or a dead worker left
 //! behind, through the same checks as a wake; on start every waiting ticket is re-armed.
 
-use super::{quarantine::Loaded, wake_with, Engine};
+use super::{
+    handle::{wake_with, Engine},
+    quarantine::Loaded,
+};
 use crate::{
     config::Recovery,
     domain::{

@@ -135,6 +135,19 @@ const MAX_LINES: usize = 500;
 /// fails the test too ("paid"), so the list only shrinks.
 const KNOWN_DEBTS: &[(&str, &str)] = &[];
 
+/// Known debts of the circle check: folders whose `mod.rs` still defines what their modules
+/// import while handing on those modules' names (an import that runs back up to `mod.rs`). For
+/// these alone the check leaves `mod.rs` out of the circle; an entry that no longer has such a
+/// circle fails the test ("paid"), so the list only shrinks.
+const MOD_RS_DEBTS: &[&str] = &[
+    "boot/aws",
+    "domain/condition",
+    "notify",
+    "store/postgres",
+    "store/sqlite",
+    "tools",
+];
+
 struct Rule {
     room: &'static str,
     not: &'static [&'static str],
@@ -587,21 +600,34 @@ fn modules_of(room: &Path) -> BTreeSet<String> {
 /// Which of the room's modules each of its modules names, outside tests: paths written from the
 /// crate (`crate::domain::window::Window`) or up from the file (`super::window::Window`), and
 /// names the room's `mod.rs` hands on (`crate::domain::Action`, `super::Window`) taken to the
-/// module they come from. Nested modules count as their first-level module.
+/// module they come from. Nested modules count as their first-level module. The room's `mod.rs`
+/// is the module `mod`: it names the modules it hands names on from, and a module that names
+/// something `mod.rs` defines itself (`super::Engine` when `engine/mod.rs` held it) names `mod`
+/// — so a `mod.rs` that hands on a module's names while that module imports it is a circle.
 fn module_imports(
     room: &[String],
     files: &[(String, String)],
     modules: &BTreeSet<String>,
 ) -> BTreeMap<String, BTreeSet<String>> {
     let n = room.len();
-    let handed_on: BTreeMap<String, String> = files
+    let own: Vec<Vec<String>> = files
         .iter()
         .filter(|(f, _)| module_of(f) == room)
         .flat_map(|(_, text)| paths(&tokens(text)))
-        .filter(|(p, _)| p.len() == 2 && modules.contains(&p[0]))
-        .map(|(p, _)| (p[1].clone(), p[0].clone()))
+        .filter(|(p, inline)| *inline == 0 && p.len() >= 2 && modules.contains(&p[0]))
+        .map(|(p, _)| p)
+        .collect();
+    let handed_on: BTreeMap<String, String> = own
+        .iter()
+        .map(|p| (p[p.len() - 1].clone(), p[0].clone()))
         .collect();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for p in &own {
+        edges
+            .entry("mod".to_owned())
+            .or_default()
+            .insert(p[0].clone());
+    }
     for (file, text) in files {
         let module = module_of(file);
         if module.len() <= n || !module.starts_with(room) {
@@ -633,7 +659,7 @@ fn module_imports(
             } else if let Some(m) = handed_on.get(&within[n]) {
                 m.clone()
             } else {
-                continue;
+                "mod".to_owned() // defined in the room's mod.rs
             };
             if target != module[n] {
                 edges.entry(module[n].clone()).or_default().insert(target);
@@ -687,7 +713,11 @@ fn production_files() -> Vec<(String, String)> {
 }
 
 /// Issue 29: inside each folder of the shared crate the imports run one way — no module reaches
-/// itself again through its imports (docs/architecture.md: "no import circle").
+/// itself again through its imports, its `mod.rs` included (docs/architecture.md: "no import
+/// circle", and `mod.rs` only declares the modules and hands their names on). Caught on main:
+/// `engine/` (each use case imported `Engine` from `engine/mod.rs`, which re-exported their
+/// types) and `api/` (the handlers imported `paths`, `Routes`, `MAX_BODY` from `api/mod.rs`,
+/// which re-exported `router`).
 #[test]
 fn issue29_imports_inside_a_room_run_one_way() {
     let files = production_files();
@@ -700,16 +730,30 @@ fn issue29_imports_inside_a_room_run_one_way() {
         assert!(rooms.contains(&room), "{room:?}: a folder of the crate");
     }
     let mut circles = Vec::new();
+    let mut paid = Vec::new();
     for room in &rooms {
         let modules = modules_of(&shared.join(room.join("/")));
-        if let Some(found) = circle(&module_imports(room, &files, &modules)) {
-            circles.push(format!("{}: {}", room.join("/"), found.join(" → ")));
+        let mut edges = module_imports(room, &files, &modules);
+        let name = room.join("/");
+        if MOD_RS_DEBTS.contains(&name.as_str()) {
+            if circle(&edges).is_none() {
+                paid.push(name.clone());
+            }
+            edges.remove("mod");
+        }
+        if let Some(found) = circle(&edges) {
+            circles.push(format!("{name}: {}", found.join(" → ")));
         }
     }
     assert!(
         circles.is_empty(),
-        "import circles (move the shared type to the module both need, below them):\n{}",
+        "import circles (move the shared type to the module both need, below them; what \
+         mod.rs defines to a module of its own):\n{}",
         circles.join("\n")
+    );
+    assert!(
+        paid.is_empty(),
+        "known debts paid — remove them from MOD_RS_DEBTS: {paid:?}"
     );
 }
 
@@ -740,6 +784,23 @@ fn issue29_the_circle_check_sees_a_circle() {
     let one_way = &files[..3];
     assert_eq!(circle(&module_imports(&room, one_way, &modules)), None);
     assert_eq!(edges["c"], ["a"].map(String::from).into());
+    // A module that imports what mod.rs defines, while mod.rs hands on its names, runs back up
+    // (`engine/`: the use cases named `super::Engine`, mod.rs re-exported their types).
+    let back = [
+        file("mod.rs", "mod a; mod b; pub use a::Done; pub struct Hub;"),
+        file("a.rs", "use super::{b::B, Hub};"),
+        file("b.rs", "fn f(h: &crate::room::Hub) {}"),
+    ];
+    assert_eq!(
+        circle(&module_imports(&room, &back, &modules)).unwrap(),
+        ["a", "b", "mod", "a"].map(String::from)
+    );
+    let down = [
+        file("mod.rs", "mod a; mod b; pub use a::Done; pub use b::Hub;"),
+        back[1].clone(),
+        file("b.rs", "pub struct Hub;"),
+    ];
+    assert_eq!(circle(&module_imports(&room, &down, &modules)), None);
     // A folder inside a room is checked the same way (`store/dynamodb`: item → records → item
     // was one, through a re-export).
     let inner: BTreeSet<String> = ["deep", "other"].map(String::from).into();
@@ -765,14 +826,14 @@ fn issue29_the_circle_check_sees_a_circle() {
 #[test]
 fn issue29_each_api_path_is_spelled_once() {
     let api = repo().join("shared/src/api");
-    let table = std::fs::read_to_string(api.join("mod.rs")).unwrap();
+    let table = std::fs::read_to_string(api.join("paths.rs")).unwrap();
     let paths: Vec<&str> = table
         .lines()
         .filter_map(|l| l.trim().strip_prefix("pub const "))
         .filter_map(|l| l.split_once(": &str = \"")?.1.strip_suffix("\";"))
         .filter(|p| p.starts_with('/'))
         .collect();
-    assert!(paths.len() > 10, "the paths of api/mod.rs: {paths:?}");
+    assert!(paths.len() > 10, "the paths of api/paths.rs: {paths:?}");
     let mut spelled = Vec::new();
     for file in rust_files(&api) {
         let text = std::fs::read_to_string(&file).unwrap();
@@ -785,7 +846,7 @@ fn issue29_each_api_path_is_spelled_once() {
     }
     let twice: Vec<String> = spelled
         .iter()
-        .filter(|(f, _, n)| *n > 1 || !f.ends_with("api/mod.rs"))
+        .filter(|(f, _, n)| *n > 1 || !f.ends_with("api/paths.rs"))
         .map(|(f, p, n)| format!("{f}: \"{p}\" ×{n}"))
         .collect();
     assert!(

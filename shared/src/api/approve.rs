@@ -8,8 +8,8 @@ use super::{
     error::{ApiError, ErrorBody},
     extract::{read_json, Segment},
     paths,
+    routes::Routes,
     view::{action_response, ActionView},
-    Routes,
 };
 use crate::Engine;
 use axum::{

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+/// Largest accepted request body.
+pub const MAX_BODY: usize = 256 * 1024;
 /// Largest accepted `args`, serialized.
 pub const MAX_ARGS: usize = 64 * 1024;
 /// Longest tool name.

@@ -6,8 +6,8 @@ use super::{
     error::{ApiError, ErrorBody},
     extract::{bytes, read_json, Segment},
     paths,
+    routes::Routes,
     view::{action_response, ActionView, DeadNotification, DeadNotifications},
-    Routes,
 };
 use crate::{store::Stop, Engine, Error};
 use axum::{

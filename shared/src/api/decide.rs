@@ -2,11 +2,11 @@
 //! each as its own approve or deny would be, each answered on its own.
 
 use super::{
+    auth::Caller,
     body::{DecideBody, Verdict},
     error::{ApiError, ErrorBody, ErrorDetail},
     extract::read_json,
     view::ActionView,
-    Caller,
 };
 use crate::Engine;
 use axum::{body::Body, extract::State as Shared, response::IntoResponse, Json};

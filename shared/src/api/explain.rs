@@ -2,9 +2,9 @@
 //! nothing is stored.
 
 use super::{
+    auth::Caller,
     body::RequestedWindow,
     error::{ApiError, ErrorBody},
-    Caller,
 };
 use crate::{
     domain::{

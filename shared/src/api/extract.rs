@@ -1,6 +1,6 @@
 //! Reading a request: path segments and JSON bodies, refused in the API's error shape.
 
-use super::{error::ApiError, MAX_BODY};
+use super::{body::MAX_BODY, error::ApiError};
 use crate::Error;
 use axum::{body::Body, extract::Path};
 use serde::de::DeserializeOwned;

@@ -1,8 +1,8 @@
 //! `GET /v1/insights?from=&to=` (SC-GR-22): decision insights for admins.
 
 use super::{
+    auth::Caller,
     error::{ApiError, ErrorBody},
-    Caller,
 };
 use crate::{domain::insights::Row, Engine, Error};
 use axum::{

@@ -8,8 +8,8 @@ use super::{
     error::{ApiError, ErrorBody},
     extract::{read_json, Segment},
     paths,
+    routes::Routes,
     view::{action_response, ActionPage, ActionView, EventList, QuarantineList},
-    Routes,
 };
 use super::{mcp, resource, ui};
 use crate::{

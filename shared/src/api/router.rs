@@ -1,8 +1,8 @@
-//! The routers: every route of [`super::ROUTES`] to its handler, all of them (the local server)
+//! The routers: every route of [`super::routes::ROUTES`] to its handler, all of them (the local server)
 //! or one function's.
 
 use super::error::ApiError;
-use super::{approve, cancel, intake, openapi, paths, Routes};
+use super::{approve, cancel, intake, openapi, paths, routes::Routes};
 use crate::{error::shown, Engine};
 use axum::{
     http::{header, Method, StatusCode, Uri},
@@ -140,7 +140,7 @@ mod tests {
         let all = router(engine.clone());
         for (function, routes) in per_function {
             let own = served(engine.clone(), routes);
-            for (method, path, owner) in super::super::ROUTES {
+            for (method, path, owner) in super::super::routes::ROUTES {
                 let not_found =
                     code(&own, method, path).await.as_deref() == Some("route_not_found");
                 assert_eq!(not_found, *owner != function, "{function}: {method} {path}");

@@ -4,7 +4,7 @@
 
 use super::rpc::RpcError;
 use crate::{
-    api::{auth, error::ApiError, json, rate::RateLimits, MAX_BODY},
+    api::{auth, body::MAX_BODY, error::ApiError, json, rate::RateLimits},
     config::{Principal, Role},
     identity::{Need, Verifier},
     Engine,

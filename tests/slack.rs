@@ -536,19 +536,20 @@ async fn approval_elsewhere_updates_the_message(backend: Backend) {
     let (id, digest, _) = w.pending("page@example.com").await;
     let (status, approved) = w.api.approve(&id, &digest).await;
     assert_eq!(status, 200, "{approved}");
-    // SC-CH-07: an approval through the API records no channel (its events hash as before).
+    // SC-CH-08: an approval through the API records its own channel, `api`; the agent's
+    // submit and the system's run record none.
     let (_, events) = w
         .api
         .get(&format!("/v1/actions/{id}/events"), keys::AGENT)
         .await;
-    assert!(
-        events["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|e| e["actor"].get("channel").is_none()),
-        "{events}"
-    );
+    let channels: Vec<_> = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["actor"].get("channel").and_then(Value::as_str))
+        .collect();
+    assert_eq!(channels[..2], [None, Some("api")], "{events}");
+    assert!(channels[2..].iter().all(Option::is_none), "{events}");
     let updated = w
         .slack
         .wait_for("chat.update", &id, |m| header(m) == "Ran: mail.send")

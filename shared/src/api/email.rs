@@ -185,7 +185,7 @@ fn holder(engine: &Engine, token: &str) -> Result<(Link, Principal), Response> {
         .tenant(&tenant)
         .and_then(|t| t.email.as_ref())
         .ok_or_else(|| bad_link(LinkError::Forged))?;
-    let key = link_key(email).map_err(|why| {
+    let key = link_key(email, engine.channel_secrets()).map_err(|why| {
         tracing::error!(%tenant, %why, "the link key is not usable");
         page(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -1,8 +1,12 @@
 //! `[tenants.<name>.email]`: approval requests mailed to the approvers (docs/email.md). The
-//! document names the secrets — the SMTP URL's and the link key's environment variables — and
-//! the process reads them where it sends or checks a link, so parsing reads no secret.
+//! document names the secrets — the SMTP URL and the link key, each an environment variable or
+//! an SSM parameter — and the process reads them where it boots (the AWS functions fetch the
+//! parameters), so parsing reads no secret.
 
-use super::parse::{bad, ConfigError};
+use super::{
+    catalog::{named_secret, Secret},
+    parse::{bad, ConfigError},
+};
 use lettre::message::Mailbox;
 use serde::Deserialize;
 use std::{collections::BTreeMap, path::PathBuf};
@@ -13,9 +17,11 @@ pub const MIN_LINK_SECRET: usize = 32;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawEmail {
-    smtp_url_env: String,
+    smtp_url_env: Option<String>,
+    smtp_url_ssm: Option<String>,
     from: String,
-    link_secret_env: String,
+    link_secret_env: Option<String>,
+    link_secret_ssm: Option<String>,
     ca_file: Option<PathBuf>,
     #[serde(default)]
     insecure_plaintext: bool,
@@ -24,12 +30,12 @@ pub(super) struct RawEmail {
 /// A tenant's approval mail.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EmailConfig {
-    /// The environment variable holding `smtps://…` or `smtp://…` (STARTTLS required).
-    pub smtp_url_env: String,
+    /// Where `smtps://…` or `smtp://…` (STARTTLS required) is: `smtp_url_env` or `smtp_url_ssm`.
+    pub smtp_url: Secret,
     /// The sender, `Name <address>` or a bare address.
     pub from: Mailbox,
-    /// The environment variable holding the key that signs the confirmation links.
-    pub link_secret_env: String,
+    /// Where the key that signs the confirmation links is: `link_secret_env` or `_ssm`.
+    pub link_secret: Secret,
     /// A PEM file of CAs trusted beside the public roots (a private relay's).
     pub ca_file: Option<PathBuf>,
     /// Development only: `smtp://` without TLS (a local mail catcher).
@@ -44,17 +50,8 @@ pub(super) fn email(
     to: BTreeMap<String, Mailbox>,
 ) -> Result<EmailConfig, ConfigError> {
     let at = format!("{at}.email");
-    for (field, value) in [
-        ("smtp_url_env", &raw.smtp_url_env),
-        ("link_secret_env", &raw.link_secret_env),
-    ] {
-        if value.trim().is_empty() {
-            return Err(bad(
-                format!("{at}.{field}"),
-                "must name an environment variable",
-            ));
-        }
-    }
+    let smtp_url = named_secret(&at, "smtp_url", raw.smtp_url_env, raw.smtp_url_ssm)?;
+    let link_secret = named_secret(&at, "link_secret", raw.link_secret_env, raw.link_secret_ssm)?;
     let from = raw.from.parse::<Mailbox>().map_err(|e| {
         bad(
             format!("{at}.from"),
@@ -71,9 +68,9 @@ pub(super) fn email(
         ));
     }
     Ok(EmailConfig {
-        smtp_url_env: raw.smtp_url_env,
+        smtp_url,
         from,
-        link_secret_env: raw.link_secret_env,
+        link_secret,
         ca_file: raw.ca_file,
         insecure_plaintext: raw.insecure_plaintext,
         to,
@@ -142,8 +139,11 @@ mod tests {
         let same_id_other_address = APPROVER.replace("aaaa", "bbbb").replace("a1@", "other@");
         let cases = [
             (vec![APPROVER], EMAIL.replace("countersign <approvals@example.com>", "not an address"), "tenants.acme.email.from: \"not an address\" is not an address"),
-            (vec![APPROVER], EMAIL.replace("\"SMTP_URL\"", "\"\""), "tenants.acme.email.smtp_url_env: must name an environment variable"),
-            (vec![APPROVER], EMAIL.replace("\"LINK_SECRET\"", "\" \""), "tenants.acme.email.link_secret_env: must name an environment variable"),
+            (vec![APPROVER], EMAIL.replace("\"SMTP_URL\"", "\"\""), "tenants.acme.email: needs exactly one of smtp_url_env, smtp_url_ssm"),
+            (vec![APPROVER], EMAIL.replace("\"LINK_SECRET\"", "\" \""), "tenants.acme.email: needs exactly one of link_secret_env, link_secret_ssm"),
+            (vec![APPROVER], format!("{EMAIL}smtp_url_ssm = \"/countersign-channels/acme/smtp\"\n"), "tenants.acme.email: needs exactly one of smtp_url_env, smtp_url_ssm"),
+            (vec![APPROVER], EMAIL.replace("link_secret_env = \"LINK_SECRET\"", "link_secret_ssm = \"link\""), "tenants.acme.email.link_secret_ssm: must be a parameter name"),
+            (vec![APPROVER], EMAIL.replace("smtp_url_env = \"SMTP_URL\"\n", ""), "tenants.acme.email: needs exactly one of smtp_url_env, smtp_url_ssm"),
             (vec![APPROVER], format!("{EMAIL}port = 25\n"), "unknown field `port`"),
             (vec![], EMAIL.to_owned(), "tenants.acme.email: no approver key has an email"),
             (vec![&agent], String::new(), "tenants.acme.keys[0]: only approver keys have an email"),

@@ -4,7 +4,7 @@
 //! approver keys). Secrets are only named here, never read while parsing.
 
 use super::{
-    catalog::Secret,
+    catalog::{named_secret as secret, Secret},
     parse::{bad, ConfigError},
     targets::Targets,
 };
@@ -86,27 +86,6 @@ pub(super) fn slack(
         allow_private,
         approvers,
     })
-}
-
-/// Exactly one of `<name>_env`, `<name>_ssm`.
-fn secret(
-    at: &str,
-    name: &str,
-    env: Option<String>,
-    ssm: Option<String>,
-) -> Result<Secret, ConfigError> {
-    match (env, ssm) {
-        (Some(env), None) if !env.trim().is_empty() => Ok(Secret::Env(env)),
-        (None, Some(ssm)) if ssm.starts_with('/') => Ok(Secret::Ssm(ssm)),
-        (None, Some(_)) => Err(bad(
-            format!("{at}.{name}_ssm"),
-            "must be a parameter name like \"/countersign/acme/slack\"",
-        )),
-        _ => Err(bad(
-            at,
-            format!("needs exactly one of {name}_env, {name}_ssm"),
-        )),
-    }
 }
 
 /// A Slack id: one of `first`, then upper-case letters and digits.

@@ -139,6 +139,17 @@ impl WebApi {
 /// The tests' configuration with the tenant's Slack app on the stand-in, approver-1 as `FIN`
 /// and agent-1's approver key as `SELF`.
 fn config(tools: &ToolServer, web_api: &WebApi, approval_ttl: &str, extra: &str) -> Arc<Config> {
+    config_with_rules(tools, web_api, approval_ttl, extra, "")
+}
+
+/// As [`config`], with `rules` (TOML inline tables, each ending in `,`) first in acme's policy.
+fn config_with_rules(
+    tools: &ToolServer,
+    web_api: &WebApi,
+    approval_ttl: &str,
+    extra: &str,
+    rules: &str,
+) -> Arc<Config> {
     static ENV: Once = Once::new();
     ENV.call_once(|| {
         std::env::set_var(TOKEN_ENV, BOT_TOKEN);
@@ -163,6 +174,8 @@ fn config(tools: &ToolServer, web_api: &WebApi, approval_ttl: &str, extra: &str)
         text.push_str(&line);
         text.push('\n');
     }
+    let text = text.replacen("policy = [\n", &format!("policy = [\n  {rules}\n"), 1);
+    let mut text = text;
     text.push_str(extra);
     text.push_str(&format!(
         "\n[tenants.acme.slack]\nbot_token_env = \"{TOKEN_ENV}\"\nsigning_secret_env = \"{SECRET_ENV}\"\nchannel = \"{CHANNEL}\"\napi_url = \"{}/api\"\n",
@@ -183,6 +196,24 @@ struct World {
 
 async fn world(backend: Backend, label: &str, approval_ttl: &str) -> World {
     world_with(backend, label, approval_ttl, "", 0).await
+}
+
+/// With `rules` first in acme's policy (see [`config_with_rules`]).
+async fn world_with_rules(backend: Backend, label: &str, rules: &str) -> World {
+    let tools = ToolServer::start().await;
+    let slack = WebApi::start();
+    let place = Place::fresh(backend, label).await;
+    let server = place
+        .serve(config_with_rules(&tools, &slack, "1h", "", rules))
+        .await;
+    World {
+        api: Api::new(server.addr),
+        tools,
+        slack,
+        http: reqwest::Client::new(),
+        _server: server,
+        _place: place,
+    }
 }
 
 /// With `extra` configuration, and the stand-in down for its first `down` calls.
@@ -634,3 +665,29 @@ on_every_store!(approve_by_button: sc_ch_04_approve_by_button_sqlite, sc_ch_04_a
 on_every_store!(deny_by_modal: sc_ch_06_deny_by_modal_sqlite, sc_ch_06_deny_by_modal_dynamodb, sc_ch_06_deny_by_modal_postgres);
 on_every_store!(approval_elsewhere_updates_the_message: sc_ch_03_approval_elsewhere_updates_the_message_sqlite, sc_ch_03_approval_elsewhere_updates_the_message_dynamodb, sc_ch_03_approval_elsewhere_updates_the_message_postgres);
 on_every_store!(click_after_expiry: sc_ch_05_click_after_expiry_sqlite, sc_ch_05_click_after_expiry_dynamodb, sc_ch_05_click_after_expiry_postgres);
+
+/// SC-CH-15: a rule that names a Slack channel has its requests posted there — and updated
+/// there — while the other rules' go to the tenant's channel. On main every request went to
+/// the tenant's channel (`slack_channel` was an unknown field).
+async fn a_rule_names_its_channel(backend: Backend) {
+    let rule = r#"{ tool = "mail.send", decision = "require_approval", name = "mail to the CFO", when = "args.to == 'cfo@example.com'", slack_channel = "CFINANCE01" },"#;
+    let w = world_with_rules(backend, "slack-rule-channel", rule).await;
+    let (cfo, digest, posted) = w.pending("cfo@example.com").await;
+    assert_eq!(posted["channel"], "CFINANCE01", "{posted}");
+    let (other, _, posted) = w.pending("ops@example.com").await;
+    assert_eq!(posted["channel"], CHANNEL, "{posted}");
+    // The update goes where the message is.
+    let (status, v) = w.api.approve(&cfo, &digest).await;
+    assert_eq!(status, 200, "{v}");
+    let updated = w
+        .slack
+        .wait_for("chat.update", &cfo, |m| header(m) == "Ran: mail.send")
+        .await;
+    assert_eq!(updated["channel"], "CFINANCE01", "{updated}");
+    assert!(w.slack.calls_of("chat.update", &other).await.is_empty());
+}
+
+on_every_store!(a_rule_names_its_channel:
+    sc_ch_15_a_rule_names_its_channel_sqlite,
+    sc_ch_15_a_rule_names_its_channel_dynamodb,
+    sc_ch_15_a_rule_names_its_channel_postgres);

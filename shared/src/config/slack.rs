@@ -63,15 +63,7 @@ pub(super) fn slack(
         raw.signing_secret_env,
         raw.signing_secret_ssm,
     )?;
-    if !is_id(&raw.channel, &['C', 'G']) {
-        return Err(bad(
-            format!("{at}.channel"),
-            format!(
-                "{:?} is not a channel id like \"C0123456789\" (a channel's name can change; its id does not)",
-                raw.channel
-            ),
-        ));
-    }
+    channel_id(&format!("{at}.channel"), &raw.channel)?;
     let api_url = raw
         .api_url
         .unwrap_or_else(|| SLACK_API.to_owned())
@@ -94,6 +86,20 @@ fn is_id(s: &str, first: &[char]) -> bool {
     chars.next().is_some_and(|c| first.contains(&c))
         && s.len() >= 3
         && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+}
+
+/// Check a channel id (the tenant's `channel`, a rule's `slack_channel`): `C…` or `G…`.
+pub(super) fn channel_id(at: &str, channel: &str) -> Result<(), ConfigError> {
+    if is_id(channel, &['C', 'G']) {
+        Ok(())
+    } else {
+        Err(bad(
+            at,
+            format!(
+                "{channel:?} is not a channel id like \"C0123456789\" (a channel's name can change; its id does not)"
+            ),
+        ))
+    }
 }
 
 /// Check a key's `slack_user` (a user id, `U…`, or `W…` on Enterprise Grid).

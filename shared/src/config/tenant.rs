@@ -135,16 +135,24 @@ pub(super) fn tenant(
         .identity
         .map(|i| identity::identity(&at, i))
         .transpose()?;
+    // Checked against the tenant's approver keys: a group nobody is in could never decide.
+    // With an identity provider the people and their groups are the provider's.
+    let policy = policy::rules(
+        &at,
+        raw.policy,
+        keys.values().filter(|p| p.tenant == name),
+        conditions,
+        identity.is_some(),
+    )?;
+    let named_channel = policy.iter().position(|r| r.slack_channel.is_some());
+    if let (Some(i), None) = (named_channel, &slack) {
+        return Err(bad(
+            format!("{at}.policy[{i}].slack_channel"),
+            format!("the tenant has no [{at}.slack] to post to"),
+        ));
+    }
     Ok(Tenant {
-        // Checked against the tenant's approver keys: a group nobody is in could never decide.
-        // With an identity provider the people and their groups are the provider's.
-        policy: policy::rules(
-            &at,
-            raw.policy,
-            keys.values().filter(|p| p.tenant == name),
-            conditions,
-            identity.is_some(),
-        )?,
+        policy,
         identity,
         slack,
         tools: catalog::tools(&at, raw.tools, &targets)?,

@@ -359,3 +359,33 @@ fn sc_ch_01_the_slack_app_and_slack_users_are_configured_and_checked() {
     let local = load(&format!("allow_http_hosts = [\"127.0.0.1\"]\nallow_private_hosts = [\"127.0.0.1\"]\n{SLACK}\napi_url = \"http://127.0.0.1:9/api\"")).unwrap();
     assert!(local.tenants["acme"].slack.as_ref().unwrap().allow_private);
 }
+
+/// SC-CH-15: a `require_approval` rule may name the Slack channel its requests go to; a
+/// malformed id, a rule that asks nobody, or a tenant without a Slack app is a configuration
+/// error naming the rule's field.
+#[test]
+fn sc_ch_15_a_rule_names_its_slack_channel() {
+    let rule = |extra: &str| {
+        format!("[[tenants.acme.policy]]\ntool = \"pay.*\"\ndecision = \"require_approval\"\n{extra}\n[[tenants.acme.policy]]\ntool = \"*\"\ndecision = \"require_approval\"\n")
+    };
+    let config = load(&format!(
+        "{}\n{}\n{SLACK}",
+        approver(""),
+        rule("slack_channel = \"CFIN0001\"")
+    ))
+    .unwrap();
+    let policy = &config.tenants["acme"].policy;
+    assert_eq!(policy[0].slack_channel.as_deref(), Some("CFIN0001"));
+    assert_eq!(policy[1].slack_channel, None, "the tenant's channel");
+
+    let refused = [
+        (format!("{}\n{}\n{SLACK}", approver(""), rule("slack_channel = \"#finance\"")), "tenants.acme.policy[0].slack_channel: \"#finance\" is not a channel id"),
+        (format!("{}\n{}\n{SLACK}", approver(""), rule("slack_channel = \"U0123ABCD\"")), "tenants.acme.policy[0].slack_channel: \"U0123ABCD\" is not a channel id"),
+        (format!("{}\n{}", approver(""), rule("slack_channel = \"CFIN0001\"")), "tenants.acme.policy[0].slack_channel: the tenant has no [tenants.acme.slack] to post to"),
+        (format!("{}\n[[tenants.acme.policy]]\ntool = \"*\"\ndecision = \"allow\"\nslack_channel = \"CFIN0001\"\n{SLACK}", approver("")), "tenants.acme.policy[0]: slack_channel belongs to a require_approval rule"),
+    ];
+    for (body, expected) in refused {
+        let e = err(&body);
+        assert!(e.contains(expected), "{body}\n→ {e}");
+    }
+}

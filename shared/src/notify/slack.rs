@@ -88,6 +88,22 @@ pub fn secret_name(secret: &Secret) -> String {
     }
 }
 
+/// The channel an action's request is posted to (SC-CH-15): the `slack_channel` of the rule
+/// that asked, else the tenant's. The rule is the one the approval context names — its place
+/// in the policy and its label both — as the configuration reads now; a policy reordered since
+/// the call was submitted names another rule there, and the tenant's channel is used.
+fn channel_of<'a>(slack: &'a SlackConfig, tenant: &'a Tenant, action: &Action) -> &'a str {
+    let shown = action.approval().map(|a| &a.context["policy"]);
+    let rule = shown.and_then(|p| {
+        let rule = tenant
+            .policy
+            .get(usize::try_from(p["rule"].as_u64()?).ok()?)?;
+        (p["label"].as_str() == Some(rule.label().as_str())).then_some(rule)
+    });
+    rule.and_then(|r| r.slack_channel.as_deref())
+        .unwrap_or(&slack.channel)
+}
+
 /// Post or update the action's message for one notice. `Err` is why this try failed (the
 /// entry is retried with backoff like a webhook's).
 pub(super) async fn deliver(
@@ -116,7 +132,7 @@ pub(super) async fn deliver(
         None if entry.kind != crate::domain::notice::NoticeKind::ApprovalRequested => Ok(()),
         None => {
             let mut post = message;
-            post["channel"] = json!(slack_config.channel);
+            post["channel"] = json!(channel_of(slack_config, tenant, action));
             // Links stay links; no preview of the page.
             post["unfurl_links"] = json!(false);
             let posted = api.call("chat.postMessage", &post).await?;

@@ -9,7 +9,10 @@ use super::{
 };
 use lettre::message::Mailbox;
 use serde::Deserialize;
-use std::{collections::BTreeMap, path::PathBuf};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::PathBuf,
+};
 
 /// The shortest link key accepted, in bytes (an HMAC-SHA256 key: 256 bits).
 pub const MIN_LINK_SECRET: usize = 32;
@@ -25,6 +28,10 @@ pub(super) struct RawEmail {
     ca_file: Option<PathBuf>,
     #[serde(default)]
     insecure_plaintext: bool,
+    /// Rules (by label: `name`, else the tool glob) whose mailed links decide only with the
+    /// approver signed in as well (SC-CH-16).
+    #[serde(default)]
+    sign_in_for: Vec<String>,
 }
 
 /// A tenant's approval mail.
@@ -42,6 +49,16 @@ pub struct EmailConfig {
     pub insecure_plaintext: bool,
     /// Each approver's address, by approver id (`email = "…"` on its keys).
     pub to: BTreeMap<String, Mailbox>,
+    /// The labels of the rules whose mailed links need the approver signed in (SC-CH-16).
+    pub sign_in_for: BTreeSet<String>,
+}
+
+impl EmailConfig {
+    /// Whether a call asked for by the rule labelled `rule` is decided through its mailed link
+    /// only with the approver signed in as well.
+    pub fn needs_sign_in(&self, rule: Option<&str>) -> bool {
+        rule.is_some_and(|r| self.sign_in_for.contains(r))
+    }
 }
 
 pub(super) fn email(
@@ -74,7 +91,39 @@ pub(super) fn email(
         ca_file: raw.ca_file,
         insecure_plaintext: raw.insecure_plaintext,
         to,
+        sign_in_for: raw.sign_in_for.into_iter().collect(),
     })
+}
+
+/// `sign_in_for` names `require_approval` rules by their label, and a tenant that signs people
+/// in: a link whose rule needs it is decided only by the person it was mailed to, signed in.
+pub(super) fn sign_in_rules(
+    at: &str,
+    email: &EmailConfig,
+    policy: &[crate::domain::policy::Rule],
+    provider: bool,
+) -> Result<(), ConfigError> {
+    let at = format!("{at}.email.sign_in_for");
+    if !email.sign_in_for.is_empty() && !provider {
+        return Err(bad(
+            &at,
+            "needs the tenant's [identity]: the approver signs in with its provider",
+        ));
+    }
+    for label in &email.sign_in_for {
+        let asks = policy
+            .iter()
+            .any(|r| r.decision == crate::domain::Decision::RequireApproval && r.label() == *label);
+        if !asks {
+            return Err(bad(
+                &at,
+                format!(
+                    "{label:?} names no require_approval rule (a rule's name, else its tool glob)"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An approver key's `email`, checked where the key is read: only approvers have one, and one

@@ -151,16 +151,20 @@ pub(super) fn tenant(
             format!("the tenant has no [{at}.slack] to post to"),
         ));
     }
+    let email = raw
+        .email
+        .map(|e| email::email(&at, e, addresses))
+        .transpose()?;
+    if let Some(email) = &email {
+        email::sign_in_rules(&at, email, &policy, identity.is_some())?;
+    }
     Ok(Tenant {
         policy,
         identity,
         slack,
         tools: catalog::tools(&at, raw.tools, &targets)?,
         notify: notify::endpoints(&at, raw.notify, &targets)?,
-        email: raw
-            .email
-            .map(|e| email::email(&at, e, addresses))
-            .transpose()?,
+        email,
         deed_key: raw.deed_key.map(|k| keys::named(&at, k)).transpose()?,
         name: name.to_owned(),
         time_zone,

@@ -389,3 +389,36 @@ fn sc_ch_15_a_rule_names_its_slack_channel() {
         assert!(e.contains(expected), "{body}\n→ {e}");
     }
 }
+
+/// SC-CH-16: `[email] sign_in_for` names require_approval rules by label, in a tenant that
+/// signs its people in; anything else is a configuration error naming the field.
+#[test]
+fn sc_ch_16_sign_in_for_names_rules_of_a_tenant_with_a_provider() {
+    let keys = format!("keys = [{{ id = \"fin-1\", role = \"approver\", sha256 = \"{KEY}\", email = \"fin@example.com\" }}]\npolicy = [{{ tool = \"pay.*\", decision = \"require_approval\", name = \"payments\" }}, {{ tool = \"*\", decision = \"allow\" }}]");
+    let email = |rules: &str| {
+        format!("[tenants.acme.email]\nsmtp_url_env = \"S\"\nfrom = \"a@example.com\"\nlink_secret_env = \"L\"\nsign_in_for = [{rules}]")
+    };
+    let identity = "[tenants.acme.identity]\nissuer = \"https://login.example.com/realms/acme\"\naudience = \"https://cs.example.com\"";
+    let config = load(&format!("{keys}\n{identity}\n{}", email("\"payments\""))).unwrap();
+    let mail = config.tenants["acme"].email.as_ref().unwrap();
+    assert!(mail.needs_sign_in(Some("payments")));
+    assert!(!mail.needs_sign_in(Some("pay.*")) && !mail.needs_sign_in(None));
+    let refused = [
+        (
+            format!("{keys}\n{}", email("\"payments\"")),
+            "tenants.acme.email.sign_in_for: needs the tenant's [identity]",
+        ),
+        (
+            format!("{keys}\n{identity}\n{}", email("\"pay.*\"")),
+            "tenants.acme.email.sign_in_for: \"pay.*\" names no require_approval rule",
+        ),
+        (
+            format!("{keys}\n{identity}\n{}", email("\"*\"")),
+            "tenants.acme.email.sign_in_for: \"*\" names no require_approval rule",
+        ),
+    ];
+    for (body, expected) in refused {
+        let e = err(&body);
+        assert!(e.contains(expected), "{body}\n→ {e}");
+    }
+}

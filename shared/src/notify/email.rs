@@ -320,6 +320,7 @@ mod tests {
             ca_file: None,
             insecure_plaintext: plaintext,
             to: Default::default(),
+            sign_in_for: Default::default(),
         }
     }
 

@@ -126,6 +126,12 @@ impl WebApi {
         failed["failed"].as_u64().unwrap()
     }
 
+    /// The workspace's members as `users.info` answers them.
+    async fn members(&self, users: Value) {
+        self.ask(self.http.post(format!("{}/users", self.base)).json(&users))
+            .await;
+    }
+
     /// `x-slack-signature` for this request, computed by slack_sdk.
     async fn sign(&self, secret: &str, timestamp: &str, body: &str) -> String {
         let request = self.http.post(format!("{}/sign", self.base));
@@ -139,7 +145,7 @@ impl WebApi {
 /// The tests' configuration with the tenant's Slack app on the stand-in, approver-1 as `FIN`
 /// and agent-1's approver key as `SELF`.
 fn config(tools: &ToolServer, web_api: &WebApi, approval_ttl: &str, extra: &str) -> Arc<Config> {
-    config_with_rules(tools, web_api, approval_ttl, extra, "")
+    config_with_rules(tools, web_api, approval_ttl, extra, "", "")
 }
 
 /// As [`config`], with `rules` (TOML inline tables, each ending in `,`) first in acme's policy.
@@ -149,6 +155,7 @@ fn config_with_rules(
     approval_ttl: &str,
     extra: &str,
     rules: &str,
+    slack_extra: &str,
 ) -> Arc<Config> {
     static ENV: Once = Once::new();
     ENV.call_once(|| {
@@ -174,13 +181,19 @@ fn config_with_rules(
         text.push_str(&line);
         text.push('\n');
     }
-    let text = text.replacen("policy = [\n", &format!("policy = [\n  {rules}\n"), 1);
-    let mut text = text;
+    // approver-1's address, for the Slack users found by email (SC-CH-17).
+    let text = text.replacen(
+        &format!("slack_user = \"{FIN}\""),
+        &format!("slack_user = \"{FIN}\", email = \"approver-1@example.com\""),
+        1,
+    );
+    let mut text = text.replacen("policy = [\n", &format!("policy = [\n  {rules}\n"), 1);
     text.push_str(extra);
     text.push_str(&format!(
         "\n[tenants.acme.slack]\nbot_token_env = \"{TOKEN_ENV}\"\nsigning_secret_env = \"{SECRET_ENV}\"\nchannel = \"{CHANNEL}\"\napi_url = \"{}/api\"\n",
         web_api.base
     ));
+    text.push_str(slack_extra);
     Arc::new(Config::from_toml(&text).expect("the Slack test config loads"))
 }
 
@@ -200,11 +213,23 @@ async fn world(backend: Backend, label: &str, approval_ttl: &str) -> World {
 
 /// With `rules` first in acme's policy (see [`config_with_rules`]).
 async fn world_with_rules(backend: Backend, label: &str, rules: &str) -> World {
+    world_configured(backend, label, rules, "").await
+}
+
+/// With `rules` first in acme's policy and `slack_extra` in its `[slack]` table.
+async fn world_configured(backend: Backend, label: &str, rules: &str, slack_extra: &str) -> World {
     let tools = ToolServer::start().await;
     let slack = WebApi::start();
     let place = Place::fresh(backend, label).await;
     let server = place
-        .serve(config_with_rules(&tools, &slack, "1h", "", rules))
+        .serve(config_with_rules(
+            &tools,
+            &slack,
+            "1h",
+            "",
+            rules,
+            slack_extra,
+        ))
         .await;
     World {
         api: Api::new(server.addr),
@@ -691,3 +716,60 @@ on_every_store!(a_rule_names_its_channel:
     sc_ch_15_a_rule_names_its_channel_sqlite,
     sc_ch_15_a_rule_names_its_channel_dynamodb,
     sc_ch_15_a_rule_names_its_channel_postgres);
+
+/// SC-CH-17: with `users_by_email`, a clicking Slack user without a `slack_user` is found by the
+/// email of their Slack profile (`users.info`, read with the bot token, as a form) among the
+/// approver keys' `email`s — case aside — and approves as that key; a bot, a deleted member, or
+/// a member whose email is no approver's is refused, and nothing changes. On main such a click
+/// was always refused as an unknown Slack user.
+async fn users_by_email(backend: Backend) {
+    let w = world_configured(backend, "slack-by-email", "", "users_by_email = true\n").await;
+    w.slack
+        .members(json!({
+            "UMAIL0001": {"email": "Approver-1@Example.com"},
+            "UBOT00001": {"email": "approver-1@example.com", "is_bot": true},
+            "UGONE0001": {"email": "approver-1@example.com", "deleted": true},
+            "UOTHER001": {"email": "someone@example.com"},
+        }))
+        .await;
+    let (id, _, message) = w.pending("by-email@example.com").await;
+    for user in ["UBOT00001", "UGONE0001", "UOTHER001", "UNKNOWN01"] {
+        let (status, answer) = w
+            .interact(&click(&message, "countersign_approve", user), Sign::Right)
+            .await;
+        assert_eq!(
+            (status, &answer["ok"]),
+            (200, &json!(false)),
+            "{user}: {answer}"
+        );
+        assert_eq!(answer["error"]["code"], "forbidden", "{user}: {answer}");
+        assert_eq!(
+            w.api.action(&id).await["state"],
+            "pending_approval",
+            "{user}"
+        );
+    }
+    let (status, answer) = w
+        .interact(
+            &click(&message, "countersign_approve", "UMAIL0001"),
+            Sign::Right,
+        )
+        .await;
+    assert_eq!((status, &answer["ok"]), (200, &json!(true)), "{answer}");
+    let sealed = w.api.wait_sealed(&id, 30).await;
+    assert_eq!(sealed["approval"]["approver"], "approver-1", "{sealed}");
+    let looked_up: Vec<_> = w
+        .slack
+        .calls()
+        .await
+        .into_iter()
+        .filter(|c| c["method"] == "users.info")
+        .map(|c| c["body"]["user"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(looked_up.contains(&"UMAIL0001".to_owned()), "{looked_up:?}");
+}
+
+on_every_store!(users_by_email:
+    sc_ch_17_users_by_email_sqlite,
+    sc_ch_17_users_by_email_dynamodb,
+    sc_ch_17_users_by_email_postgres);

@@ -23,6 +23,10 @@ pub(super) struct RawSlack {
     signing_secret_ssm: Option<String>,
     channel: String,
     api_url: Option<String>,
+    /// Find a clicking user without a `slack_user` by the email of their Slack profile
+    /// (`users.info`, SC-CH-17).
+    #[serde(default)]
+    users_by_email: bool,
 }
 
 /// A tenant's Slack app.
@@ -40,12 +44,21 @@ pub struct SlackConfig {
     pub allow_private: bool,
     /// Approver key ids by the Slack user id on the key (`slack_user`).
     pub approvers: BTreeMap<String, String>,
+    /// With `users_by_email`: approver key ids by their `email` address, lower-cased (SC-CH-17).
+    pub by_email: BTreeMap<String, String>,
 }
 
 impl SlackConfig {
     /// The approver key id of a Slack user, if a key names them.
     pub fn approver(&self, slack_user: &str) -> Option<&str> {
         self.approvers.get(slack_user).map(String::as_str)
+    }
+
+    /// With `users_by_email`, the approver key id whose `email` is this Slack profile's email.
+    pub fn approver_by_email(&self, email: &str) -> Option<&str> {
+        self.by_email
+            .get(&email.to_ascii_lowercase())
+            .map(String::as_str)
     }
 }
 
@@ -54,8 +67,28 @@ pub(super) fn slack(
     raw: RawSlack,
     targets: &Targets,
     approvers: BTreeMap<String, String>,
+    addresses: &BTreeMap<String, lettre::message::Mailbox>,
 ) -> Result<SlackConfig, ConfigError> {
     let at = format!("{at}.slack");
+    let by_email: BTreeMap<String, String> = match raw.users_by_email {
+        true => addresses
+            .iter()
+            .map(|(id, to)| (to.email.to_string().to_ascii_lowercase(), id.clone()))
+            .collect(),
+        false => BTreeMap::new(),
+    };
+    if by_email.len() < addresses.len() && raw.users_by_email {
+        return Err(bad(
+            format!("{at}.users_by_email"),
+            "two approvers have the same email: a Slack user would be either",
+        ));
+    }
+    if raw.users_by_email && by_email.is_empty() {
+        return Err(bad(
+            format!("{at}.users_by_email"),
+            "no approver key has an email to find a Slack user by",
+        ));
+    }
     let bot_token = secret(&at, "bot_token", raw.bot_token_env, raw.bot_token_ssm)?;
     let signing_secret = secret(
         &at,
@@ -77,6 +110,7 @@ pub(super) fn slack(
         api_url,
         allow_private,
         approvers,
+        by_email,
     })
 }
 

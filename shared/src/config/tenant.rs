@@ -122,7 +122,7 @@ pub(super) fn tenant(
         private: raw.allow_private_hosts,
     };
     let slack = match (raw.slack, slack_users.first_key_value()) {
-        (Some(raw), _) => Some(slack::slack(&at, raw, &targets, slack_users)?),
+        (Some(raw), _) => Some(slack::slack(&at, raw, &targets, slack_users, &addresses)?),
         (None, Some((_, key))) => {
             return Err(bad(
                 format!("{at}.slack"),

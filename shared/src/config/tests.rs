@@ -422,3 +422,43 @@ fn sc_ch_16_sign_in_for_names_rules_of_a_tenant_with_a_provider() {
         assert!(e.contains(expected), "{body}\n→ {e}");
     }
 }
+
+/// SC-CH-17: `users_by_email` finds Slack users among the approver keys' emails (lower-cased);
+/// without an approver email, or with two approvers sharing one, it is a configuration error.
+#[test]
+fn sc_ch_17_users_by_email_needs_distinct_approver_emails() {
+    let key = |id: &str, hash: &str, email: &str| {
+        format!(
+            "{{ id = \"{id}\", role = \"approver\", sha256 = \"{hash}\", email = \"{email}\" }}"
+        )
+    };
+    let one = key("fin-1", KEY, "Fin@Example.com");
+    let other = key("fin-2", &KEY.replace('7', "8"), "fin@example.com");
+    let by_email = format!("{SLACK}\nusers_by_email = true");
+    let config = load(&format!("keys = [{one}]\n{by_email}")).unwrap();
+    let slack = config.tenants["acme"].slack.as_ref().unwrap();
+    assert_eq!(slack.approver_by_email("FIN@example.COM"), Some("fin-1"));
+    assert_eq!(slack.approver_by_email("eve@example.com"), None);
+    assert!(
+        load(&format!("keys = [{one}]\n{SLACK}")).unwrap().tenants["acme"]
+            .slack
+            .as_ref()
+            .unwrap()
+            .by_email
+            .is_empty()
+    );
+    let refused = [
+        (
+            format!("{}\n{by_email}", approver("")),
+            "tenants.acme.slack.users_by_email: no approver key has an email",
+        ),
+        (
+            format!("keys = [{one}, {other}]\n{by_email}"),
+            "tenants.acme.slack.users_by_email: two approvers have the same email",
+        ),
+    ];
+    for (body, expected) in refused {
+        let e = err(&body);
+        assert!(e.contains(expected), "{body}\n→ {e}");
+    }
+}

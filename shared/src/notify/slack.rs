@@ -57,6 +57,26 @@ impl<'a> WebApi<'a> {
             .body(body.to_string())
             .send()
             .await;
+        Self::answered(sent).await
+    }
+
+    /// A read method (`users.info`): its arguments as a form, as Slack takes them.
+    pub async fn read(&self, method: &str, form: &[(&str, &str)]) -> Result<Value, String> {
+        let body = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        let sent = self
+            .http
+            .post(format!("{}/{method}", self.base))
+            .bearer_auth(&self.token)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await;
+        Self::answered(sent).await
+    }
+
+    async fn answered(sent: reqwest::Result<reqwest::Response>) -> Result<Value, String> {
         let answer = match sent {
             Ok(r) if r.status().as_u16() == 429 => return Err("slack: ratelimited".into()),
             Ok(r) if !r.status().is_success() => {

@@ -56,8 +56,7 @@ fn every(counter: &AtomicU64, n: u64) -> bool {
     counter
         .fetch_add(1, Ordering::Relaxed)
         .wrapping_mul(0x9E37_79B9)
-        % n
-        == 0
+        .is_multiple_of(n)
 }
 
 /// The action id a Slack message is about: its page link and buttons name it.

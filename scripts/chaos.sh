@@ -3,7 +3,9 @@
 # Agents submit (API and MCP), approvers approve or deny, some clients hang up mid-request,
 # cancels and a stop race the workers, tools misbehave (slow, 5xx, refused, a 10 MB body,
 # invalid JSON; MCP tools that leave a stream open, frame with CRLF, report progress then an
-# error), store writes fail now and then, and the
+# error), every approval request goes to a Slack stand-in and an SMTP server that are slow,
+# refuse, and are down for a quarter of the run (no notice may be lost, each mail keeps its
+# notice's Message-ID), store writes fail now and then, and the
 # server is killed (SIGKILL) and stopped (SIGTERM) and restarted mid-run. Then the store's
 # invariants are checked twice (by the run itself and by `countersign-server verify`), and every
 # tool attempt is held to the rules, and every outcome to what happened (no `outcome_unknown`

@@ -411,3 +411,135 @@ async fn sc_ops_03_a_cold_start_reads_string_parameters_only_and_fails_closed() 
     .await;
     assert_eq!(dead.status, 200, "{:?}", dead.body);
 }
+
+/// `w`'s environment with the document itself in `COUNTERSIGN_CONFIG`.
+fn inline(w: &AwsWorld, text: &str) -> Boot {
+    Boot::from_lookup(&|name| match name {
+        "COUNTERSIGN_TABLE" => Some(w.table.clone()),
+        "COUNTERSIGN_SCHEDULE_GROUP" => Some(w.group.clone()),
+        "COUNTERSIGN_RESUME_ARN" => Some(RESUME_ARN.into()),
+        "COUNTERSIGN_SCHEDULER_ROLE_ARN" => Some(ROLE_ARN.into()),
+        "COUNTERSIGN_CONFIG" => Some(text.to_owned()),
+        _ => None,
+    })
+    .unwrap()
+}
+
+/// A Slack interaction signed `v0` with `secret` now, as API Gateway hands it to approve.
+fn slack_click(secret: &str) -> Value {
+    let body = "payload=%7B%22type%22%3A%22shortcut%22%7D";
+    let ts = jiff::Timestamp::now().as_second().to_string();
+    let base = format!("v0:{ts}:{body}");
+    let mac = countersign_tests::receiver::hmac_sha256(secret.as_bytes(), base.as_bytes());
+    let signature = format!("v0={}", hex::encode(mac));
+    let headers = [
+        ("x-slack-request-timestamp", ts.as_str()),
+        ("x-slack-signature", signature.as_str()),
+        ("content-type", "application/x-www-form-urlencoded"),
+    ];
+    let mut event = apigw_v2("POST", "/v1/slack/interactions", "", None, &headers);
+    event["body"] = json!(body);
+    event
+}
+
+/// SC-CH-14: the approval channels' secrets from SSM Parameter Store (LocalStack, the real SDK):
+/// a tenant's Slack bot token and signing secret, SMTP URL and link key named `*_ssm`, fetched
+/// at cold start by approve and resume — approve verifies Slack's signature with the fetched
+/// secret and checks links with the fetched key; resume checks the SMTP URL it will send with
+/// — and never by intake, which starts though the parameters do not exist. A parameter that is
+/// missing, or an SMTP URL that does not parse, fails the cold start naming the entry and
+/// never repeating the value. On main `smtp_url_ssm` was an unknown field and every function
+/// fetched the Slack secrets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sc_ch_14_channel_secrets_come_from_ssm_where_they_are_used() {
+    let w = AwsWorld::new("ssm-channels").await;
+    let ssm = aws_sdk_ssm::Client::new(&w.sdk);
+    let root = format!("/countersign-channels/{}", aws_support::unique("ch"));
+    let link_key = "k".repeat(40);
+    let values = [
+        ("slack-bot", "xoxb-from-ssm"),
+        ("slack-signing", "signing-secret-from-ssm"),
+        ("smtp", "smtps://user:pa%2Fss@smtp.example.com"),
+        ("smtp-bad", "http://smtp.example.com"),
+        ("link", link_key.as_str()),
+    ];
+    for (name, value) in values {
+        ssm.put_parameter()
+            .name(format!("{root}/{name}"))
+            .value(value)
+            .r#type(ParameterType::SecureString)
+            .send()
+            .await
+            .expect("PutParameter");
+    }
+    let base = countersign_tests::config_toml(&w.tools, "1m", "5s").replacen(
+        "id = \"approver-1\", role = \"approver\",",
+        "id = \"approver-1\", role = \"approver\", email = \"a1@example.com\",",
+        1,
+    );
+    let document = |smtp: &str, bot: &str| {
+        format!(
+            "{base}\n[tenants.acme.slack]\nbot_token_ssm = \"{root}/{bot}\"\nsigning_secret_ssm = \"{root}/slack-signing\"\nchannel = \"C0123456789\"\n\n[tenants.acme.email]\nsmtp_url_ssm = \"{root}/{smtp}\"\nfrom = \"countersign <approvals@example.com>\"\nlink_secret_ssm = \"{root}/link\"\n"
+        )
+    };
+    let good = document("smtp", "slack-bot");
+
+    // Approve: the fetched signing secret verifies a click; another secret is refused.
+    let approve = start::<Approve>(inline(&w, &good), &w).await.unwrap();
+    let ok = function_event(
+        &approve,
+        api::approve_routes,
+        slack_click("signing-secret-from-ssm"),
+    )
+    .await;
+    assert_eq!((ok.status, &ok.body), (200, &json!({"ok": true})));
+    let forged = function_event(&approve, api::approve_routes, slack_click("another secret")).await;
+    assert_eq!(forged.status, 401, "{:?}", forged.body);
+    // The mailed links are checked with the fetched key.
+    let engine = approve.engine().await;
+    let config = engine.config();
+    let email = config.tenants["acme"].email.as_ref().unwrap();
+    let key = countersign::notify::email::link_key(email, engine.channel_secrets()).unwrap();
+    assert_eq!(key, link_key.as_bytes());
+
+    // Resume: starts with the URL it sends with checked; a URL that does not parse fails it.
+    start::<Resume>(inline(&w, &good), &w).await.unwrap();
+    let bad = start::<Resume>(inline(&w, &document("smtp-bad", "slack-bot")), &w).await;
+    let e = bad
+        .err()
+        .expect("an unusable SMTP URL fails the cold start")
+        .to_string();
+    assert!(
+        e.contains("tenants.acme.email.smtp_url_ssm:") && e.contains("scheme is http"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("http://smtp.example.com"),
+        "{e} repeats the URL"
+    );
+
+    // A parameter that does not exist fails approve's and resume's cold start, not intake's.
+    let missing = document("smtp", "no-such-bot");
+    for e in [
+        start::<Approve>(inline(&w, &missing), &w)
+            .await
+            .err()
+            .map(|e| e.to_string()),
+        start::<Resume>(inline(&w, &missing), &w)
+            .await
+            .err()
+            .map(|e| e.to_string()),
+    ] {
+        let e = e.expect("a missing parameter fails the cold start");
+        assert!(
+            e.contains("tenants.acme.slack.bot_token_ssm: cannot read parameter"),
+            "{e}"
+        );
+    }
+    start::<Intake>(inline(&w, &missing), &w)
+        .await
+        .expect("intake never reads a channel's secret");
+    start::<Cancel>(inline(&w, &missing), &w)
+        .await
+        .expect("nor does cancel");
+}

@@ -44,7 +44,7 @@ async fn sc_sec_02_webhook_secret_from_ssm_signs_calls_and_is_needed_only_to_run
         not_after: jiff::Timestamp::now() + jiff::SignedDuration::from_secs(60),
     };
 
-    let secrets = countersign::boot::aws::load_secrets(&config, &sdk)
+    let secrets = countersign::boot::aws::load_secrets(&config, &sdk, false)
         .await
         .expect("the parameter is fetched at boot");
     let answer = Executors::with_secrets(secrets)
@@ -65,7 +65,7 @@ async fn sc_sec_02_webhook_secret_from_ssm_signs_calls_and_is_needed_only_to_run
 
     // A parameter that does not exist fails the cold start, naming the entry.
     let missing = Config::from_toml(&toml.replace(&name, &format!("{name}-missing"))).unwrap();
-    let e = countersign::boot::aws::load_secrets(&missing, &sdk)
+    let e = countersign::boot::aws::load_secrets(&missing, &sdk, false)
         .await
         .unwrap_err()
         .to_string();

@@ -12,7 +12,10 @@ use countersign::{
     },
 };
 use countersign_tests::{
-    config_toml, keys, postgres, raw::Raw, temp_db, Api, ToolServer, DEED_KID, DEED_PUBLIC_PEM,
+    config_toml, keys, on_every_store, postgres,
+    raw::Raw,
+    stores::{Backend, Place},
+    temp_db, Api, ToolServer, DEED_KID, DEED_PUBLIC_PEM,
 };
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -255,3 +258,147 @@ async fn sc_sec_06_a_tampered_chain_is_never_served_sqlite() {
 async fn sc_sec_06_a_tampered_chain_is_never_served_postgres() {
     a_tampered_chain_is_never_served(postgres::database("deeds").await).await;
 }
+
+/// A `POST` with the `Countersign-Channel` header set to `channel` (none: `None`).
+async fn post_through(
+    api: &Api,
+    path: &str,
+    key: &str,
+    body: Value,
+    channel: Option<&str>,
+) -> (u16, Value) {
+    let headers: Vec<(&str, &str)> = channel
+        .map(|c| ("Countersign-Channel", c))
+        .into_iter()
+        .collect();
+    let body = Some(body.to_string().into_bytes());
+    let (s, v, _) = api
+        .send(reqwest::Method::POST, path, Some(key), body, &headers)
+        .await;
+    (s, v)
+}
+
+/// The channel on each event's actor of `id`, in order.
+async fn channels(api: &Api, id: &str) -> Vec<Option<String>> {
+    let (s, v) = api
+        .get(&format!("/v1/actions/{id}/events"), keys::APPROVER)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let events = v["data"].as_array().unwrap();
+    events
+        .iter()
+        .map(|e| e["actor"]["channel"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// SC-CH-08 over real HTTP, on every store: each decision path records its own channel — an
+/// approve without the header `api`, a deny from the page `page`, a cancel and a stop from the
+/// CLI `cli` — on the audit event (and the stop), and the deed names it and verifies offline
+/// (format v4). A key's request naming `slack`, `email` or anything else is refused `400` and
+/// writes nothing. On main every one of these events had no channel.
+async fn channels_on_the_record(backend: Backend) {
+    let tools = ToolServer::start().await;
+    let config = Arc::new(
+        Config::from_toml(&config_toml(&tools, "10s", "5s"))
+            .and_then(Config::read_keys)
+            .unwrap(),
+    );
+    let place = Place::fresh(backend, "deed_channels").await;
+    let server = place.serve(config).await;
+    let api = Api::new(server.addr);
+    let mail = json!({"tool": "mail.send", "args": {"to": "ops@example.com"}});
+    let public = public_key_from_pem(DEED_PUBLIC_PEM).unwrap();
+    let actions = |id: &str, verb: &str| format!("/v1/actions/{id}/{verb}");
+
+    // A channel a key may not claim, or none known: refused, nothing written.
+    let (_, a) = api.submit(keys::AGENT, mail.clone()).await;
+    let (id, digest) = (a["id"].as_str().unwrap(), &a["approval"]["context_digest"]);
+    for bad in ["slack", "email", "Page", "sms", ""] {
+        let body = json!({"context_digest": digest});
+        let (s, v) = post_through(
+            &api,
+            &actions(id, "approve"),
+            keys::APPROVER,
+            body,
+            Some(bad),
+        )
+        .await;
+        assert_eq!(
+            (s, v["error"]["param"].as_str()),
+            (400, Some("Countersign-Channel")),
+            "{bad}: {v}"
+        );
+    }
+    assert_eq!(channels(&api, id).await, [None], "nothing written");
+
+    // The API (no header): the approval, and the deed's countersignature, name `api`.
+    let (s, v) = api.approve(id, digest.as_str().unwrap()).await;
+    assert_eq!(s, 200, "{v}");
+    let sealed = api.wait_sealed(id, 10).await;
+    assert_eq!(sealed["state"], "succeeded", "{sealed}");
+    let via = |c: &str| Some(c.to_owned());
+    assert_eq!(channels(&api, id).await[..2], [None, via("api")]);
+    let (s, file) = fetch_deed(&api, id, keys::APPROVER).await;
+    assert_eq!(s, 200);
+    let deed = Deed::verify(&file, &public).expect("the deed verifies offline");
+    assert_eq!(deed.format, countersign::domain::deed::FORMAT_CHANNEL);
+    assert_eq!(
+        deed.approved_by().as_deref(),
+        Some("approver-1, through api")
+    );
+
+    // The page denies; the deed's seal event names `page`.
+    let (_, a) = api.submit(keys::AGENT, mail.clone()).await;
+    let id = a["id"].as_str().unwrap();
+    let body = json!({"reason": "not today"});
+    let (s, v) = post_through(
+        &api,
+        &actions(id, "deny"),
+        keys::APPROVER,
+        body,
+        Some("page"),
+    )
+    .await;
+    assert_eq!((s, v["state"].as_str()), (200, Some("denied")), "{v}");
+    assert_eq!(channels(&api, id).await, [None, via("page")]);
+    let deed = Deed::verify(&fetch_deed(&api, id, keys::APPROVER).await.1, &public).unwrap();
+    assert_eq!(deed.format, countersign::domain::deed::FORMAT_CHANNEL);
+    assert_eq!(
+        deed.events[1].actor.channel.map(|c| c.as_str()),
+        Some("page")
+    );
+
+    // The CLI cancels (an agent's own cancel through the API says `api`).
+    let (_, a) = api.submit(keys::AGENT, mail.clone()).await;
+    let id = a["id"].as_str().unwrap();
+    let (s, v) = post_through(
+        &api,
+        &actions(id, "cancel"),
+        keys::APPROVER,
+        json!({}),
+        Some("cli"),
+    )
+    .await;
+    assert_eq!((s, v["state"].as_str()), (200, Some("cancelled")), "{v}");
+    assert_eq!(channels(&api, id).await, [None, via("cli")]);
+    let (_, a) = api.submit(keys::AGENT, mail.clone()).await;
+    let id = a["id"].as_str().unwrap();
+    assert_eq!(api.cancel(id, keys::AGENT).await.0, 200);
+    assert_eq!(channels(&api, id).await, [None, via("api")]);
+
+    // A stop from the CLI says so; one through the API says `api`.
+    let body = json!({"agent_id": "agent-2"});
+    let (s, stop) = post_through(&api, "/v1/stops", keys::ADMIN, body, Some("cli")).await;
+    assert_eq!((s, stop["channel"].as_str()), (201, Some("cli")), "{stop}");
+    let (s, stop) = api
+        .post("/v1/stops", keys::ADMIN, json!({"agent_id": "agent-3"}))
+        .await;
+    assert_eq!((s, stop["channel"].as_str()), (201, Some("api")), "{stop}");
+    assert_eq!(api.delete("/v1/stops/agent-2", keys::ADMIN).await, 204);
+    assert_eq!(api.delete("/v1/stops/agent-3", keys::ADMIN).await, 204);
+}
+
+on_every_store!(channels_on_the_record:
+    sc_ch_08_channels_on_the_record_sqlite,
+    sc_ch_08_channels_on_the_record_dynamodb,
+    sc_ch_08_channels_on_the_record_postgres);

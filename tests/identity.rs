@@ -743,19 +743,16 @@ async fn people_on_the_record(backend: Backend) {
     let deed =
         countersign::domain::deed::verify_with_pem(countersign_tests::DEED_PUBLIC_PEM, &file)
             .unwrap();
-    assert_eq!(deed.format, countersign::domain::deed::FORMAT_PERSON);
-    // The deed `countersign verify` is tested on (functions/cli/tests/cli.rs, SC-ID-08):
-    // written again with COUNTERSIGN_WRITE_FIXTURES=1.
-    if std::env::var_os("COUNTERSIGN_WRITE_FIXTURES").is_some() {
-        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/person/deed-v3.json");
-        std::fs::create_dir_all(std::path::Path::new(fixture).parent().unwrap()).unwrap();
-        std::fs::write(fixture, &file).unwrap();
-    }
+    // A person through the API: v4, the channel beside the person (SC-CH-08).
+    assert_eq!(deed.format, countersign::domain::deed::FORMAT_CHANNEL);
+    // `tests/fixtures/person/deed-v3.json`, which `countersign verify` is tested on
+    // (functions/cli/tests/cli.rs, SC-ID-08), was this deed before channels were recorded: it
+    // stays as written, the v3 deed every verifier must keep accepting.
     assert_eq!(
         deed.approved_by().as_deref(),
         Some(
             format!(
-                "ada — Ada Lovelace <ada@example.com> (ada at {})",
+                "ada — Ada Lovelace <ada@example.com> (ada at {}), through api",
                 w.idp.issuer("acme")
             )
             .as_str()
@@ -1270,3 +1267,108 @@ fn urlencode(s: &str) -> String {
         })
         .collect()
 }
+
+/// The link key of the sign-in test's mail (at least 32 bytes).
+const LINK_KEY: &str = "sign-in-test-link-key-0123456789abcdef";
+
+/// POST the confirmation form of `token` deciding `decision`, with `bearer` if any.
+async fn confirm(api: &Api, token: &str, bearer: Option<&str>) -> (u16, String) {
+    let form = form_urlencoded::Serializer::new(String::new())
+        .append_pair("token", token)
+        .append_pair("decision", "approve")
+        .finish();
+    let mut request = reqwest::Client::new()
+        .post(format!("{}/ui/email/confirm", api.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form);
+    if let Some(bearer) = bearer {
+        request = request.bearer_auth(bearer);
+    }
+    let answer = request.send().await.unwrap();
+    (answer.status().as_u16(), answer.text().await.unwrap())
+}
+
+/// SC-CH-16: a tenant requires the approver signed in as well for a chosen rule's mailed links
+/// (`[email] sign_in_for`). The link opens the call with a way to sign in and no form; a POST
+/// of the link alone is `401`, with a key's token or another person's `403` — nothing changes —
+/// and with the token of the person the mail went to it approves: the key's approval, the
+/// person on it, the channel `email`. On main the link alone decided every rule's calls.
+async fn email_links_need_the_person_signed_in(backend: Backend) {
+    std::env::set_var("COUNTERSIGN_TEST_SIGN_IN_SMTP", "smtps://mail.invalid");
+    std::env::set_var("COUNTERSIGN_TEST_SIGN_IN_LINK", LINK_KEY);
+    let email = "\n[tenants.acme.email]\nsmtp_url_env = \"COUNTERSIGN_TEST_SIGN_IN_SMTP\"\nfrom = \"countersign <approvals@example.com>\"\nlink_secret_env = \"COUNTERSIGN_TEST_SIGN_IN_LINK\"\nsign_in_for = [\"mail.*\"]\n";
+    let w = world_of(backend, "ch16", email, |text| {
+        text.replacen(
+            "id = \"approver-1\", role = \"approver\",",
+            "id = \"approver-1\", role = \"approver\", email = \"Ada@Example.com\",",
+            1,
+        )
+    })
+    .await;
+    let (_, v) = w
+        .api
+        .submit(
+            keys::AGENT,
+            json!({"tool": "mail.send", "args": {"to": "a@b"}}),
+        )
+        .await;
+    let id = v["id"].as_str().unwrap().to_owned();
+    let digest = v["approval"]["context_digest"].as_str().unwrap().to_owned();
+    let token = countersign::domain::email_link::Link {
+        tenant: "acme".into(),
+        action_id: id.clone(),
+        approver: "approver-1".into(),
+        context_digest: digest,
+        expires_at: jiff::Timestamp::now().as_second() + 3600,
+    }
+    .sign(LINK_KEY.as_bytes());
+
+    let shown = reqwest::get(format!("{}/ui/email/confirm?token={token}", w.api.base))
+        .await
+        .unwrap();
+    assert_eq!(shown.status(), 200);
+    let shown = shown.text().await.unwrap();
+    assert!(
+        shown.contains(&format!("href=\"../#action={id}\"")),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("<form"),
+        "no form to post without signing in: {shown}"
+    );
+
+    let bob = token_of(&w, "bob", "countersign:approve").await;
+    for (bearer, status) in [
+        (None, 401),
+        (Some(keys::APPROVER), 403),
+        (Some(bob.as_str()), 403),
+    ] {
+        let (s, page) = confirm(&w.api, &token, bearer).await;
+        assert_eq!(s, status, "{bearer:?}: {page}");
+        assert!(page.contains("Nothing was changed"), "{page}");
+        assert_eq!(w.api.action(&id).await["state"], "pending_approval");
+    }
+
+    let ada = token_of(&w, "ada", "countersign:approve").await;
+    let (s, page) = confirm(&w.api, &token, Some(&ada)).await;
+    assert_eq!(s, 200, "{page}");
+    let (_, events) = w
+        .api
+        .get(&format!("/v1/actions/{id}/events"), keys::APPROVER)
+        .await;
+    let approved = &events["data"][1]["actor"];
+    assert_eq!(
+        (
+            &approved["id"],
+            &approved["person"]["subject"],
+            &approved["channel"]
+        ),
+        (&json!("approver-1"), &json!("ada"), &json!("email")),
+        "{events}"
+    );
+}
+
+on_every_store!(email_links_need_the_person_signed_in:
+    sc_ch_16_email_links_need_the_person_signed_in_sqlite,
+    sc_ch_16_email_links_need_the_person_signed_in_dynamodb,
+    sc_ch_16_email_links_need_the_person_signed_in_postgres);

@@ -402,6 +402,9 @@ fn issue4_each_function_is_allowed_exactly_the_aws_calls_its_code_makes() {
         sub("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/countersign/*");
     let config_path =
         sub("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ConfigPath}");
+    let channel_parameters = sub(
+        "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ChannelSecretsPath}/*",
+    );
     // Wake schedules are named cs-<correlation id>: the policies' cs-* covers them.
     let name = countersign::wake::scheduler::schedule_name(&countersign::domain::resume::Wake {
         tenant: "t".into(),
@@ -451,7 +454,12 @@ fn issue4_each_function_is_allowed_exactly_the_aws_calls_its_code_makes() {
                         // Webhook secrets (secret_ssm): the /countersign/ parameters only;
                         // the configuration: its path only (SC-OPS-03).
                         "ssm" => match action.as_str() {
-                            "ssm:GetParameter" => *r == secret_parameters,
+                            // The channels' secrets: approve and resume only (SC-CH-14).
+                            "ssm:GetParameter" => {
+                                *r == secret_parameters
+                                    || (*r == channel_parameters
+                                        && ["approve", "resume"].contains(&fname.as_str()))
+                            }
                             "ssm:GetParametersByPath" => *r == config_path,
                             _ => false,
                         },
@@ -912,4 +920,37 @@ fn issue19_checkov_is_pinned_and_every_skip_says_why() {
         }
     }
     assert!(skipped > 0);
+}
+
+/// SC-CH-14: the approval channels' secrets live under the template's `ChannelSecretsPath`
+/// (one path for every tenant's), kept apart from the tools' `/countersign/`, and only the
+/// approve function (Slack's buttons, the mailed links' page) and the resume function (which
+/// delivers the messages) may read them.
+#[test]
+fn sc_ch_14_only_approve_and_resume_read_the_channels_secrets() {
+    let t = template();
+    let path = &t["Parameters"]["ChannelSecretsPath"];
+    assert_eq!(path["Type"], "String");
+    let default = path["Default"].as_str().unwrap();
+    assert!(
+        default.starts_with('/') && !default.starts_with("/countersign/"),
+        "{default}: outside the tools' /countersign/"
+    );
+    let channels = sub(
+        "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ChannelSecretsPath}/*",
+    );
+    let mut readers = BTreeSet::new();
+    for (fname, fid) in functions(&t) {
+        let (role_id, role) = role_of(&t, &fid);
+        for (actions, resources, _) in statements(role, &role_id) {
+            if resources.contains(&channels) {
+                assert_eq!(actions, ["ssm:GetParameter"], "{role_id}");
+                readers.insert(fname.clone());
+            }
+        }
+    }
+    assert_eq!(
+        readers.iter().map(String::as_str).collect::<Vec<_>>(),
+        ["approve", "resume"]
+    );
 }

@@ -126,6 +126,12 @@ impl WebApi {
         failed["failed"].as_u64().unwrap()
     }
 
+    /// The workspace's members as `users.info` answers them.
+    async fn members(&self, users: Value) {
+        self.ask(self.http.post(format!("{}/users", self.base)).json(&users))
+            .await;
+    }
+
     /// `x-slack-signature` for this request, computed by slack_sdk.
     async fn sign(&self, secret: &str, timestamp: &str, body: &str) -> String {
         let request = self.http.post(format!("{}/sign", self.base));
@@ -139,6 +145,18 @@ impl WebApi {
 /// The tests' configuration with the tenant's Slack app on the stand-in, approver-1 as `FIN`
 /// and agent-1's approver key as `SELF`.
 fn config(tools: &ToolServer, web_api: &WebApi, approval_ttl: &str, extra: &str) -> Arc<Config> {
+    config_with_rules(tools, web_api, approval_ttl, extra, "", "")
+}
+
+/// As [`config`], with `rules` (TOML inline tables, each ending in `,`) first in acme's policy.
+fn config_with_rules(
+    tools: &ToolServer,
+    web_api: &WebApi,
+    approval_ttl: &str,
+    extra: &str,
+    rules: &str,
+    slack_extra: &str,
+) -> Arc<Config> {
     static ENV: Once = Once::new();
     ENV.call_once(|| {
         std::env::set_var(TOKEN_ENV, BOT_TOKEN);
@@ -163,11 +181,19 @@ fn config(tools: &ToolServer, web_api: &WebApi, approval_ttl: &str, extra: &str)
         text.push_str(&line);
         text.push('\n');
     }
+    // approver-1's address, for the Slack users found by email (SC-CH-17).
+    let text = text.replacen(
+        &format!("slack_user = \"{FIN}\""),
+        &format!("slack_user = \"{FIN}\", email = \"approver-1@example.com\""),
+        1,
+    );
+    let mut text = text.replacen("policy = [\n", &format!("policy = [\n  {rules}\n"), 1);
     text.push_str(extra);
     text.push_str(&format!(
         "\n[tenants.acme.slack]\nbot_token_env = \"{TOKEN_ENV}\"\nsigning_secret_env = \"{SECRET_ENV}\"\nchannel = \"{CHANNEL}\"\napi_url = \"{}/api\"\n",
         web_api.base
     ));
+    text.push_str(slack_extra);
     Arc::new(Config::from_toml(&text).expect("the Slack test config loads"))
 }
 
@@ -183,6 +209,36 @@ struct World {
 
 async fn world(backend: Backend, label: &str, approval_ttl: &str) -> World {
     world_with(backend, label, approval_ttl, "", 0).await
+}
+
+/// With `rules` first in acme's policy (see [`config_with_rules`]).
+async fn world_with_rules(backend: Backend, label: &str, rules: &str) -> World {
+    world_configured(backend, label, rules, "").await
+}
+
+/// With `rules` first in acme's policy and `slack_extra` in its `[slack]` table.
+async fn world_configured(backend: Backend, label: &str, rules: &str, slack_extra: &str) -> World {
+    let tools = ToolServer::start().await;
+    let slack = WebApi::start();
+    let place = Place::fresh(backend, label).await;
+    let server = place
+        .serve(config_with_rules(
+            &tools,
+            &slack,
+            "1h",
+            "",
+            rules,
+            slack_extra,
+        ))
+        .await;
+    World {
+        api: Api::new(server.addr),
+        tools,
+        slack,
+        http: reqwest::Client::new(),
+        _server: server,
+        _place: place,
+    }
 }
 
 /// With `extra` configuration, and the stand-in down for its first `down` calls.
@@ -536,19 +592,20 @@ async fn approval_elsewhere_updates_the_message(backend: Backend) {
     let (id, digest, _) = w.pending("page@example.com").await;
     let (status, approved) = w.api.approve(&id, &digest).await;
     assert_eq!(status, 200, "{approved}");
-    // SC-CH-07: an approval through the API records no channel (its events hash as before).
+    // SC-CH-08: an approval through the API records its own channel, `api`; the agent's
+    // submit and the system's run record none.
     let (_, events) = w
         .api
         .get(&format!("/v1/actions/{id}/events"), keys::AGENT)
         .await;
-    assert!(
-        events["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|e| e["actor"].get("channel").is_none()),
-        "{events}"
-    );
+    let channels: Vec<_> = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["actor"].get("channel").and_then(Value::as_str))
+        .collect();
+    assert_eq!(channels[..2], [None, Some("api")], "{events}");
+    assert!(channels[2..].iter().all(Option::is_none), "{events}");
     let updated = w
         .slack
         .wait_for("chat.update", &id, |m| header(m) == "Ran: mail.send")
@@ -633,3 +690,86 @@ on_every_store!(approve_by_button: sc_ch_04_approve_by_button_sqlite, sc_ch_04_a
 on_every_store!(deny_by_modal: sc_ch_06_deny_by_modal_sqlite, sc_ch_06_deny_by_modal_dynamodb, sc_ch_06_deny_by_modal_postgres);
 on_every_store!(approval_elsewhere_updates_the_message: sc_ch_03_approval_elsewhere_updates_the_message_sqlite, sc_ch_03_approval_elsewhere_updates_the_message_dynamodb, sc_ch_03_approval_elsewhere_updates_the_message_postgres);
 on_every_store!(click_after_expiry: sc_ch_05_click_after_expiry_sqlite, sc_ch_05_click_after_expiry_dynamodb, sc_ch_05_click_after_expiry_postgres);
+
+/// SC-CH-15: a rule that names a Slack channel has its requests posted there — and updated
+/// there — while the other rules' go to the tenant's channel. On main every request went to
+/// the tenant's channel (`slack_channel` was an unknown field).
+async fn a_rule_names_its_channel(backend: Backend) {
+    let rule = r#"{ tool = "mail.send", decision = "require_approval", name = "mail to the CFO", when = "args.to == 'cfo@example.com'", slack_channel = "CFINANCE01" },"#;
+    let w = world_with_rules(backend, "slack-rule-channel", rule).await;
+    let (cfo, digest, posted) = w.pending("cfo@example.com").await;
+    assert_eq!(posted["channel"], "CFINANCE01", "{posted}");
+    let (other, _, posted) = w.pending("ops@example.com").await;
+    assert_eq!(posted["channel"], CHANNEL, "{posted}");
+    // The update goes where the message is.
+    let (status, v) = w.api.approve(&cfo, &digest).await;
+    assert_eq!(status, 200, "{v}");
+    let updated = w
+        .slack
+        .wait_for("chat.update", &cfo, |m| header(m) == "Ran: mail.send")
+        .await;
+    assert_eq!(updated["channel"], "CFINANCE01", "{updated}");
+    assert!(w.slack.calls_of("chat.update", &other).await.is_empty());
+}
+
+on_every_store!(a_rule_names_its_channel:
+    sc_ch_15_a_rule_names_its_channel_sqlite,
+    sc_ch_15_a_rule_names_its_channel_dynamodb,
+    sc_ch_15_a_rule_names_its_channel_postgres);
+
+/// SC-CH-17: with `users_by_email`, a clicking Slack user without a `slack_user` is found by the
+/// email of their Slack profile (`users.info`, read with the bot token, as a form) among the
+/// approver keys' `email`s — case aside — and approves as that key; a bot, a deleted member, or
+/// a member whose email is no approver's is refused, and nothing changes. On main such a click
+/// was always refused as an unknown Slack user.
+async fn users_by_email(backend: Backend) {
+    let w = world_configured(backend, "slack-by-email", "", "users_by_email = true\n").await;
+    w.slack
+        .members(json!({
+            "UMAIL0001": {"email": "Approver-1@Example.com"},
+            "UBOT00001": {"email": "approver-1@example.com", "is_bot": true},
+            "UGONE0001": {"email": "approver-1@example.com", "deleted": true},
+            "UOTHER001": {"email": "someone@example.com"},
+        }))
+        .await;
+    let (id, _, message) = w.pending("by-email@example.com").await;
+    for user in ["UBOT00001", "UGONE0001", "UOTHER001", "UNKNOWN01"] {
+        let (status, answer) = w
+            .interact(&click(&message, "countersign_approve", user), Sign::Right)
+            .await;
+        assert_eq!(
+            (status, &answer["ok"]),
+            (200, &json!(false)),
+            "{user}: {answer}"
+        );
+        assert_eq!(answer["error"]["code"], "forbidden", "{user}: {answer}");
+        assert_eq!(
+            w.api.action(&id).await["state"],
+            "pending_approval",
+            "{user}"
+        );
+    }
+    let (status, answer) = w
+        .interact(
+            &click(&message, "countersign_approve", "UMAIL0001"),
+            Sign::Right,
+        )
+        .await;
+    assert_eq!((status, &answer["ok"]), (200, &json!(true)), "{answer}");
+    let sealed = w.api.wait_sealed(&id, 30).await;
+    assert_eq!(sealed["approval"]["approver"], "approver-1", "{sealed}");
+    let looked_up: Vec<_> = w
+        .slack
+        .calls()
+        .await
+        .into_iter()
+        .filter(|c| c["method"] == "users.info")
+        .map(|c| c["body"]["user"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(looked_up.contains(&"UMAIL0001".to_owned()), "{looked_up:?}");
+}
+
+on_every_store!(users_by_email:
+    sc_ch_17_users_by_email_sqlite,
+    sc_ch_17_users_by_email_dynamodb,
+    sc_ch_17_users_by_email_postgres);

@@ -7,6 +7,7 @@
 use countersign::{
     domain::{
         action::Approval,
+        actor::Channel,
         audit::{self, ChainError},
         canonical,
         notice::{OutboxEntry, RetryRule, Settled},
@@ -518,7 +519,8 @@ async fn idempotency(store: &dyn Actions) {
     );
 }
 
-/// SC-STOP-01: agent and tenant-wide stops, replaced idempotently, lifted once.
+/// SC-STOP-01: agent and tenant-wide stops, replaced idempotently, lifted once. SC-CH-08: a
+/// stop keeps the channel it came through, and one without reads back without.
 async fn stops(store: &dyn Stops) {
     let tn = tenant("stops");
     let scopes = |stops: Vec<Stop>| {
@@ -532,6 +534,7 @@ async fn stops(store: &dyn Stops) {
         agent_id: Some("a1".into()),
         stopped_at: t0(),
         stopped_by: "admin-1".into(),
+        channel: Some(Channel::Cli),
     };
     store.put_stop(&agent_stop).await.unwrap();
     store.put_stop(&agent_stop).await.unwrap();
@@ -544,6 +547,7 @@ async fn stops(store: &dyn Stops) {
 
     let tenant_stop = Stop {
         agent_id: None,
+        channel: None,
         ..agent_stop.clone()
     };
     store.put_stop(&tenant_stop).await.unwrap();
@@ -551,7 +555,7 @@ async fn stops(store: &dyn Stops) {
         scopes(store.stops_for(&tn, "a1").await.unwrap()),
         ["*", "a1"]
     );
-    assert_eq!(scopes(store.stops_for(&tn, "a2").await.unwrap()), ["*"]);
+    assert_eq!(store.stops_for(&tn, "a2").await.unwrap(), [tenant_stop]);
 
     assert!(store.lift_stop(&tn, "a1").await.unwrap());
     assert!(!store.lift_stop(&tn, "a1").await.unwrap(), "already lifted");
@@ -757,6 +761,7 @@ async fn load_with_stops(store: &dyn Store) {
         agent_id: Some("a1".into()),
         stopped_at: t0(),
         stopped_by: "admin-1".into(),
+        channel: None,
     };
     store.put_stop(&stop).await.unwrap();
     let a = create_pending(store, &tn, "a1", far()).await;

@@ -284,10 +284,13 @@ def test_sc_app_02_sc_app_03_approve_sends_the_digest_of_what_is_shown(t):
         dialog.get_by_role("button", name="Approve").click()
     assert json.loads(sent.value.post_data) == {
         "context_digest": action["approval"]["context_digest"]}
+    # SC-CH-08: the page names itself, and the approval is recorded as the page's.
+    assert sent.value.headers.get("countersign-channel") == "page", sent.value.headers
     expect(t.page.get_by_role("alert").first).to_contain_text("Approved mail.send")
     after = t.server.action(action["id"])
     assert after["state"] == "approved", after
     assert after["approval"]["approver"] == "approver-acme", after
+    assert after["actor"].get("channel") == "page", after
     # It moved to the scheduled list, with its audit trail.
     item = t.page.locator("#scheduled").locator(f'li[data-action-id="{action["id"]}"]')
     expect(item).to_be_visible()
@@ -307,6 +310,7 @@ def test_sc_app_05_deny_with_a_reason(t):
     expect(t.page.get_by_role("alert").first).to_contain_text("Denied mail.send")
     after = t.server.action(action["id"])
     assert after["state"] == "denied" and after["actor"]["id"] == "approver-acme", after
+    assert after["actor"].get("channel") == "page", after  # SC-CH-08
     sealed = t.page.locator("#sealed").locator(f'li[data-action-id="{action["id"]}"]')
     expect(sealed).to_contain_text("denied")
     sealed.get_by_text("Audit trail").click()
@@ -327,6 +331,7 @@ def test_sc_can_01_cancel_a_scheduled_action_from_the_page(t):
     expect(t.page.get_by_role("alert").first).to_contain_text("Cancelled mail.send")
     after = t.server.action(action["id"])
     assert after["state"] == "cancelled" and after["actor"]["id"] == "approver-acme", after
+    assert after["actor"].get("channel") == "page", after  # SC-CH-08
     expect(t.page.locator("#sealed").locator(f'li[data-action-id="{action["id"]}"]')).to_be_visible()
 
 

@@ -11,10 +11,16 @@
 //! and no cancel answered 409 for an action its cancel sealed. Prints a summary; exits 1 on any
 //! violation.
 //!
+//! The approval channels go through it too (`channels.rs`): every request is posted to a Slack
+//! stand-in and mailed over SMTP, each of which is slow, refuses and goes down for a quarter
+//! of the run; afterwards no notice may be lost and every mail keeps its notice's Message-ID.
+//!
 //! `chaos run --seconds N --dir D [--store postgres --instances N]` drives; `chaos serve (--db F
 //! | --database-url URL) --config C` is the server process it starts (the embedded server with
 //! a fault-injecting store). On Postgres, N servers share one fresh schema, each request goes
 //! to the next server, and the restarts take one server after another while the others serve.
+
+mod channels;
 
 use axum::{body::Bytes, extract::Path, http::HeaderMap, routing::post, Router};
 use countersign::{
@@ -103,9 +109,25 @@ fn hash(key: &str) -> String {
     hex::encode(Sha256::digest(key.as_bytes()))
 }
 
-fn config(tools: &str) -> String {
+/// The channels' secrets, in the servers' environment.
+const CHANNEL_ENV: [(&str, &str); 3] = [
+    ("CHAOS_SLACK_TOKEN", "xoxb-chaos"),
+    ("CHAOS_SLACK_SECRET", "chaos-signing-secret"),
+    (
+        "CHAOS_LINK_KEY",
+        "chaos-link-key-0123456789abcdef0123456789",
+    ),
+];
+
+fn config(tools: &str, slack: &str) -> String {
     let mut toml = format!(
         r#"
+# Retried within the run, so that a channel's quarter down is made up before it ends.
+[notify]
+first_retry = "1s"
+max_pause = "2s"
+attempts = 1000
+
 [limits]
 min_window = "10s"
 sweep_interval = "1s"
@@ -123,7 +145,7 @@ allow_private_hosts = ["127.0.0.1"]
 keys = [
   {{ id = "{AGENT}", role = "agent", sha256 = "{}" }},
   {{ id = "{STOPPED_AGENT}", role = "agent", sha256 = "{}" }},
-  {{ id = "{APPROVER}", role = "approver", sha256 = "{}" }},
+  {{ id = "{APPROVER}", role = "approver", sha256 = "{}", email = "approver@chaos.example", slack_user = "UCHAOS001" }},
   {{ id = "{ADMIN}", role = "admin", sha256 = "{}" }},
 ]
 policy = [
@@ -131,6 +153,18 @@ policy = [
   {{ tool = "report.*", decision = "schedule" }},
   {{ tool = "search.*", decision = "allow" }},
 ]
+
+[tenants.acme.slack]
+bot_token_env = "CHAOS_SLACK_TOKEN"
+signing_secret_env = "CHAOS_SLACK_SECRET"
+channel = "C0CHAOS01"
+api_url = "{slack}"
+
+[tenants.acme.email]
+smtp_url_env = "CHAOS_SMTP_URL"
+from = "countersign <approvals@chaos.example>"
+link_secret_env = "CHAOS_LINK_KEY"
+insecure_plaintext = true
 "#,
         hash(AGENT),
         hash(STOPPED_AGENT),
@@ -637,8 +671,20 @@ async fn run(
     let instances = if postgres { instances } else { 1 };
     let attempts: Attempts = Arc::default();
     let tools = tool_server(attempts.clone()).await;
+    // The channels: down from a quarter of the run to its half (servers inherit the secrets).
+    let taken: channels::Taken = Arc::default();
+    let now = std::time::Instant::now();
+    let down = channels::Down {
+        from: now + Duration::from_secs(seconds) / 4,
+        until: now + Duration::from_secs(seconds) / 2,
+    };
+    let slack = channels::slack(taken.clone(), down).await;
+    std::env::set_var("CHAOS_SMTP_URL", channels::smtp(taken.clone(), down));
+    for (name, value) in CHANNEL_ENV {
+        std::env::set_var(name, value);
+    }
     let config_path = dir.join("chaos.toml");
-    std::fs::write(&config_path, config(&tools)).unwrap();
+    std::fs::write(&config_path, config(&tools, &slack)).unwrap();
     std::env::set_var(SECRET_ENV, "chaos-secret");
     let bases = Arc::new(RwLock::new(vec![String::new(); instances]));
     let mut servers: Vec<Child_> = (0..instances)
@@ -737,6 +783,9 @@ async fn run(
     let (wrong, outcomes) = check_outcomes(store, &all, &attempts, &killed_at, &refused).await;
     broken.extend(wrong);
     broken.extend(check_mcp_answers(&all));
+    let took = std::mem::take(&mut *taken.lock().unwrap());
+    let (lost, delivered) = channels::check(store, &all, &took).await;
+    broken.extend(lost);
     let t = tally.lock().unwrap();
     let actions = actions_per_kind(&all);
     let states: Vec<String> = report
@@ -772,6 +821,7 @@ async fn run(
     let kinds: Vec<String> = per_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
     println!("chaos: tool attempts per kind: {}", kinds.join(", "));
     println!("chaos: {outcomes}");
+    println!("chaos: {delivered}");
     if let Some(latest) = latest_arrival(&all, &attempts) {
         println!("chaos: latest arrival relative to its window's end: {latest}");
     }

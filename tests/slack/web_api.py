@@ -14,12 +14,16 @@ Prints its port on the first line of stdout, then serves:
 - GET /calls: every call so far, `[{"method", "body", "error"}]`, for the tests to look at.
 - POST /fail {"times": n, "status": s}: answer the next n calls with HTTP s (Slack down);
   GET /failed: how many were answered so.
+- POST /users {"U…": {"email": …, "deleted": bool, "is_bot": bool}}: the workspace's members
+  `users.info` answers, in Slack's shape (`user.profile.email`; `user_not_found` for others).
+  `users.info` takes its `user` as a form, as Slack's read methods do.
 - POST /sign {"secret", "timestamp", "body"}: `x-slack-signature` for that request, computed by
   slack_sdk.signature.SignatureVerifier — the tests' interactions are signed by Slack's code.
 """
 
 import json
 import sys
+from urllib.parse import parse_qsl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -32,6 +36,7 @@ CALLS = []
 LOCK = threading.Lock()
 FAIL = {"times": 0, "status": 503, "failed": 0}
 TS = [1700000000]
+USERS = {}
 
 
 def check_blocks(blocks):
@@ -88,6 +93,10 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/fail":
             FAIL.update(json.loads(raw))
             return self.answer(200, {"ok": True})
+        if self.path == "/users":
+            with LOCK:
+                USERS.update(json.loads(raw))
+            return self.answer(200, {"ok": True})
         if self.path == "/sign":
             req = json.loads(raw)
             verifier = SignatureVerifier(req["secret"])
@@ -103,7 +112,8 @@ class Handler(BaseHTTPRequestHandler):
                 FAIL["times"] -= 1
                 FAIL["failed"] += 1
                 return self.answer(FAIL["status"], {"ok": False, "error": "down"})
-        body = json.loads(raw) if raw else {}
+        form = self.headers.get("content-type", "").startswith("application/x-www-form-urlencoded")
+        body = dict(parse_qsl(raw.decode())) if form else (json.loads(raw) if raw else {})
         error = None
         if self.headers.get("authorization") != f"Bearer {TOKEN}":
             error = "invalid_auth"
@@ -125,7 +135,16 @@ class Handler(BaseHTTPRequestHandler):
             if method == "chat.update":
                 return self.answer(200, {"ok": True, "channel": body["channel"], "ts": body["ts"]})
             if method == "users.info":
-                return self.answer(200, {"ok": True, "user": {"id": body.get("user"), "profile": {}}})
+                member = USERS.get(body.get("user"))
+                if not form or member is None:
+                    return self.answer(200, {"ok": False, "error": "user_not_found" if form else "invalid_arguments"})
+                user = {
+                    "id": body["user"],
+                    "deleted": member.get("deleted", False),
+                    "is_bot": member.get("is_bot", False),
+                    "profile": {"email": member["email"]},
+                }
+                return self.answer(200, {"ok": True, "user": user})
             self.answer(200, {"ok": True})
 
 

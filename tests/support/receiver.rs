@@ -187,7 +187,7 @@ pub fn verify(secret: &[u8], header: &str, body: &[u8]) -> bool {
 }
 
 /// RFC 2104: H((K ⊕ opad) ‖ H((K ⊕ ipad) ‖ m)), block size 64.
-fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
     let mut block = [0u8; 64];
     if key.len() > 64 {
         block[..32].copy_from_slice(&Sha256::digest(key));

@@ -89,7 +89,9 @@ impl Client {
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.key);
+            .bearer_auth(&self.key)
+            // Decisions made here are recorded as the CLI's (SC-CH-08); other routes ignore it.
+            .header("Countersign-Channel", "cli");
         if let Some(body) = body {
             request = request.json(&body);
         }

@@ -216,6 +216,21 @@ async fn sc_app_02_approve_shows_the_context_and_waits_for_a_yes() {
     let after = w.api.action(id).await;
     assert_eq!(after["state"], "approved");
     assert_eq!(after["approval"]["approver"], "approver-1");
+    // SC-CH-08: the CLI names itself; the approval is recorded as the CLI's.
+    assert_eq!(channel_of_event(&w, id, 1).await, "cli");
+}
+
+/// The channel on the actor of `id`'s event `n` (0: the submit).
+async fn channel_of_event(w: &World, id: &str, n: usize) -> String {
+    let (s, v) = w
+        .api
+        .get(&format!("/v1/actions/{id}/events"), keys::APPROVER)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    v["data"][n]["actor"]["channel"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
 }
 
 #[tokio::test]
@@ -274,6 +289,7 @@ async fn sc_app_05_deny_and_sc_can_02_cancel_a_sealed_action_exit_4() {
         "{events:?}"
     );
     assert!(events.stdout.contains("not today"), "{events:?}");
+    assert_eq!(channel_of_event(&w, id, 1).await, "cli", "SC-CH-08");
 
     let again = w.cli(keys::AGENT, &["cancel", id], "").await;
     assert_eq!(again.code, 4, "{again:?}");

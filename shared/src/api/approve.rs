@@ -6,7 +6,7 @@ use super::{
     auth::Caller,
     body::{ApproveBody, DenyBody},
     error::{ApiError, ErrorBody},
-    extract::{read_json, Segment},
+    extract::{read_json, Segment, Through},
     paths,
     routes::Routes,
     view::{action_response, ActionView},
@@ -35,7 +35,10 @@ pub(super) fn routes(r: Routes) -> Routes {
     post,
     path = crate::api::paths::APPROVE,
     tag = "approval",
-    params(("id" = String, Path, description = "`act_` + ULID")),
+    params(
+        ("id" = String, Path, description = "`act_` + ULID"),
+        ("Countersign-Channel" = Option<String>, Header, description = "`page` or `cli`: the client deciding, recorded on the audit event (SC-CH-08); absent: `api`"),
+    ),
     request_body = ApproveBody,
     responses(
         (status = 200, description = "Approved (and run, if its window is open)", body = ActionView),
@@ -47,14 +50,16 @@ pub(super) fn routes(r: Routes) -> Routes {
 pub(super) async fn approve(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
+    Through(channel): Through,
     Segment(id): Segment,
     body: Body,
 ) -> Result<Response, ApiError> {
     let body: ApproveBody = read_json(body).await?;
-    Ok(action_response(
-        StatusCode::OK,
-        &engine.approve(&who, &id, &body.context_digest).await?,
-    ))
+    let digest = &body.context_digest;
+    let approved = engine
+        .approve_through(&who, &id, digest, Some(channel))
+        .await?;
+    Ok(action_response(StatusCode::OK, &approved))
 }
 
 /// Deny: seal `denied` with the approver's reason.
@@ -62,7 +67,10 @@ pub(super) async fn approve(
     post,
     path = crate::api::paths::DENY,
     tag = "approval",
-    params(("id" = String, Path, description = "`act_` + ULID")),
+    params(
+        ("id" = String, Path, description = "`act_` + ULID"),
+        ("Countersign-Channel" = Option<String>, Header, description = "`page` or `cli`: the client deciding, recorded on the audit event (SC-CH-08); absent: `api`"),
+    ),
     request_body = DenyBody,
     responses(
         (status = 200, description = "Denied", body = ActionView),
@@ -74,12 +82,13 @@ pub(super) async fn approve(
 pub(super) async fn deny(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
+    Through(channel): Through,
     Segment(id): Segment,
     body: Body,
 ) -> Result<Response, ApiError> {
     let body: DenyBody = read_json(body).await?;
-    Ok(action_response(
-        StatusCode::OK,
-        &engine.deny(&who, &id, body.reason()?).await?,
-    ))
+    let denied = engine
+        .deny_through(&who, &id, body.reason()?, Some(channel))
+        .await?;
+    Ok(action_response(StatusCode::OK, &denied))
 }

@@ -4,7 +4,7 @@ use super::{
     auth::Caller,
     body::StopBody,
     error::{ApiError, ErrorBody},
-    extract::{bytes, read_json, Segment},
+    extract::{bytes, read_json, Segment, Through},
     paths,
     routes::Routes,
     view::{action_response, ActionView, DeadNotification, DeadNotifications},
@@ -35,7 +35,10 @@ pub(super) fn routes(r: Routes) -> Routes {
     post,
     path = crate::api::paths::CANCEL,
     tag = "cancel",
-    params(("id" = String, Path, description = "`act_` + ULID")),
+    params(
+        ("id" = String, Path, description = "`act_` + ULID"),
+        ("Countersign-Channel" = Option<String>, Header, description = "`page` or `cli`: the client deciding, recorded on the audit event (SC-CH-08); absent: `api`"),
+    ),
     responses(
         (status = 200, description = "Cancelled", body = ActionView),
         (status = 404, description = "not_found: no such action, or (to an agent key) another agent's", body = ErrorBody),
@@ -45,12 +48,11 @@ pub(super) fn routes(r: Routes) -> Routes {
 pub(super) async fn cancel(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
+    Through(channel): Through,
     Segment(id): Segment,
 ) -> Result<Response, ApiError> {
-    Ok(action_response(
-        StatusCode::OK,
-        &engine.cancel(&who, &id).await?,
-    ))
+    let cancelled = engine.cancel_through(&who, &id, Some(channel)).await?;
+    Ok(action_response(StatusCode::OK, &cancelled))
 }
 
 /// Stop an agent or the whole tenant: no tool attempt of its scope starts afterwards.
@@ -58,6 +60,7 @@ pub(super) async fn cancel(
     post,
     path = crate::api::paths::STOPS,
     tag = "cancel",
+    params(("Countersign-Channel" = Option<String>, Header, description = "`page` or `cli`: the client deciding, recorded on the audit event (SC-CH-08); absent: `api`"),),
     request_body(content = Option<StopBody>, description = "Empty: stop the whole tenant"),
     responses(
         (status = 201, description = "The committed stop", body = Stop),
@@ -67,6 +70,7 @@ pub(super) async fn cancel(
 pub(super) async fn stop(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
+    Through(channel): Through,
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = bytes(body).await?;
@@ -76,7 +80,9 @@ pub(super) async fn stop(
     } else {
         read_json(Body::from(bytes)).await?
     };
-    let stop = engine.stop(&who, body.agent_id()?).await?;
+    let stop = engine
+        .stop_through(&who, body.agent_id()?, Some(channel))
+        .await?;
     Ok((StatusCode::CREATED, Json(json!(stop))).into_response())
 }
 

@@ -4,7 +4,12 @@
 //! body; the token is the credential (no cookie is involved, so a forged cross-site form has
 //! nothing to ride on). The page answers in HTML, never the API's JSON.
 
-use super::{body::ConfirmForm, error::ApiError, extract::bytes};
+use super::{
+    auth::{authenticate, Refusal},
+    body::ConfirmForm,
+    error::ApiError,
+    extract::bytes,
+};
 use crate::{
     config::{Principal, Role},
     domain::{
@@ -13,12 +18,12 @@ use crate::{
         mail::{escape, facts},
         Action, State,
     },
+    identity::{Need, Verifier},
     notify::email::link_key,
     Engine, Error,
 };
 use axum::{
-    body::Body,
-    extract::{RawQuery, State as Shared},
+    extract::{RawQuery, Request, State as Shared},
     http::{header, StatusCode},
     response::{IntoResponse, Response},
 };
@@ -65,6 +70,9 @@ pub(super) async fn show(
             call(&action, &zone),
             escape(&said)
         ),
+        None if needs_sign_in(&engine, &link, &action) => {
+            format!("{}{}", call(&action, &zone), sign_in_first(&link))
+        }
         None => format!("{}{}", call(&action, &zone), form(&token)),
     };
     Ok(page(StatusCode::OK, "Approval requested", &body))
@@ -80,7 +88,8 @@ pub(super) async fn show(
     responses(
         (status = 200, description = "Approved or denied", content_type = "text/html"),
         (status = 400, description = "No decision, or a deny without a reason", content_type = "text/html"),
-        (status = 403, description = "The link is malformed, altered or of no key that still approves", content_type = "text/html"),
+        (status = 401, description = "The call's rule needs the approver signed in as well (`[email] sign_in_for`): no bearer token, or one that does not verify", content_type = "text/html"),
+        (status = 403, description = "The link is malformed, altered or of no key that still approves; or, where sign-in is needed, the token is a key's or another person's", content_type = "text/html"),
         (status = 409, description = "Already used, or the call changed or ended", content_type = "text/html"),
         (status = 410, description = "The link has expired", content_type = "text/html"),
         (status = 413, description = "The form exceeds 256 KiB", content_type = "text/html"),
@@ -88,8 +97,9 @@ pub(super) async fn show(
 )]
 pub(super) async fn decide(
     Shared(engine): Shared<Arc<Engine>>,
-    body: Body,
+    request: Request,
 ) -> Result<Response, Response> {
+    let (parts, body) = request.into_parts();
     let form = ConfirmForm::read(
         &bytes(body)
             .await
@@ -103,6 +113,7 @@ pub(super) async fn decide(
             &format!("<p>{}</p>", escape(&said)),
         ));
     }
+    let who = signed_in(&engine, &parts, &link, &action, who).await?;
     let decided = match form.decision.as_str() {
         "approve" => {
             engine
@@ -142,6 +153,91 @@ pub(super) async fn decide(
         call(&action, &zone)
     );
     Ok(page(StatusCode::OK, "Thank you", &body))
+}
+
+/// Whether the rule that asked for `action` decides through its mailed links only with the
+/// approver signed in (`[email] sign_in_for`, SC-CH-16).
+fn needs_sign_in(engine: &Engine, link: &Link, action: &Action) -> bool {
+    let config = engine.config();
+    let email = config.tenant(&link.tenant).and_then(|t| t.email.as_ref());
+    let rule = action.approval().map(|a| &a.context["policy"]["label"]);
+    email.is_some_and(|e| e.needs_sign_in(rule.and_then(|r| r.as_str())))
+}
+
+/// SC-CH-16: where the rule needs it, the link's approver signed in as well — the request's
+/// bearer token a person's from the tenant's provider, whose email is the address the link was
+/// mailed to. The approval is then the key's with the person on it. Anything else is refused
+/// and changes nothing: no token `401`, a key's token or another person's `403`.
+#[allow(clippy::result_large_err)]
+async fn signed_in(
+    engine: &Engine,
+    parts: &axum::http::request::Parts,
+    link: &Link,
+    action: &Action,
+    who: Principal,
+) -> Result<Principal, Response> {
+    if !needs_sign_in(engine, link, action) {
+        return Ok(who);
+    }
+    let verifier = parts.extensions.get::<Arc<Verifier>>().map(Arc::as_ref);
+    let refused = |status, title: &str, why: &str| {
+        page(
+            status,
+            title,
+            &format!("<p>{why} Nothing was changed.</p>{}", sign_in_first(link)),
+        )
+    };
+    let person =
+        match authenticate(engine, verifier, &parts.headers, Need::Role(Role::Approver)).await {
+            Ok(p) if p.tenant == link.tenant => p.person,
+            Ok(_) => None,
+            Err(Refusal::Missing) => {
+                return Err(refused(
+                    StatusCode::UNAUTHORIZED,
+                    "Sign in to decide",
+                    "This call's rule asks you to sign in as well.",
+                ))
+            }
+            Err(_) => {
+                return Err(refused(
+                    StatusCode::UNAUTHORIZED,
+                    "Sign in to decide",
+                    "Your sign-in did not verify.",
+                ))
+            }
+        };
+    let config = engine.config();
+    let mailed_to = config
+        .tenant(&link.tenant)
+        .and_then(|t| t.email.as_ref())
+        .and_then(|e| e.to.get(&link.approver))
+        .map(|m| m.email.to_string().to_ascii_lowercase());
+    match person {
+        Some(person)
+            if person.email.as_deref().map(str::to_ascii_lowercase) == mailed_to
+                && mailed_to.is_some() =>
+        {
+            Ok(Principal {
+                person: Some(person),
+                ..who
+            })
+        }
+        _ => Err(refused(
+            StatusCode::FORBIDDEN,
+            "Not yours to decide",
+            "This link was mailed to another person: sign in as them.",
+        )),
+    }
+}
+
+/// Where a rule needs the approver signed in: the call is decided on the approver page, after
+/// signing in there (this page has no script and holds no token).
+fn sign_in_first(link: &Link) -> String {
+    format!(
+        "<p>This call's rule asks you to sign in to decide it. \
+         <a href=\"../#action={}\">Sign in and decide on the approver page</a>.</p>",
+        escape(&link.action_id)
+    )
 }
 
 /// The link's token checked, and the action it names as its approver may read it.
@@ -185,7 +281,7 @@ fn holder(engine: &Engine, token: &str) -> Result<(Link, Principal), Response> {
         .tenant(&tenant)
         .and_then(|t| t.email.as_ref())
         .ok_or_else(|| bad_link(LinkError::Forged))?;
-    let key = link_key(email).map_err(|why| {
+    let key = link_key(email, engine.channel_secrets()).map_err(|why| {
         tracing::error!(%tenant, %why, "the link key is not usable");
         page(
             StatusCode::SERVICE_UNAVAILABLE,

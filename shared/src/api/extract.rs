@@ -1,7 +1,7 @@
 //! Reading a request: path segments and JSON bodies, refused in the API's error shape.
 
 use super::{body::MAX_BODY, error::ApiError};
-use crate::Error;
+use crate::{domain::actor::Channel, Error};
 use axum::{body::Body, extract::Path};
 use serde::de::DeserializeOwned;
 
@@ -20,6 +20,43 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Segment {
             .await
             .map(|Path(segment)| Segment(segment))
             .map_err(|_| ApiError::Undecodable)
+    }
+}
+
+/// The header a client of the API names itself with, for the record of its decision.
+pub const CHANNEL_HEADER: &str = "Countersign-Channel";
+
+/// The channel a decision through the API came through (SC-CH-08): `page` or `cli` as the
+/// `Countersign-Channel` header says, `api` without it (a script, an SDK, curl).
+///
+/// Why a header the client sets, and not something the server infers: the page and the CLI
+/// hold the same key and call the same routes as any script, so nothing the server sees tells
+/// them apart — only the client knows what it is. The header claims nothing a key could not
+/// already do: the key is the authority, the channel describes how its holder decided. So it is
+/// limited to the channels that authenticate with a key (`api`, `page`, `cli`); `slack` and
+/// `email` are recorded only by their own routes, after their own proof (Slack's signature, the
+/// mail's signed link), and a key's request naming them — or anything else — is refused `400`
+/// rather than recorded as a false channel or silently as `api`.
+pub(super) struct Through(pub(super) Channel);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Through {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, ApiError> {
+        let Some(value) = parts.headers.get(CHANNEL_HEADER) else {
+            return Ok(Through(Channel::Api));
+        };
+        match value.to_str().ok().and_then(Channel::parse) {
+            Some(channel @ (Channel::Api | Channel::Page | Channel::Cli)) => Ok(Through(channel)),
+            _ => Err(Error::validation(
+                CHANNEL_HEADER,
+                "Countersign-Channel must be api, page or cli (slack and email decide through their own routes)",
+            )
+            .into()),
+        }
     }
 }
 

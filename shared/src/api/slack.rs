@@ -161,18 +161,36 @@ fn button(tenants: &[String], value: Option<&str>) -> Option<ButtonValue> {
         .filter(|v| tenants.contains(&v.tenant))
 }
 
-/// The approver key a Slack user clicks as.
-fn approver(engine: &Engine, tenant: &str, slack_user: &str) -> Option<Principal> {
+/// The approver key a Slack user clicks as: the one whose `slack_user` they are; else, with
+/// `users_by_email` (SC-CH-17), the one whose `email` is their Slack profile's — as `users.info`
+/// answers it, Slack having verified it — unless the member is deleted or a bot.
+async fn approver(engine: &Engine, tenant: &str, slack_user: &str) -> Option<Principal> {
     let config = engine.config();
-    let key_id = config
-        .tenant(tenant)?
-        .slack
-        .as_ref()?
-        .approver(slack_user)?;
-    config
-        .principals_named(tenant, key_id)
+    let slack = config.tenant(tenant)?.slack.as_ref()?;
+    let key_id = match slack.approver(slack_user) {
+        Some(id) => id.to_owned(),
+        None if !slack.by_email.is_empty() => {
+            let member = web_api(engine, tenant, |api| async move {
+                api.read("users.info", &[("user", slack_user)]).await
+            })
+            .await
+            .map_err(|why| tracing::warn!(%tenant, %slack_user, error = %why, "users.info failed"))
+            .ok()?;
+            let user = &member["user"];
+            if user["deleted"] == true || user["is_bot"] == true {
+                return None;
+            }
+            slack
+                .approver_by_email(user["profile"]["email"].as_str()?)?
+                .to_owned()
+        }
+        None => return None,
+    };
+    let who = config
+        .principals_named(tenant, &key_id)
         .find(|p| p.role == Role::Approver)
-        .cloned()
+        .cloned();
+    who
 }
 
 async fn clicked(engine: &Arc<Engine>, tenants: &[String], payload: &Value) -> Answer {
@@ -181,7 +199,7 @@ async fn clicked(engine: &Arc<Engine>, tenants: &[String], payload: &Value) -> A
         return Answer::Ignored;
     };
     let user = payload["user"]["id"].as_str().unwrap_or_default();
-    let Some(who) = approver(engine, &value.tenant, user) else {
+    let Some(who) = approver(engine, &value.tenant, user).await else {
         let answer = Answer::Refused(
             "forbidden",
             "your Slack user is not an approver of this countersign tenant".into(),
@@ -254,7 +272,7 @@ async fn submitted(engine: &Arc<Engine>, tenants: &[String], payload: &Value) ->
         return errors("this form does not name an action of this workspace".into());
     };
     let user = payload["user"]["id"].as_str().unwrap_or_default();
-    let Some(who) = approver(engine, &value.tenant, user) else {
+    let Some(who) = approver(engine, &value.tenant, user).await else {
         return errors("your Slack user is not an approver of this countersign tenant".into());
     };
     let reason = view["state"]["values"][slack::REASON_BLOCK][slack::REASON_INPUT]["value"]

@@ -113,17 +113,29 @@ pub fn engine_with(
     ))
 }
 
-/// Fetch every `secret_ssm` of the catalog and every `*_ssm` of the Slack apps (GetParameter,
-/// decrypted) and check every webhook secret.
-/// The parameter's value is never logged; an error names the entry and the parameter.
-pub async fn load_secrets(config: &Config, sdk: &SdkConfig) -> Result<Secrets, BootError> {
+/// Fetch every `secret_ssm` of the catalog and, with `channels`, every `*_ssm` of the approval
+/// channels (the Slack apps' and the mail's: only the functions that deliver notices or answer
+/// their buttons and links need them) — GetParameter, decrypted — and check every webhook
+/// secret. The parameter's value is never logged; an error names the entry and the parameter.
+pub async fn load_secrets(
+    config: &Config,
+    sdk: &SdkConfig,
+    channels: bool,
+) -> Result<Secrets, BootError> {
     let ssm = aws_sdk_ssm::Client::new(sdk);
     let mut secrets = Secrets::default();
-    for (at, secret) in config
+    let webhooks = config
         .webhook_secrets()
         .into_iter()
-        .chain(config.slack_secrets())
-    {
+        .map(|(at, secret)| (format!("{at}.secret_ssm"), secret));
+    let channel_secrets = match channels {
+        true => config.channel_secrets(),
+        false => Vec::new(),
+    };
+    let channel_secrets = channel_secrets
+        .into_iter()
+        .map(|(at, secret)| (format!("{at}_ssm"), secret));
+    for (at, secret) in webhooks.chain(channel_secrets) {
         let Secret::Ssm(name) = secret else { continue };
         let out = ssm
             .get_parameter()
@@ -133,7 +145,7 @@ pub async fn load_secrets(config: &Config, sdk: &SdkConfig) -> Result<Secrets, B
             .await
             .map_err(|e| {
                 BootError::Secret(format!(
-                    "{at}.secret_ssm: cannot read parameter {name}: {}",
+                    "{at}: cannot read parameter {name}: {}",
                     aws_sdk_ssm::error::DisplayErrorContext(&e)
                 ))
             })?;
@@ -141,9 +153,7 @@ pub async fn load_secrets(config: &Config, sdk: &SdkConfig) -> Result<Secrets, B
             .parameter()
             .and_then(|p| p.value())
             .filter(|v| !v.is_empty())
-            .ok_or_else(|| {
-                BootError::Secret(format!("{at}.secret_ssm: parameter {name} is empty"))
-            })?;
+            .ok_or_else(|| BootError::Secret(format!("{at}: parameter {name} is empty")))?;
         secrets.insert_fetched(name, value.to_owned());
     }
     crate::tools::secrets::check(config, &secrets, true).map_err(|e| BootError::Secret(e.0))?;

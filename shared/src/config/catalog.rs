@@ -422,6 +422,27 @@ fn tool_info(
     })
 }
 
+/// Exactly one of `<name>_env`, `<name>_ssm` (a channel's secret: the Slack app's, the mail's).
+pub(super) fn named_secret(
+    at: &str,
+    name: &str,
+    env: Option<String>,
+    ssm: Option<String>,
+) -> Result<Secret, ConfigError> {
+    match (env, ssm) {
+        (Some(env), None) if !env.trim().is_empty() => Ok(Secret::Env(env)),
+        (None, Some(ssm)) if ssm.starts_with('/') => Ok(Secret::Ssm(ssm)),
+        (None, Some(_)) => Err(bad(
+            format!("{at}.{name}_ssm"),
+            "must be a parameter name like \"/countersign-channels/acme/slack-bot\"",
+        )),
+        _ => Err(bad(
+            at,
+            format!("needs exactly one of {name}_env, {name}_ssm"),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::config::Config;

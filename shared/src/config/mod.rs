@@ -145,8 +145,9 @@ impl Config {
     }
 
     /// Every webhook secret the catalog names, with the entry that names it (for boot errors).
-    /// The Slack apps' secrets, each with the entry that names it (`tenants.acme.slack.bot_token`).
-    pub fn slack_secrets(&self) -> Vec<(String, &Secret)> {
+    /// The approval channels' secrets — the Slack apps' and the mail's — each with the entry
+    /// that names it (`tenants.acme.slack.bot_token`, `tenants.acme.email.smtp_url`).
+    pub fn channel_secrets(&self) -> Vec<(String, &Secret)> {
         let mut out = Vec::new();
         for (tenant, t) in &self.tenants {
             if let Some(slack) = &t.slack {
@@ -157,6 +158,13 @@ impl Config {
                 out.push((
                     format!("tenants.{tenant}.slack.signing_secret"),
                     &slack.signing_secret,
+                ));
+            }
+            if let Some(email) = &t.email {
+                out.push((format!("tenants.{tenant}.email.smtp_url"), &email.smtp_url));
+                out.push((
+                    format!("tenants.{tenant}.email.link_secret"),
+                    &email.link_secret,
                 ));
             }
         }

@@ -44,6 +44,8 @@ pub(super) struct RawRule {
     /// `enforce` (default) or `shadow`: judged and recorded, deciding nothing (SC-GR-21).
     #[serde(default)]
     mode: Mode,
+    /// The Slack channel its approval requests go to (SC-CH-15; default: the tenant's).
+    slack_channel: Option<String>,
 }
 
 /// The rules in order, checked against the tenant's approver keys: a group no approver is in,
@@ -142,6 +144,13 @@ fn one<'a>(
                 if rule.approvers.is_empty() { String::new() } else { format!(" of {}", rule.approvers.join(", ")) }
             ),
         ));
+    }
+    if let Some(channel) = &rule.slack_channel {
+        if !asks_people {
+            return Err(bad(at, "slack_channel belongs to a require_approval rule"));
+        }
+        super::slack::channel_id(&format!("{at}.slack_channel"), channel)?;
+        built.slack_channel = Some(channel.clone());
     }
     Ok(built.countersigned_by(Countersigners {
         groups: rule.approvers,

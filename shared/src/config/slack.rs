@@ -4,7 +4,7 @@
 //! approver keys). Secrets are only named here, never read while parsing.
 
 use super::{
-    catalog::Secret,
+    catalog::{named_secret as secret, Secret},
     parse::{bad, ConfigError},
     targets::Targets,
 };
@@ -23,6 +23,10 @@ pub(super) struct RawSlack {
     signing_secret_ssm: Option<String>,
     channel: String,
     api_url: Option<String>,
+    /// Find a clicking user without a `slack_user` by the email of their Slack profile
+    /// (`users.info`, SC-CH-17).
+    #[serde(default)]
+    users_by_email: bool,
 }
 
 /// A tenant's Slack app.
@@ -40,12 +44,21 @@ pub struct SlackConfig {
     pub allow_private: bool,
     /// Approver key ids by the Slack user id on the key (`slack_user`).
     pub approvers: BTreeMap<String, String>,
+    /// With `users_by_email`: approver key ids by their `email` address, lower-cased (SC-CH-17).
+    pub by_email: BTreeMap<String, String>,
 }
 
 impl SlackConfig {
     /// The approver key id of a Slack user, if a key names them.
     pub fn approver(&self, slack_user: &str) -> Option<&str> {
         self.approvers.get(slack_user).map(String::as_str)
+    }
+
+    /// With `users_by_email`, the approver key id whose `email` is this Slack profile's email.
+    pub fn approver_by_email(&self, email: &str) -> Option<&str> {
+        self.by_email
+            .get(&email.to_ascii_lowercase())
+            .map(String::as_str)
     }
 }
 
@@ -54,8 +67,28 @@ pub(super) fn slack(
     raw: RawSlack,
     targets: &Targets,
     approvers: BTreeMap<String, String>,
+    addresses: &BTreeMap<String, lettre::message::Mailbox>,
 ) -> Result<SlackConfig, ConfigError> {
     let at = format!("{at}.slack");
+    let by_email: BTreeMap<String, String> = match raw.users_by_email {
+        true => addresses
+            .iter()
+            .map(|(id, to)| (to.email.to_string().to_ascii_lowercase(), id.clone()))
+            .collect(),
+        false => BTreeMap::new(),
+    };
+    if by_email.len() < addresses.len() && raw.users_by_email {
+        return Err(bad(
+            format!("{at}.users_by_email"),
+            "two approvers have the same email: a Slack user would be either",
+        ));
+    }
+    if raw.users_by_email && by_email.is_empty() {
+        return Err(bad(
+            format!("{at}.users_by_email"),
+            "no approver key has an email to find a Slack user by",
+        ));
+    }
     let bot_token = secret(&at, "bot_token", raw.bot_token_env, raw.bot_token_ssm)?;
     let signing_secret = secret(
         &at,
@@ -63,15 +96,7 @@ pub(super) fn slack(
         raw.signing_secret_env,
         raw.signing_secret_ssm,
     )?;
-    if !is_id(&raw.channel, &['C', 'G']) {
-        return Err(bad(
-            format!("{at}.channel"),
-            format!(
-                "{:?} is not a channel id like \"C0123456789\" (a channel's name can change; its id does not)",
-                raw.channel
-            ),
-        ));
-    }
+    channel_id(&format!("{at}.channel"), &raw.channel)?;
     let api_url = raw
         .api_url
         .unwrap_or_else(|| SLACK_API.to_owned())
@@ -85,28 +110,8 @@ pub(super) fn slack(
         api_url,
         allow_private,
         approvers,
+        by_email,
     })
-}
-
-/// Exactly one of `<name>_env`, `<name>_ssm`.
-fn secret(
-    at: &str,
-    name: &str,
-    env: Option<String>,
-    ssm: Option<String>,
-) -> Result<Secret, ConfigError> {
-    match (env, ssm) {
-        (Some(env), None) if !env.trim().is_empty() => Ok(Secret::Env(env)),
-        (None, Some(ssm)) if ssm.starts_with('/') => Ok(Secret::Ssm(ssm)),
-        (None, Some(_)) => Err(bad(
-            format!("{at}.{name}_ssm"),
-            "must be a parameter name like \"/countersign/acme/slack\"",
-        )),
-        _ => Err(bad(
-            at,
-            format!("needs exactly one of {name}_env, {name}_ssm"),
-        )),
-    }
 }
 
 /// A Slack id: one of `first`, then upper-case letters and digits.
@@ -115,6 +120,20 @@ fn is_id(s: &str, first: &[char]) -> bool {
     chars.next().is_some_and(|c| first.contains(&c))
         && s.len() >= 3
         && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+}
+
+/// Check a channel id (the tenant's `channel`, a rule's `slack_channel`): `C…` or `G…`.
+pub(super) fn channel_id(at: &str, channel: &str) -> Result<(), ConfigError> {
+    if is_id(channel, &['C', 'G']) {
+        Ok(())
+    } else {
+        Err(bad(
+            at,
+            format!(
+                "{channel:?} is not a channel id like \"C0123456789\" (a channel's name can change; its id does not)"
+            ),
+        ))
+    }
 }
 
 /// Check a key's `slack_user` (a user id, `U…`, or `W…` on Enterprise Grid).

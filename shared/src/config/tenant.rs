@@ -122,7 +122,7 @@ pub(super) fn tenant(
         private: raw.allow_private_hosts,
     };
     let slack = match (raw.slack, slack_users.first_key_value()) {
-        (Some(raw), _) => Some(slack::slack(&at, raw, &targets, slack_users)?),
+        (Some(raw), _) => Some(slack::slack(&at, raw, &targets, slack_users, &addresses)?),
         (None, Some((_, key))) => {
             return Err(bad(
                 format!("{at}.slack"),
@@ -135,24 +135,36 @@ pub(super) fn tenant(
         .identity
         .map(|i| identity::identity(&at, i))
         .transpose()?;
+    // Checked against the tenant's approver keys: a group nobody is in could never decide.
+    // With an identity provider the people and their groups are the provider's.
+    let policy = policy::rules(
+        &at,
+        raw.policy,
+        keys.values().filter(|p| p.tenant == name),
+        conditions,
+        identity.is_some(),
+    )?;
+    let named_channel = policy.iter().position(|r| r.slack_channel.is_some());
+    if let (Some(i), None) = (named_channel, &slack) {
+        return Err(bad(
+            format!("{at}.policy[{i}].slack_channel"),
+            format!("the tenant has no [{at}.slack] to post to"),
+        ));
+    }
+    let email = raw
+        .email
+        .map(|e| email::email(&at, e, addresses))
+        .transpose()?;
+    if let Some(email) = &email {
+        email::sign_in_rules(&at, email, &policy, identity.is_some())?;
+    }
     Ok(Tenant {
-        // Checked against the tenant's approver keys: a group nobody is in could never decide.
-        // With an identity provider the people and their groups are the provider's.
-        policy: policy::rules(
-            &at,
-            raw.policy,
-            keys.values().filter(|p| p.tenant == name),
-            conditions,
-            identity.is_some(),
-        )?,
+        policy,
         identity,
         slack,
         tools: catalog::tools(&at, raw.tools, &targets)?,
         notify: notify::endpoints(&at, raw.notify, &targets)?,
-        email: raw
-            .email
-            .map(|e| email::email(&at, e, addresses))
-            .transpose()?,
+        email,
         deed_key: raw.deed_key.map(|k| keys::named(&at, k)).transpose()?,
         name: name.to_owned(),
         time_zone,

@@ -359,3 +359,106 @@ fn sc_ch_01_the_slack_app_and_slack_users_are_configured_and_checked() {
     let local = load(&format!("allow_http_hosts = [\"127.0.0.1\"]\nallow_private_hosts = [\"127.0.0.1\"]\n{SLACK}\napi_url = \"http://127.0.0.1:9/api\"")).unwrap();
     assert!(local.tenants["acme"].slack.as_ref().unwrap().allow_private);
 }
+
+/// SC-CH-15: a `require_approval` rule may name the Slack channel its requests go to; a
+/// malformed id, a rule that asks nobody, or a tenant without a Slack app is a configuration
+/// error naming the rule's field.
+#[test]
+fn sc_ch_15_a_rule_names_its_slack_channel() {
+    let rule = |extra: &str| {
+        format!("[[tenants.acme.policy]]\ntool = \"pay.*\"\ndecision = \"require_approval\"\n{extra}\n[[tenants.acme.policy]]\ntool = \"*\"\ndecision = \"require_approval\"\n")
+    };
+    let config = load(&format!(
+        "{}\n{}\n{SLACK}",
+        approver(""),
+        rule("slack_channel = \"CFIN0001\"")
+    ))
+    .unwrap();
+    let policy = &config.tenants["acme"].policy;
+    assert_eq!(policy[0].slack_channel.as_deref(), Some("CFIN0001"));
+    assert_eq!(policy[1].slack_channel, None, "the tenant's channel");
+
+    let refused = [
+        (format!("{}\n{}\n{SLACK}", approver(""), rule("slack_channel = \"#finance\"")), "tenants.acme.policy[0].slack_channel: \"#finance\" is not a channel id"),
+        (format!("{}\n{}\n{SLACK}", approver(""), rule("slack_channel = \"U0123ABCD\"")), "tenants.acme.policy[0].slack_channel: \"U0123ABCD\" is not a channel id"),
+        (format!("{}\n{}", approver(""), rule("slack_channel = \"CFIN0001\"")), "tenants.acme.policy[0].slack_channel: the tenant has no [tenants.acme.slack] to post to"),
+        (format!("{}\n[[tenants.acme.policy]]\ntool = \"*\"\ndecision = \"allow\"\nslack_channel = \"CFIN0001\"\n{SLACK}", approver("")), "tenants.acme.policy[0]: slack_channel belongs to a require_approval rule"),
+    ];
+    for (body, expected) in refused {
+        let e = err(&body);
+        assert!(e.contains(expected), "{body}\n→ {e}");
+    }
+}
+
+/// SC-CH-16: `[email] sign_in_for` names require_approval rules by label, in a tenant that
+/// signs its people in; anything else is a configuration error naming the field.
+#[test]
+fn sc_ch_16_sign_in_for_names_rules_of_a_tenant_with_a_provider() {
+    let keys = format!("keys = [{{ id = \"fin-1\", role = \"approver\", sha256 = \"{KEY}\", email = \"fin@example.com\" }}]\npolicy = [{{ tool = \"pay.*\", decision = \"require_approval\", name = \"payments\" }}, {{ tool = \"*\", decision = \"allow\" }}]");
+    let email = |rules: &str| {
+        format!("[tenants.acme.email]\nsmtp_url_env = \"S\"\nfrom = \"a@example.com\"\nlink_secret_env = \"L\"\nsign_in_for = [{rules}]")
+    };
+    let identity = "[tenants.acme.identity]\nissuer = \"https://login.example.com/realms/acme\"\naudience = \"https://cs.example.com\"";
+    let config = load(&format!("{keys}\n{identity}\n{}", email("\"payments\""))).unwrap();
+    let mail = config.tenants["acme"].email.as_ref().unwrap();
+    assert!(mail.needs_sign_in(Some("payments")));
+    assert!(!mail.needs_sign_in(Some("pay.*")) && !mail.needs_sign_in(None));
+    let refused = [
+        (
+            format!("{keys}\n{}", email("\"payments\"")),
+            "tenants.acme.email.sign_in_for: needs the tenant's [identity]",
+        ),
+        (
+            format!("{keys}\n{identity}\n{}", email("\"pay.*\"")),
+            "tenants.acme.email.sign_in_for: \"pay.*\" names no require_approval rule",
+        ),
+        (
+            format!("{keys}\n{identity}\n{}", email("\"*\"")),
+            "tenants.acme.email.sign_in_for: \"*\" names no require_approval rule",
+        ),
+    ];
+    for (body, expected) in refused {
+        let e = err(&body);
+        assert!(e.contains(expected), "{body}\n→ {e}");
+    }
+}
+
+/// SC-CH-17: `users_by_email` finds Slack users among the approver keys' emails (lower-cased);
+/// without an approver email, or with two approvers sharing one, it is a configuration error.
+#[test]
+fn sc_ch_17_users_by_email_needs_distinct_approver_emails() {
+    let key = |id: &str, hash: &str, email: &str| {
+        format!(
+            "{{ id = \"{id}\", role = \"approver\", sha256 = \"{hash}\", email = \"{email}\" }}"
+        )
+    };
+    let one = key("fin-1", KEY, "Fin@Example.com");
+    let other = key("fin-2", &KEY.replace('7', "8"), "fin@example.com");
+    let by_email = format!("{SLACK}\nusers_by_email = true");
+    let config = load(&format!("keys = [{one}]\n{by_email}")).unwrap();
+    let slack = config.tenants["acme"].slack.as_ref().unwrap();
+    assert_eq!(slack.approver_by_email("FIN@example.COM"), Some("fin-1"));
+    assert_eq!(slack.approver_by_email("eve@example.com"), None);
+    assert!(
+        load(&format!("keys = [{one}]\n{SLACK}")).unwrap().tenants["acme"]
+            .slack
+            .as_ref()
+            .unwrap()
+            .by_email
+            .is_empty()
+    );
+    let refused = [
+        (
+            format!("{}\n{by_email}", approver("")),
+            "tenants.acme.slack.users_by_email: no approver key has an email",
+        ),
+        (
+            format!("keys = [{one}, {other}]\n{by_email}"),
+            "tenants.acme.slack.users_by_email: two approvers have the same email",
+        ),
+    ];
+    for (body, expected) in refused {
+        let e = err(&body);
+        assert!(e.contains(expected), "{body}\n→ {e}");
+    }
+}

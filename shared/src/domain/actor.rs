@@ -21,7 +21,7 @@ pub struct Actor {
     /// an event written before people were recorded serializes — and hashes — as it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person: Option<Person>,
-    /// The channel a person decided through, where it is recorded (`slack`); absent otherwise,
+    /// The channel a decision came through (SC-CH-08); absent on other events,
     /// so an event written before channels were recorded serializes — and hashes — as it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<Channel>,
@@ -58,8 +58,9 @@ impl std::fmt::Display for Person {
     }
 }
 
-/// Where a person's decision came from (issue 32). Today `slack` is recorded; a decision
-/// without a channel came through the API (a key's request: the page, the CLI, a script).
+/// Where a decision came from (issue 32, SC-CH-08): every approve, deny, cancel and stop names
+/// one. An event without a channel was written before channels were recorded, or is not a
+/// decision (the agent's submit, the system's sealing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Channel {

@@ -9,6 +9,7 @@
 
 use super::{
     action::{Action, Actor, Decision, Outcome, Person, RunRef, Signoff, State},
+    actor::Channel,
     audit::{self, ChainError, Event},
     canonical,
     window::Window,
@@ -30,6 +31,12 @@ pub const FORMAT: &str = "countersign.deed.v2";
 /// a format it does not know rather than as a broken chain, and deeds of key approvers are the
 /// same bytes they always were.
 pub const FORMAT_PERSON: &str = "countersign.deed.v3";
+/// The deed format of a deed that names a channel (SC-CH-08): v3 (a person where one decided)
+/// with the channel each person's decision came through on the events' actors and on the
+/// countersignature. Named only when a channel is, for the same reason as v3: a verifier that
+/// knows v3 at most refuses it as an unknown format, not as a broken chain, and deeds written
+/// before channels were recorded keep their format and bytes.
+pub const FORMAT_CHANNEL: &str = "countersign.deed.v4";
 pub const ALG: &str = "Ed25519";
 
 /// What a deed proves: the call, its countersignature, its schedule, how it ended, and its
@@ -100,6 +107,10 @@ pub struct Countersignature {
     /// one (format v3, SC-ID-08).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person: Option<Person>,
+    /// The channel that approval came through (format v4, SC-CH-08): the channel on the actor
+    /// of the chain's last countersigning event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<Channel>,
     #[schema(value_type = Option<String>, format = DateTime)]
     #[serde(with = "crate::domain::time::fixed_opt")]
     pub decided_at: Option<Timestamp>,
@@ -215,6 +226,12 @@ impl Deed {
                 context_digest: a.context_digest.clone(),
                 approver: a.approver.clone(),
                 person: a.person.clone(),
+                // The record keeps the approver and the person; the channel is the chain's.
+                channel: a.approver.as_ref().and_then(|_| {
+                    countersigning(events)
+                        .last()
+                        .and_then(|actor| actor.channel)
+                }),
                 decided_at: a.decided_at,
                 approvers: a.quorum.signed.clone(),
             }),
@@ -227,7 +244,9 @@ impl Deed {
             events: events.to_vec(),
             chain_head: action.chain_head.clone(),
         };
-        if deed.names_a_person() {
+        if deed.names_a_channel() {
+            FORMAT_CHANNEL.clone_into(&mut deed.format);
+        } else if deed.names_a_person() {
             FORMAT_PERSON.clone_into(&mut deed.format);
         }
         Some(deed)
@@ -238,10 +257,21 @@ impl Deed {
     pub fn approved_by(&self) -> Option<String> {
         let approval = self.approval.as_ref()?;
         let id = approval.approver.as_deref()?;
-        Some(match &approval.person {
+        let who = match &approval.person {
             Some(person) => format!("{id} — {person}"),
             None => id.to_owned(),
+        };
+        Some(match approval.channel {
+            Some(channel) => format!("{who}, through {}", channel.as_str()),
+            None => who,
         })
+    }
+
+    /// Whether a channel is named anywhere in the deed: on an event's actor (and so on its
+    /// countersignature).
+    fn names_a_channel(&self) -> bool {
+        self.events.iter().any(|e| e.actor.channel.is_some())
+            || self.approval.as_ref().is_some_and(|a| a.channel.is_some())
     }
 
     /// Whether a person is named anywhere in the deed: on its countersignature, a quorum's
@@ -253,27 +283,21 @@ impl Deed {
             || self.events.iter().any(|e| e.actor.person.is_some())
     }
 
-    /// A v3 deed's approvers are its chain's (SC-ID-08): the countersignature names the actor
-    /// of the approve event — the same id and person — and each approver of a quorum is the
+    /// A v3 or v4 deed's approvers are its chain's (SC-ID-08, SC-CH-08): the countersignature
+    /// names the actor of the approve event — the same id, person and channel — and each approver of a quorum is the
     /// actor of one of its countersigning events.
     fn names_its_approvers(&self) -> Result<(), DeedError> {
         let Some(approval) = &self.approval else {
             return Ok(());
         };
-        let signing: Vec<_> = self
-            .events
-            .iter()
-            .filter(|e| audit::countersigns(e.from, e.to))
-            .map(|e| &e.actor)
-            .collect();
+        let signing = countersigning(&self.events);
         let is = |actor: &Actor, id: &str, person: &Option<Person>| {
             actor.id.as_deref() == Some(id) && actor.person == *person
         };
         if let Some(approver) = &approval.approver {
-            if !signing
-                .last()
-                .is_some_and(|actor| is(actor, approver, &approval.person))
-            {
+            if !signing.last().is_some_and(|actor| {
+                is(actor, approver, &approval.person) && actor.channel == approval.channel
+            }) {
                 return Err(DeedError::Approver(format!("the approver {approver:?}")));
             }
         }
@@ -335,7 +359,13 @@ impl Deed {
             FORMAT if deed.names_a_person() => {
                 return Err(DeedError::Shape(format!("a {FORMAT} deed names no person")))
             }
-            FORMAT | FORMAT_PERSON => {}
+            FORMAT | FORMAT_PERSON if deed.names_a_channel() => {
+                return Err(DeedError::Shape(format!(
+                    "a {} deed names no channel",
+                    deed.format
+                )))
+            }
+            FORMAT | FORMAT_PERSON | FORMAT_CHANNEL => {}
             other => return Err(DeedError::Unsupported(format!("format {other:?}"))),
         }
         if deed.kid != block.kid {
@@ -344,7 +374,7 @@ impl Deed {
             ));
         }
         deed.chain().verify(&deed.events)?;
-        if deed.format == FORMAT_PERSON {
+        if deed.format != FORMAT {
             deed.names_its_approvers()?;
         }
         Ok(deed)
@@ -374,6 +404,15 @@ impl Deed {
             state: self.state,
         }
     }
+}
+
+/// The actors of a chain's countersigning events, in order.
+fn countersigning(events: &[Event]) -> Vec<&Actor> {
+    events
+        .iter()
+        .filter(|e| audit::countersigns(e.from, e.to))
+        .map(|e| &e.actor)
+        .collect()
 }
 
 #[cfg(test)]
@@ -652,6 +691,120 @@ mod tests {
                 "the format",
                 |d| d.format = FORMAT.into(),
                 DeedError::Shape(format!("a {FORMAT} deed names no person")),
+            ),
+        ];
+        for (name, edit, expected) in cases {
+            let mut forged = deed.clone();
+            edit(&mut forged);
+            assert_eq!(
+                Deed::verify(&forged.sign(&key), &key.verifying_key()),
+                Err(expected),
+                "{name}"
+            );
+        }
+    }
+
+    /// A key's quorum of two: fin-1 on the page, fin-2 in Slack, whose approval committed.
+    fn approved_through_channels() -> (Action, Vec<Event>) {
+        use crate::domain::{quorum::Signer, transition::TicketTerms};
+        let mut action = pending(
+            "act_01J0000000000000000000000C",
+            json!({"to": "ops@example.com"}),
+        );
+        action.approval.as_mut().unwrap().quorum.required = 2;
+        let created = Creation::new(action, Actor::agent("agent-1"), Some("approval"), at(0));
+        let via = |id, channel| Signer {
+            id,
+            person: None,
+            channel: Some(channel),
+        };
+        let one = Transition::sign(&created.action, via("fin-1", Channel::Page), &[], at(1));
+        let one = one.unwrap();
+        let terms = TicketTerms {
+            correlation_id: "cor_1".into(),
+            catalog_fingerprint: "sha256:f".into(),
+            due_at: at(3),
+            deadline: at(60),
+        };
+        let two = Transition::approve(&one.action, via("fin-2", Channel::Slack), terms, at(2));
+        let cancelled = Transition::seal(
+            &two.action,
+            Actor::user_via("fin-1", Some(Channel::Cli)),
+            &SealReason::Cancelled,
+            at(3),
+        );
+        let events = [&created.event, &one.event, &two.event, &cancelled.event];
+        (
+            cancelled.action.clone(),
+            events.into_iter().cloned().collect(),
+        )
+    }
+
+    /// SC-CH-08: a deed of decisions made through channels is format v4: its events name each
+    /// channel, its countersignature the one the committing approval came through, and it
+    /// verifies offline; a deed without a channel keeps its format (v2 here).
+    #[test]
+    fn sc_ch_08_a_deed_names_the_channels() {
+        let key = DeedKey::from_seed("acme-1", &[7; 32]);
+        let (action, events) = approved_through_channels();
+        audit::verify(&action, &events).unwrap();
+        let deed = Deed::of(&action, &events, "acme-1").unwrap();
+        assert_eq!(deed.format, FORMAT_CHANNEL);
+        let verified = Deed::verify(&deed.sign(&key), &key.verifying_key()).unwrap();
+        let approval = verified.approval.as_ref().unwrap();
+        assert_eq!(approval.channel, Some(Channel::Slack));
+        assert_eq!(
+            verified.approved_by().as_deref(),
+            Some("fin-2, through slack")
+        );
+        let channels: Vec<_> = verified.events.iter().map(|e| e.actor.channel).collect();
+        assert_eq!(
+            channels,
+            [
+                None,
+                Some(Channel::Page),
+                Some(Channel::Slack),
+                Some(Channel::Cli)
+            ]
+        );
+        let (keys, events) = denied();
+        assert_eq!(Deed::of(&keys, &events, "acme-1").unwrap().format, FORMAT);
+    }
+
+    /// SC-CH-08: a deed re-signed by its own key with another channel, anywhere it names one,
+    /// or a v4 deed passed off as v3 or v2, fails offline.
+    #[test]
+    fn sc_ch_08_a_changed_channel_fails() {
+        let key = DeedKey::from_seed("acme-1", &[7; 32]);
+        let (action, events) = approved_through_channels();
+        let deed = Deed::of(&action, &events, "acme-1").unwrap();
+        type Edit = fn(&mut Deed);
+        let approver = || DeedError::Approver("the approver \"fin-2\"".into());
+        let cases: Vec<(&str, Edit, DeedError)> = vec![
+            (
+                "the countersignature's channel",
+                |d| d.approval.as_mut().unwrap().channel = Some(Channel::Page),
+                approver(),
+            ),
+            (
+                "no channel on the countersignature",
+                |d| d.approval.as_mut().unwrap().channel = None,
+                approver(),
+            ),
+            (
+                "an event's channel",
+                |d| d.events[3].actor.channel = Some(Channel::Api),
+                DeedError::Chain(ChainError::Hash { seq: 4 }),
+            ),
+            (
+                "the format v3",
+                |d| d.format = FORMAT_PERSON.into(),
+                DeedError::Shape(format!("a {FORMAT_PERSON} deed names no channel")),
+            ),
+            (
+                "the format v2",
+                |d| d.format = FORMAT.into(),
+                DeedError::Shape(format!("a {FORMAT} deed names no channel")),
             ),
         ];
         for (name, edit, expected) in cases {

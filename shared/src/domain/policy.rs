@@ -67,6 +67,9 @@ pub struct Rule {
     pub when: Option<Condition>,
     pub countersigners: Countersigners,
     pub mode: Mode,
+    /// The Slack channel this rule's approval requests are posted to (SC-CH-15); `None`: the
+    /// tenant's.
+    pub slack_channel: Option<String>,
 }
 
 impl Rule {
@@ -78,6 +81,7 @@ impl Rule {
             result,
             name: None,
             when: None,
+            slack_channel: None,
             countersigners: Countersigners {
                 groups: Vec::new(),
                 approvals: 1,

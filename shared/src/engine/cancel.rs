@@ -7,7 +7,7 @@ use super::{
 };
 use crate::{
     config::{Principal, Role},
-    domain::{countersign, Action, Actor},
+    domain::{actor::Channel, countersign, Action, Actor},
     error::Missing,
     store::Stop,
     Error,
@@ -19,6 +19,16 @@ impl Engine {
     /// is asked again on the record that won. An agent cancels its own actions; another
     /// agent's is missing to it (SC-SEC-01).
     pub async fn cancel(&self, who: &Principal, action_id: &str) -> Result<Action, Error> {
+        self.cancel_through(who, action_id, None).await
+    }
+
+    /// The same cancel, its audit event naming the `channel` it came through (SC-CH-08).
+    pub async fn cancel_through(
+        &self,
+        who: &Principal,
+        action_id: &str,
+        channel: Option<Channel>,
+    ) -> Result<Action, Error> {
         let mut action = self.load_for(who, action_id).await?;
         // A token names the person who cancels, an agent's or an approver's (SC-ID-07).
         let actor = match who.role {
@@ -27,6 +37,7 @@ impl Engine {
         };
         let actor = Actor {
             person: who.person.clone(),
+            channel,
             ..actor
         };
         loop {
@@ -55,12 +66,23 @@ impl Engine {
 
     /// SC-STOP-01: a committed stop for one agent or (`None`) the whole tenant.
     pub async fn stop(&self, who: &Principal, agent_id: Option<&str>) -> Result<Stop, Error> {
+        self.stop_through(who, agent_id, None).await
+    }
+
+    /// The same stop, recording the `channel` it came through (SC-CH-08).
+    pub async fn stop_through(
+        &self,
+        who: &Principal,
+        agent_id: Option<&str>,
+        channel: Option<Channel>,
+    ) -> Result<Stop, Error> {
         require(who, &[Role::Admin], "set stops")?;
         let stop = Stop {
             tenant: who.tenant.clone(),
             agent_id: agent_id.map(str::to_owned),
             stopped_at: self.clock.now(),
             stopped_by: who.id.clone(),
+            channel,
         };
         self.store.put_stop(&stop).await?;
         tracing::warn!(tenant = %stop.tenant, scope = %stop.scope(), by = %who.id, "stop committed");

@@ -5,7 +5,7 @@
 //! under at-least-once delivery is one message to a mail client.
 
 use crate::{
-    config::{Config, EmailConfig, Role},
+    config::{Config, EmailConfig, Role, Secret},
     domain::{
         countersign::may_decide,
         email_link::Link,
@@ -13,6 +13,7 @@ use crate::{
         notice::{endpoint_key, OutboxEntry},
         Action, State,
     },
+    tools::secrets::Secrets,
 };
 use jiff::Timestamp;
 use lettre::{
@@ -63,6 +64,7 @@ pub(super) fn recipient_key(approver: &str, to: &Mailbox) -> String {
 pub(super) async fn send(
     config: &Config,
     email: &EmailConfig,
+    secrets: &Secrets,
     entry: &OutboxEntry,
     action: &Action,
     page: &str,
@@ -79,9 +81,8 @@ pub(super) async fn send(
         let confirm = reqwest::Url::parse(page)
             .and_then(|p| p.join(CONFIRM))
             .map_err(|_| "server.public_url is not set".to_owned())?;
-        let key = link_key(email)?;
-        let url = std::env::var(&email.smtp_url_env)
-            .map_err(|_| format!("secret {} is not set", email.smtp_url_env))?;
+        let key = link_key(email, secrets)?;
+        let url = value(&email.smtp_url, secrets)?;
         Ok::<_, String>((confirm, key, transport(&url, email)?))
     })();
     let (confirm, key, smtp) = match prepared {
@@ -152,19 +153,33 @@ pub(super) async fn send(
     (took, failure)
 }
 
-/// The tenant's link key, read from its variable (at least [`crate::config::MIN_LINK_SECRET`]
-/// bytes): it signs the links and checks them.
-pub fn link_key(email: &EmailConfig) -> Result<Vec<u8>, String> {
-    let key = std::env::var(&email.link_secret_env)
-        .map_err(|_| format!("secret {} is not set", email.link_secret_env))?;
+/// The tenant's link key (at least [`crate::config::MIN_LINK_SECRET`] bytes), from its
+/// variable or the parameter fetched at boot: it signs the links and checks them.
+pub fn link_key(email: &EmailConfig, secrets: &Secrets) -> Result<Vec<u8>, String> {
+    let key = value(&email.link_secret, secrets)?;
     if key.len() < crate::config::MIN_LINK_SECRET {
         return Err(format!(
             "secret {} is shorter than {} bytes",
-            email.link_secret_env,
+            shown(&email.link_secret),
             crate::config::MIN_LINK_SECRET
         ));
     }
     Ok(key.into_bytes())
+}
+
+/// A secret's value, or that it is not set — by its name (`SMTP_URL`, `/countersign-channels/…`),
+/// never its value.
+fn value(secret: &Secret, secrets: &Secrets) -> Result<String, String> {
+    secrets
+        .value(secret)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| format!("secret {} is not set", shown(secret)))
+}
+
+fn shown(secret: &Secret) -> &str {
+    match secret {
+        Secret::Env(name) | Secret::Ssm(name) => name,
+    }
 }
 
 /// The SMTP client `url` names: `smtps://` (TLS from the first byte, port 465 by default) or
@@ -252,25 +267,43 @@ fn smtp_error(e: &lettre::transport::smtp::Error) -> String {
 }
 
 /// At boot, for the process that sends mail (and checks links): every tenant's SMTP URL and
-/// link key are set and usable. Errors name the entry, never the URL.
-pub fn check_secrets(config: &Config) -> Result<(), crate::config::ConfigError> {
+/// link key are set and usable — an `_ssm` one fetched (`ssm_fetched`: the AWS functions;
+/// elsewhere it is refused, as a tool's `secret_ssm` is). Errors name the entry, never the URL.
+pub fn check_secrets(
+    config: &Config,
+    secrets: &Secrets,
+    ssm_fetched: bool,
+) -> Result<(), crate::config::ConfigError> {
     for (tenant, t) in &config.tenants {
         let Some(email) = &t.email else { continue };
         let at = format!("tenants.{tenant}.email");
+        let field = |name: &str, secret: &Secret| match secret {
+            Secret::Env(_) => format!("{at}.{name}_env"),
+            Secret::Ssm(_) => format!("{at}.{name}_ssm"),
+        };
         let bad =
-            |field: &str, why: String| crate::config::ConfigError(format!("{at}.{field}: {why}"));
-        let url = std::env::var(&email.smtp_url_env)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| {
-                bad(
-                    "smtp_url_env",
-                    format!("environment variable {} is not set", email.smtp_url_env),
-                )
-            })?;
-        transport(&url, email)
-            .map_err(|why| bad("smtp_url_env", format!("{}: {why}", email.smtp_url_env)))?;
-        link_key(email).map_err(|why| bad("link_secret_env", why))?;
+            |field: String, why: String| crate::config::ConfigError(format!("{field}: {why}"));
+        for (name, secret) in [
+            ("smtp_url", &email.smtp_url),
+            ("link_secret", &email.link_secret),
+        ] {
+            if let (Secret::Ssm(parameter), false) = (secret, ssm_fetched) {
+                return Err(bad(
+                    field(name, secret),
+                    format!("parameter {parameter} is read only by the AWS functions; use {name}_env here"),
+                ));
+            }
+        }
+        let url = value(&email.smtp_url, secrets)
+            .map_err(|why| bad(field("smtp_url", &email.smtp_url), why))?;
+        transport(&url, email).map_err(|why| {
+            bad(
+                field("smtp_url", &email.smtp_url),
+                format!("{}: {why}", shown(&email.smtp_url)),
+            )
+        })?;
+        link_key(email, secrets)
+            .map_err(|why| bad(field("link_secret", &email.link_secret), why))?;
     }
     Ok(())
 }
@@ -281,12 +314,13 @@ mod tests {
 
     fn email(plaintext: bool) -> EmailConfig {
         EmailConfig {
-            smtp_url_env: "X".into(),
+            smtp_url: Secret::Env("X".into()),
             from: "countersign <approvals@example.com>".parse().unwrap(),
-            link_secret_env: "Y".into(),
+            link_secret: Secret::Env("Y".into()),
             ca_file: None,
             insecure_plaintext: plaintext,
             to: Default::default(),
+            sign_in_for: Default::default(),
         }
     }
 

@@ -220,8 +220,16 @@ impl Notifier {
         }
         if let Some(mail) = mail {
             let now = self.clock.now();
-            let (mailed, why) =
-                email::send(&self.config, mail, entry, &action, &self.page, now).await;
+            let (mailed, why) = email::send(
+                &self.config,
+                mail,
+                &self.secrets,
+                entry,
+                &action,
+                &self.page,
+                now,
+            )
+            .await;
             took.extend(mailed);
             failure = why.or(failure);
         }
@@ -243,9 +251,14 @@ fn log(entry: &OutboxEntry, settled: &Settled) {
 }
 
 /// The process that sends notifications checks at boot that every endpoint's secret is set
-/// (the configuration names the variable; parsing it reads no secret). Errors name the entry.
-pub fn check_secrets(config: &Config) -> Result<(), crate::config::ConfigError> {
-    email::check_secrets(config)?;
+/// (the configuration names the variable; parsing it reads no secret), and the mail's with
+/// the `secrets` it fetched (`ssm_fetched`: the AWS functions). Errors name the entry.
+pub fn check_secrets(
+    config: &Config,
+    secrets: &Secrets,
+    ssm_fetched: bool,
+) -> Result<(), crate::config::ConfigError> {
+    email::check_secrets(config, secrets, ssm_fetched)?;
     for (tenant, t) in &config.tenants {
         for (i, endpoint) in t.notify.iter().enumerate() {
             if std::env::var(&endpoint.secret_env).map_or(true, |v| v.is_empty()) {
@@ -285,12 +298,17 @@ mod tests {
             .expect("parsing reads no secret")
         };
         let unset = config("COUNTERSIGN_NOTIFY_SURELY_UNSET");
-        let err = super::check_secrets(&unset).unwrap_err().to_string();
+        let none = super::Secrets::default();
+        let err = super::check_secrets(&unset, &none, false)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("tenants.acme.notify[0].secret_env: environment variable COUNTERSIGN_NOTIFY_SURELY_UNSET is not set"),
             "{err}"
         );
         std::env::set_var("COUNTERSIGN_NOTIFY_BOOT_TEST", "s");
-        assert!(super::check_secrets(&config("COUNTERSIGN_NOTIFY_BOOT_TEST")).is_ok());
+        assert!(
+            super::check_secrets(&config("COUNTERSIGN_NOTIFY_BOOT_TEST"), &none, false).is_ok()
+        );
     }
 }

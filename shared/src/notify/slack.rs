@@ -57,6 +57,26 @@ impl<'a> WebApi<'a> {
             .body(body.to_string())
             .send()
             .await;
+        Self::answered(sent).await
+    }
+
+    /// A read method (`users.info`): its arguments as a form, as Slack takes them.
+    pub async fn read(&self, method: &str, form: &[(&str, &str)]) -> Result<Value, String> {
+        let body = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        let sent = self
+            .http
+            .post(format!("{}/{method}", self.base))
+            .bearer_auth(&self.token)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await;
+        Self::answered(sent).await
+    }
+
+    async fn answered(sent: reqwest::Result<reqwest::Response>) -> Result<Value, String> {
         let answer = match sent {
             Ok(r) if r.status().as_u16() == 429 => return Err("slack: ratelimited".into()),
             Ok(r) if !r.status().is_success() => {
@@ -88,6 +108,22 @@ pub fn secret_name(secret: &Secret) -> String {
     }
 }
 
+/// The channel an action's request is posted to (SC-CH-15): the `slack_channel` of the rule
+/// that asked, else the tenant's. The rule is the one the approval context names — its place
+/// in the policy and its label both — as the configuration reads now; a policy reordered since
+/// the call was submitted names another rule there, and the tenant's channel is used.
+fn channel_of<'a>(slack: &'a SlackConfig, tenant: &'a Tenant, action: &Action) -> &'a str {
+    let shown = action.approval().map(|a| &a.context["policy"]);
+    let rule = shown.and_then(|p| {
+        let rule = tenant
+            .policy
+            .get(usize::try_from(p["rule"].as_u64()?).ok()?)?;
+        (p["label"].as_str() == Some(rule.label().as_str())).then_some(rule)
+    });
+    rule.and_then(|r| r.slack_channel.as_deref())
+        .unwrap_or(&slack.channel)
+}
+
 /// Post or update the action's message for one notice. `Err` is why this try failed (the
 /// entry is retried with backoff like a webhook's).
 pub(super) async fn deliver(
@@ -116,7 +152,7 @@ pub(super) async fn deliver(
         None if entry.kind != crate::domain::notice::NoticeKind::ApprovalRequested => Ok(()),
         None => {
             let mut post = message;
-            post["channel"] = json!(slack_config.channel);
+            post["channel"] = json!(channel_of(slack_config, tenant, action));
             // Links stay links; no preview of the page.
             post["unfurl_links"] = json!(false);
             let posted = api.call("chat.postMessage", &post).await?;

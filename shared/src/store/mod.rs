@@ -60,6 +60,10 @@ pub struct Stop {
     #[serde(with = "crate::domain::time::fixed")]
     pub stopped_at: Timestamp,
     pub stopped_by: String,
+    /// The channel the stop came through (SC-CH-08); absent on stops written before channels
+    /// were recorded, which read as they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<crate::domain::actor::Channel>,
 }
 
 impl Stop {

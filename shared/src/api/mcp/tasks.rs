@@ -208,7 +208,9 @@ pub(super) async fn cancel(rpc: &Rpc<'_>) -> Result<Value, RpcError> {
         ))),
         Revision::Modern => Ok(json!({})),
     };
-    match rpc.engine.cancel(rpc.who, a.id()).await {
+    // MCP is one more way to call the API with a key: its cancels are recorded `api` (SC-CH-08).
+    let api = Some(crate::domain::actor::Channel::Api);
+    match rpc.engine.cancel_through(rpc.who, a.id(), api).await {
         Ok(cancelled) => match rpc.rev {
             Revision::Legacy => Ok(task(rpc, tenant(rpc)?, &cancelled)),
             Revision::Modern => Ok(json!({})),

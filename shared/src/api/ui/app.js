@@ -25,7 +25,8 @@ class ApiError extends Error {
 }
 
 async function api(method, path, body, credential = key) {
-  const headers = { Authorization: `Bearer ${credential}` };
+  // The channel names this page on the decisions it sends (SC-CH-08); reads ignore it.
+  const headers = { Authorization: `Bearer ${credential}`, "Countersign-Channel": "page" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {

@@ -63,11 +63,13 @@ impl Duties for Intake {
         Config::from_toml_with(text, Conditions::Compile)?.read_keys()
     }
 
+    /// Its tools' secrets only: intake delivers no notice and answers no button or link, so it
+    /// never reads a channel's secret (nor may it, infra/template.yaml).
     fn tools(
         config: &Config,
         sdk: &SdkConfig,
     ) -> impl Future<Output = Result<Armed, BootError>> + Send {
-        with_secrets(config, sdk)
+        with_secrets(config, sdk, false)
     }
 }
 
@@ -76,11 +78,13 @@ impl Duties for Approve {
         Config::from_toml_with(text, Conditions::Defer)?.read_keys()
     }
 
+    /// Its tools' secrets and the channels': Slack's buttons (the signing secret, the bot
+    /// token) and the mailed links' page (the link key).
     fn tools(
         config: &Config,
         sdk: &SdkConfig,
     ) -> impl Future<Output = Result<Armed, BootError>> + Send {
-        with_secrets(config, sdk)
+        with_secrets(config, sdk, true)
     }
 }
 
@@ -96,26 +100,29 @@ impl Duties for Cancel {
 
 impl Duties for Resume {
     fn parse(text: &str) -> Result<Config, ConfigError> {
-        let config = Config::from_toml_with(text, Conditions::Defer)?.read_keys()?;
-        // The sweep sends the notifications: their secrets must be here.
-        crate::notify::check_secrets(&config)?;
-        Ok(config)
+        Config::from_toml_with(text, Conditions::Defer)?.read_keys()
     }
 
-    fn tools(
-        config: &Config,
-        sdk: &SdkConfig,
-    ) -> impl Future<Output = Result<Armed, BootError>> + Send {
-        with_secrets(config, sdk)
+    /// Its tools' secrets and the channels': the sweep sends the notifications, so their
+    /// secrets — an environment's or a fetched parameter's — must be here and usable.
+    async fn tools(config: &Config, sdk: &SdkConfig) -> Result<Armed, BootError> {
+        let armed = with_secrets(config, sdk, true).await?;
+        crate::notify::check_secrets(config, &armed.1, true).map_err(|e| BootError::Secret(e.0))?;
+        Ok(armed)
     }
 }
 
 /// A function's tools and the secrets it fetched at cold start.
 pub type Armed = (Arc<dyn ToolRunner>, Secrets);
 
-/// The tools over every `secret_ssm` the catalog (and the Slack apps) name, fetched and checked.
-async fn with_secrets(config: &Config, sdk: &SdkConfig) -> Result<Armed, BootError> {
-    let secrets = load_secrets(config, sdk).await?;
+/// The tools over every `secret_ssm` the catalog (and, with `channels`, the approval channels)
+/// name, fetched and checked.
+async fn with_secrets(
+    config: &Config,
+    sdk: &SdkConfig,
+    channels: bool,
+) -> Result<Armed, BootError> {
+    let secrets = load_secrets(config, sdk, channels).await?;
     Ok((Arc::new(Executors::with_secrets(secrets.clone())), secrets))
 }
 

@@ -18,7 +18,7 @@ pub fn load_config(text: &str) -> Result<Config, ConfigError> {
     // The process that runs tools checks its webhook secrets where it boots.
     crate::tools::secrets::check(&config, &Default::default(), false)?;
     // And it sends the notifications: their secrets too.
-    crate::notify::check_secrets(&config)?;
+    crate::notify::check_secrets(&config, &Default::default(), false)?;
     Ok(config)
 }
 

@@ -41,6 +41,9 @@ pub(super) struct RawRule {
     approvers: Vec<String>,
     /// Distinct approvals needed (default 1).
     approvals: Option<u32>,
+    /// A quorum rule whose approvers may grant further calls (SC-GR-03; default false).
+    #[serde(default)]
+    grantable: bool,
 }
 
 /// The rules in order, checked against the tenant's approver keys: a group no approver is in,
@@ -140,9 +143,13 @@ fn one<'a>(
             ),
         ));
     }
+    if rule.grantable && !asks_people {
+        return Err(bad(at, "grantable belongs to a require_approval rule"));
+    }
     Ok(built.countersigned_by(Countersigners {
         groups: rule.approvers,
         approvals,
+        grantable: rule.grantable,
     }))
 }
 

@@ -11,6 +11,7 @@ pub mod context;
 pub mod countersign;
 pub mod deed;
 pub mod email_link;
+pub mod grant;
 pub mod mail;
 pub mod next;
 pub mod notice;

@@ -106,18 +106,9 @@ pub struct GrantRef {
     pub digest: String,
 }
 
-/// One use: the action it allowed, when.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Use {
-    pub action_id: String,
-    #[schema(value_type = String, format = DateTime)]
-    #[serde(with = "crate::domain::time::fixed")]
-    pub at: Timestamp,
-}
-
-/// A revocation: by whom, when, and how many uses came before it (all the uses listed: none
-/// can follow a revocation).
+/// A revocation: by whom, when, and how many uses came before it (every use the record counts:
+/// none can follow a revocation). Each use is named by its own action's audit trail, whose
+/// first event carries the grant's [`GrantRef`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Revoked {
@@ -138,7 +129,6 @@ pub struct Grant {
     terms: Terms,
     digest: String,
     uses_left: u32,
-    used: Vec<Use>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     revoked: Option<Revoked>,
     version: u64,
@@ -150,7 +140,6 @@ struct Stored {
     terms: Terms,
     digest: String,
     uses_left: u32,
-    used: Vec<Use>,
     #[serde(default)]
     revoked: Option<Revoked>,
     version: u64,
@@ -159,9 +148,9 @@ struct Stored {
 impl TryFrom<Stored> for Grant {
     type Error = String;
 
-    /// The checks of a stored grant (tamper evidence): its digest covers its terms, its uses
-    /// and what is left add up to its count, no use follows a revocation, and one write per
-    /// use or revocation made its version.
+    /// The checks of a stored grant (tamper evidence): its digest covers its terms, what is
+    /// left is at most its count, no use follows a revocation, and one write per use or
+    /// revocation made its version.
     fn try_from(s: Stored) -> Result<Self, String> {
         if s.terms.format != FORMAT {
             return Err(format!("grant format {:?} is not known", s.terms.format));
@@ -172,15 +161,15 @@ impl TryFrom<Stored> for Grant {
                 s.terms.id
             ));
         }
-        if u64::from(s.uses_left) + s.used.len() as u64 != u64::from(s.terms.uses) {
+        let Some(spent) = s.terms.uses.checked_sub(s.uses_left) else {
             return Err(format!("grant {}: uses do not add up", s.terms.id));
-        }
+        };
         if let Some(r) = &s.revoked {
-            if r.after_uses as usize != s.used.len() {
+            if r.after_uses != spent {
                 return Err(format!("grant {}: a use after its revocation", s.terms.id));
             }
         }
-        let writes = 1 + s.used.len() as u64 + u64::from(s.revoked.is_some());
+        let writes = 1 + u64::from(spent) + u64::from(s.revoked.is_some());
         if s.version != writes {
             return Err(format!(
                 "grant {}: version {} for {writes} writes",
@@ -191,7 +180,6 @@ impl TryFrom<Stored> for Grant {
             terms: s.terms,
             digest: s.digest,
             uses_left: s.uses_left,
-            used: s.used,
             revoked: s.revoked,
             version: s.version,
         })
@@ -385,7 +373,6 @@ impl Grant {
         Grant {
             digest: terms.digest(),
             uses_left: terms.uses,
-            used: Vec::new(),
             revoked: None,
             version: 1,
             terms,
@@ -407,8 +394,9 @@ impl Grant {
     pub fn uses_left(&self) -> u32 {
         self.uses_left
     }
-    pub fn used(&self) -> &[Use] {
-        &self.used
+    /// Calls it allowed so far.
+    pub fn spent(&self) -> u32 {
+        self.terms.uses - self.uses_left
     }
     pub fn revoked(&self) -> Option<&Revoked> {
         self.revoked.as_ref()
@@ -482,16 +470,12 @@ impl Grant {
         Ok(())
     }
 
-    /// The next version after one use by `action_id` at `now` (what the store's conditional
-    /// write commits), or why it cannot be used.
-    pub fn spend(&self, action_id: &str, now: Timestamp) -> Result<Grant, Miss> {
+    /// The next version after one use at `now` (what the store's conditional write commits),
+    /// or why it cannot be used.
+    pub fn spend(&self, now: Timestamp) -> Result<Grant, Miss> {
         self.live(now)?;
         let mut next = self.clone();
         next.uses_left -= 1;
-        next.used.push(Use {
-            action_id: action_id.to_owned(),
-            at: super::time::micros(now),
-        });
         next.version += 1;
         Ok(next)
     }
@@ -507,7 +491,7 @@ impl Grant {
             by: by.to_owned(),
             person: person.cloned(),
             at: super::time::micros(now),
-            after_uses: self.used.len() as u32,
+            after_uses: self.spent(),
         });
         next.version += 1;
         Some(next)

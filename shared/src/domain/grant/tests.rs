@@ -155,11 +155,7 @@ fn sc_gr_02_a_grant_only_narrows() {
     );
     let anyone = gate(Decision::RequireApproval, 1, &[], 1, false);
     let revoked = g.revoke("admin-1", None, at(5)).unwrap();
-    let used_up = g
-        .spend("act_1", at(1))
-        .unwrap()
-        .spend("act_2", at(2))
-        .unwrap();
+    let used_up = g.spend(at(1)).unwrap().spend(at(2)).unwrap();
     #[rustfmt::skip]
     let table: Vec<(&str, &Grant, Call, Gate, i64, Result<(), Miss>)> = vec![
         ("the same agent, tool and pin", &g, same(ok.clone()), asking.clone(), 10, Ok(())),
@@ -195,7 +191,7 @@ fn sc_gr_02_a_grant_only_narrows() {
     assert!(first_admitting(&[revoked], &same(ok), &asking, at(10)).is_none());
 }
 
-/// SC-GR-04: a use is the next version with one use fewer and the action recorded; the last
+/// SC-GR-04: a use is the next version with one use fewer; the last
 /// use leaves none; a revocation records how many uses came before it, and after it nothing
 /// is used. Revoking twice changes nothing.
 #[test]
@@ -204,20 +200,20 @@ fn sc_gr_04_uses_and_revocation_are_versions() {
         uses: Some(2),
         ..Ask::default()
     });
-    let one = g.spend("act_1", at(1)).unwrap();
+    let one = g.spend(at(1)).unwrap();
     assert_eq!(
         (one.uses_left(), one.version(), one.used().len()),
         (1, 2, 1)
     );
-    let two = one.spend("act_2", at(2)).unwrap();
+    let two = one.spend(at(2)).unwrap();
     assert_eq!((two.uses_left(), two.version()), (0, 3));
-    assert_eq!(two.spend("act_3", at(3)).unwrap_err(), Miss::UsedUp);
+    assert_eq!(two.spend(at(3)).unwrap_err(), Miss::UsedUp);
     let revoked = one.revoke("fin-1", None, at(4)).unwrap();
     assert_eq!(revoked.revoked().unwrap().after_uses, 1);
     assert_eq!(revoked.version(), 3);
-    assert_eq!(revoked.spend("act_3", at(5)).unwrap_err(), Miss::Revoked);
+    assert_eq!(revoked.spend(at(5)).unwrap_err(), Miss::Revoked);
     assert!(revoked.revoke("fin-2", None, at(6)).is_none());
-    assert_eq!(g.spend("act_1", at(3600)).unwrap_err(), Miss::Expired);
+    assert_eq!(g.spend(at(3600)).unwrap_err(), Miss::Expired);
 }
 
 /// SC-GR-05: a stored grant loads only as written — a changed term breaks its digest, and
@@ -230,7 +226,7 @@ fn sc_gr_05_a_stored_grant_is_tamper_evident() {
         ..Ask::default()
     });
     let used = g
-        .spend("act_1", at(1))
+        .spend(at(1))
         .unwrap()
         .revoke("fin-1", None, at(2))
         .unwrap();
@@ -256,7 +252,7 @@ fn sc_gr_05_a_stored_grant_is_tamper_evident() {
         ("another pin", &["terms", "pins", "to"], json!("x@y"), "digest"),
         ("a later expiry", &["terms", "expires_at"], json!("2099-01-01T00:00:00.000000Z"), "digest"),
         ("another granter", &["terms", "granted_by", "approver"], json!("eve"), "digest"),
-        ("uses left restored", &["uses_left"], json!(3), "add up"),
+        ("more uses left than granted", &["uses_left"], json!(4), "add up"),
         ("a use dropped after the revocation", &["revoked", "after_uses"], json!(0), "after its revocation"),
         ("a version", &["version"], json!(9), "version"),
     ];

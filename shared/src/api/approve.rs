@@ -38,7 +38,8 @@ pub(super) fn routes(r: Routes) -> Routes {
     request_body = ApproveBody,
     responses(
         (status = 200, description = "Approved (and run, if its window is open)", body = ActionView),
-        (status = 403, description = "forbidden: not an approver key, or the action's own agent", body = ErrorBody),
+        (status = 400, description = "validation_error: a grant's term out of bounds, a pin the call lacks, a condition that does not compile, a rule that cannot be granted", body = ErrorBody),
+        (status = 403, description = "forbidden: not an approver key, the action's own agent, or (with a grant) an approver outside the rule's groups", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 409, description = "context_changed or action_sealed", body = ErrorBody),
     )
@@ -50,9 +51,12 @@ pub(super) async fn approve(
     body: Body,
 ) -> Result<Response, ApiError> {
     let body: ApproveBody = read_json(body).await?;
+    let grant = body.grant.map(|g| g.ask()).transpose()?;
     Ok(action_response(
         StatusCode::OK,
-        &engine.approve(&who, &id, &body.context_digest).await?,
+        &engine
+            .approve_granting(&who, &id, &body.context_digest, grant)
+            .await?,
     ))
 }
 

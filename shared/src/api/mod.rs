@@ -13,6 +13,7 @@ mod email;
 pub mod error;
 mod explain;
 mod extract;
+mod grants;
 mod intake;
 pub mod json;
 mod mcp;
@@ -59,6 +60,10 @@ pub mod paths {
     pub const DEAD_NOTIFICATIONS: &str = "/v1/notifications/dead";
     /// Try one again.
     pub const REDELIVER: &str = "/v1/notifications/{id}/redeliver";
+    /// The tenant's scoped grants (docs/grants.md).
+    pub const GRANTS: &str = "/v1/grants";
+    /// One grant, to revoke.
+    pub const GRANT: &str = "/v1/grants/{id}";
     /// Records that do not load.
     pub const QUARANTINE: &str = "/v1/quarantine";
     /// Who the caller is.
@@ -105,6 +110,9 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", paths::UI_ASSET, "intake"),
     ("GET", paths::DEAD_NOTIFICATIONS, "cancel"),
     ("POST", paths::REDELIVER, "cancel"),
+    // Scoped grants (docs/grants.md): listed, and revoked at once.
+    ("GET", paths::GRANTS, "cancel"),
+    ("DELETE", paths::GRANT, "cancel"),
     ("GET", paths::QUARANTINE, "intake"),
     ("GET", paths::ME, "intake"),
     // Which policy rule a call would match (SC-POL-05): reads the config only.

@@ -8,6 +8,7 @@ use super::{
     action::{Action, Actor, Decision, Outcome, RunRef, State},
     call::Call,
     canonical,
+    grant::{GrantRef, Terms as GrantTerms},
     state::may_move,
     window::Window,
 };
@@ -36,6 +37,11 @@ pub struct Event {
     /// On the sealing event: the digest of the outcome the action sealed with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome_digest: Option<String>,
+    /// On the event that put a grant on the record (SC-GR-08): the first event of a call a
+    /// grant allowed, or the approve that granted one. Absent otherwise, so every other event
+    /// hashes as it always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantRef>,
     /// sha256(previous hash ‖ canonical event without its hash), hex.
     pub hash: String,
 }
@@ -53,6 +59,8 @@ pub struct Entry {
     pub context_digest: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome_digest: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantRef>,
 }
 
 /// The committed call the genesis binds: every member of an action that no transition changes.
@@ -144,6 +152,7 @@ impl Entry {
             reason: self.reason,
             context_digest: self.context_digest,
             outcome_digest: self.outcome_digest,
+            grant: self.grant,
             hash,
         }
     }
@@ -160,6 +169,7 @@ impl Event {
             reason: self.reason.clone(),
             context_digest: self.context_digest.clone(),
             outcome_digest: self.outcome_digest.clone(),
+            grant: self.grant.clone(),
         }
     }
 }
@@ -199,6 +209,10 @@ pub enum ChainError {
     State { chain: Option<State>, record: State },
     #[error("the approval context shows another {field} than the record's")]
     Context { field: &'static str },
+    #[error("event {seq} names another grant than the record holds")]
+    Grant { seq: u64 },
+    #[error("the record holds a grant no event names")]
+    GrantUnnamed,
 }
 
 /// Verify `events` as the whole audit of `action` (SC-SEC-06): see [`Chain::verify`]. Pure:
@@ -212,6 +226,7 @@ pub fn verify(action: &Action, events: &[Event]) -> Result<(), ChainError> {
             .as_ref()
             .map(|a| (&a.context, a.context_digest.as_str())),
         outcome: action.outcome(),
+        grant: action.grant.as_ref(),
         version: action.version,
         head: &action.chain_head,
         state: action.state(),
@@ -227,6 +242,8 @@ pub struct Chain<'a> {
     pub approval: Option<(&'a Value, &'a str)>,
     /// The outcome the sealing event's digest must match.
     pub outcome: Option<&'a Outcome>,
+    /// The grant the record holds, which one event names by id and digest (SC-GR-08).
+    pub grant: Option<&'a GrantTerms>,
     pub version: u64,
     pub head: &'a str,
     pub state: State,
@@ -251,6 +268,11 @@ impl Chain<'_> {
         let sealed_outcome = canonical::digest(&self.outcome);
         let mut previous = genesis(&self.origin);
         let mut state = None;
+        let grant = self.grant.map(|t| GrantRef {
+            id: t.id.clone(),
+            digest: t.digest(),
+        });
+        let mut grant_named = false;
         for (position, e) in (1u64..).zip(events) {
             if e.seq != position {
                 return Err(ChainError::Sequence {
@@ -282,6 +304,12 @@ impl Chain<'_> {
             if e.to.is_sealed() && e.outcome_digest.as_ref() != Some(&sealed_outcome) {
                 return Err(ChainError::Outcome { seq: e.seq });
             }
+            if let Some(named) = &e.grant {
+                if grant.as_ref() != Some(named) || grant_named {
+                    return Err(ChainError::Grant { seq: e.seq });
+                }
+                grant_named = true;
+            }
             previous.clone_from(&e.hash);
             state = Some(e.to);
         }
@@ -299,6 +327,9 @@ impl Chain<'_> {
                 chain: state,
                 record: self.state,
             });
+        }
+        if grant.is_some() && !grant_named {
+            return Err(ChainError::GrantUnnamed);
         }
         match self.approval {
             Some((context, _)) => shows_the_call(context, &self.origin),

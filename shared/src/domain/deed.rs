@@ -11,6 +11,7 @@ use super::{
     action::{Action, Actor, Decision, Outcome, Person, RunRef, Signoff, State},
     audit::{self, ChainError, Event},
     canonical,
+    grant::Terms as GrantTerms,
     window::Window,
 };
 use ed25519_dalek::{
@@ -30,6 +31,12 @@ pub const FORMAT: &str = "countersign.deed.v2";
 /// a format it does not know rather than as a broken chain, and deeds of key approvers are the
 /// same bytes they always were.
 pub const FORMAT_PERSON: &str = "countersign.deed.v3";
+/// The deed format of a deed whose trail names a grant (SC-GR-08): v3 with the grant's terms —
+/// who granted, the rule, the pins, the condition, the window, the count — which one of its
+/// events names by id and digest. Only such deeds name v4, so every other deed is the same
+/// bytes as before and a verifier that knows only v2/v3 refuses a v4 deed as a format it does
+/// not know.
+pub const FORMAT_GRANT: &str = "countersign.deed.v4";
 pub const ALG: &str = "Ed25519";
 
 /// What a deed proves: the call, its countersignature, its schedule, how it ended, and its
@@ -58,6 +65,10 @@ pub struct Deed {
     pub sealed_at: Timestamp,
     pub events: Vec<Event>,
     pub chain_head: String,
+    /// The grant the trail names (v4): the one that allowed this call, or the one its approval
+    /// granted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantTerms>,
 }
 
 // The call as deeds of format v2 hold it (the action's id, tenant and window are the deed's own
@@ -226,8 +237,11 @@ impl Deed {
             sealed_at: action.sealed_at()?,
             events: events.to_vec(),
             chain_head: action.chain_head.clone(),
+            grant: action.grant().cloned(),
         };
-        if deed.names_a_person() {
+        if deed.grant.is_some() {
+            FORMAT_GRANT.clone_into(&mut deed.format);
+        } else if deed.names_a_person() {
             FORMAT_PERSON.clone_into(&mut deed.format);
         }
         Some(deed)
@@ -335,7 +349,18 @@ impl Deed {
             FORMAT if deed.names_a_person() => {
                 return Err(DeedError::Shape(format!("a {FORMAT} deed names no person")))
             }
-            FORMAT | FORMAT_PERSON => {}
+            FORMAT | FORMAT_PERSON if deed.grant.is_some() => {
+                return Err(DeedError::Shape(format!(
+                    "a {} deed holds no grant",
+                    deed.format
+                )))
+            }
+            FORMAT_GRANT if deed.grant.is_none() => {
+                return Err(DeedError::Shape(format!(
+                    "a {FORMAT_GRANT} deed holds a grant"
+                )))
+            }
+            FORMAT | FORMAT_PERSON | FORMAT_GRANT => {}
             other => return Err(DeedError::Unsupported(format!("format {other:?}"))),
         }
         if deed.kid != block.kid {
@@ -344,7 +369,7 @@ impl Deed {
             ));
         }
         deed.chain().verify(&deed.events)?;
-        if deed.format == FORMAT_PERSON {
+        if deed.format != FORMAT {
             deed.names_its_approvers()?;
         }
         Ok(deed)
@@ -369,6 +394,7 @@ impl Deed {
                 .as_ref()
                 .map(|a| (&a.context, a.context_digest.as_str())),
             outcome: self.outcome.as_ref(),
+            grant: self.grant.as_ref(),
             version: self.version,
             head: &self.chain_head,
             state: self.state,

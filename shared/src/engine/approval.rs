@@ -8,6 +8,8 @@ use crate::{
     domain::{
         actor::Channel,
         countersign::{self, Approve, ApproveFacts, Decider},
+        grant::{self, Ask, Granting},
+        policy,
         quorum::Signoff,
         transition::TicketTerms,
         Action, Actor, Lease, SealReason, State, Transition,
@@ -37,7 +39,28 @@ impl Engine {
         action_id: &str,
         context_digest: &str,
     ) -> Result<Action, Error> {
-        self.approve_through(who, action_id, context_digest, None)
+        self.approve_granting(who, action_id, context_digest, None)
+            .await
+    }
+
+    /// The countersignature, granting further calls of the same tool with it when `grant`
+    /// asks (SC-GR-01/03): the grant's terms are judged before anything is written, go on the
+    /// approved record and its approve event, and the grant is stored once the approval landed.
+    /// A refused grant refuses the approve: nothing is written.
+    pub async fn approve_granting(
+        self: &Arc<Self>,
+        who: &Principal,
+        action_id: &str,
+        context_digest: &str,
+        grant: Option<Ask>,
+    ) -> Result<Action, Error> {
+        let (id, digest) = (action_id.to_owned(), context_digest.to_owned());
+        let by = Via {
+            who: who.clone(),
+            channel: None,
+            grant,
+        };
+        self.owned(move |engine| async move { engine.countersign(&by, &id, &digest).await })
             .await
     }
 
@@ -50,7 +73,11 @@ impl Engine {
         channel: Option<Channel>,
     ) -> Result<Action, Error> {
         let (who, id, digest) = (who.clone(), action_id.to_owned(), context_digest.to_owned());
-        let by = Via { who, channel };
+        let by = Via {
+            who,
+            channel,
+            grant: None,
+        };
         self.owned(move |engine| async move { engine.countersign(&by, &id, &digest).await })
             .await
     }
@@ -106,13 +133,25 @@ impl Engine {
             now,
         };
         let t = match countersign::approve(&facts) {
-            Approve::AlreadyApproved => return Ok(Step::Done(action.clone())),
+            Approve::AlreadyApproved => {
+                if by.grant.is_some() {
+                    self.granted_already(action).await?;
+                }
+                return Ok(Step::Done(action.clone()));
+            }
             Approve::Refused(objection) => return Err(objection.into()),
             Approve::Seal(reason) => return Err(self.seal_refused(action, reason).await),
-            Approve::Sign(t) => *t,
+            Approve::Sign(t) => {
+                // A grant rides only on the approval that completes a quorum: refused here.
+                self.granting(by, action, false, now)?;
+                *t
+            }
             Approve::Commit(terms) => {
+                let grant = self.granting(by, action, true, now)?;
                 let inline = tool.and_then(|tool| self.inline_claim(tool, terms.due_at, now));
-                return self.commit_ticket(by, action, terms, inline, now).await;
+                return self
+                    .commit_ticket(by, action, terms, inline, grant, now)
+                    .await;
             }
         };
         Ok(match self.commit_now(&t).await? {
@@ -132,22 +171,36 @@ impl Engine {
         action: &Action,
         terms: TicketTerms,
         inline: Option<(Running<'_>, Lease)>,
+        grant: Option<grant::Terms>,
         now: Timestamp,
     ) -> Result<Step, Error> {
         let who = &by.who;
-        let t = match &inline {
-            Some((_, lease)) => Transition::approve_claimed(
+        let signer = by.decider().signer();
+        let t = match (&inline, grant) {
+            (_, Some(grant)) => {
+                let lease = inline.as_ref().map(|(_, lease)| lease.clone());
+                Transition::approve_granting(action, signer, terms, lease, grant, now)
+            }
+            (Some((_, lease)), None) => Transition::approve_claimed(
                 action,
                 by.decider().signer(),
                 terms,
                 lease.clone(),
                 now,
             ),
-            None => Transition::approve(action, by.decider().signer(), terms, now),
+            (None, None) => Transition::approve(action, by.decider().signer(), terms, now),
         };
         match self.commit_now(&t).await? {
             Committed::Landed(approved) => {
                 tracing::info!(tenant = %approved.tenant(), action_id = %approved.id(), approver = %who.id, "approved; ticket committed");
+                if by.grant.is_some() {
+                    if let Some(terms) = approved.grant() {
+                        // The approval stands; a retried approve with the grant stores it.
+                        self.keep_grant(terms).await.map_err(|e| {
+                            Error::Unavailable(format!("approved, but the grant was not stored ({e}); approve again with the same grant"))
+                        })?;
+                    }
+                }
                 let running = inline.map(|(running, _)| running);
                 Ok(Step::Done(self.hand_off(approved, running).await))
             }
@@ -188,6 +241,43 @@ impl Engine {
             .collect()
     }
 
+    /// The terms of the grant `by` asks for with this approval, judged on the policy's answer
+    /// for the call now (`None`: none asked). `completes`: this approval commits the ticket.
+    fn granting(
+        &self,
+        by: &Via,
+        action: &Action,
+        completes: bool,
+        now: Timestamp,
+    ) -> Result<Option<grant::Terms>, Error> {
+        let Some(ask) = &by.grant else {
+            return Ok(None);
+        };
+        let tenant = self.tenant(action.tenant())?;
+        let gate = policy::gate(&tenant.policy, &action.call().facts(now));
+        let granting = Granting {
+            call: action.call(),
+            gate: &gate,
+            approver: by.decider(),
+            completes,
+            now,
+        };
+        Ok(Some(grant::grant(ask, &granting)?))
+    }
+
+    /// An approve with a grant of an action approved already: answered as it stands when its
+    /// approval granted one (stored now, if the first answer was lost before it was); refused
+    /// when it was approved without.
+    async fn granted_already(&self, action: &Action) -> Result<(), Error> {
+        match action.grant() {
+            Some(terms) => self.keep_grant(terms).await,
+            None => Err(Error::validation(
+                "grant",
+                "the action was approved without a grant; a grant is asked with the approval itself",
+            )),
+        }
+    }
+
     /// Seal an approval that can no longer be given and answer why the approve is refused.
     async fn seal_refused(&self, action: &Action, reason: SealReason) -> Error {
         match self.seal(action, Actor::system(), &reason).await {
@@ -222,6 +312,7 @@ impl Engine {
         let by = Via {
             who: who.clone(),
             channel,
+            grant: None,
         };
         let mut action = self.load_for(who, action_id).await?;
         loop {
@@ -235,10 +326,12 @@ impl Engine {
     }
 }
 
-/// An approver, by key or by token, and the channel its decision came through.
+/// An approver, by key or by token, the channel its decision came through, and the grant it
+/// asks for with an approval.
 struct Via {
     who: Principal,
     channel: Option<Channel>,
+    grant: Option<Ask>,
 }
 
 impl Via {

@@ -7,6 +7,7 @@ mod approval;
 mod cancel;
 mod commit;
 mod explain;
+mod grants;
 mod handoff;
 mod intake;
 mod notifications;

@@ -5,7 +5,7 @@ pub use super::policy::Decision;
 pub use super::quorum::{Quorum, Signoff};
 pub use super::state::{State, Terminal};
 pub use super::submission::RunRef;
-use super::{call::Call, grant::Terms as GrantTerms, ticket::Ticket};
+use super::{call::Call, granted::Terms as GrantTerms, ticket::Ticket};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

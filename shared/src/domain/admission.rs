@@ -7,7 +7,7 @@ use super::{
     action::{Actor, Approval, Lease, Outcome, Person, Quorum, Standing, Terminal},
     call::Call,
     context::{approval_context, ContextInput},
-    grant::Terms as GrantTerms,
+    granted::Terms as GrantTerms,
     policy::Gate,
     ticket::{span, Terms, Ticket},
     transition::Creation,

@@ -8,7 +8,7 @@ use super::{
     action::{Action, Actor, Decision, Outcome, RunRef, State},
     call::Call,
     canonical,
-    grant::{GrantRef, Terms as GrantTerms},
+    granted::{GrantRef, Terms as GrantTerms},
     state::may_move,
     window::Window,
 };

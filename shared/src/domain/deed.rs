@@ -11,7 +11,7 @@ use super::{
     action::{Action, Actor, Decision, Outcome, Person, RunRef, Signoff, State},
     audit::{self, ChainError, Event},
     canonical,
-    grant::Terms as GrantTerms,
+    granted::Terms as GrantTerms,
     window::Window,
 };
 use ed25519_dalek::{

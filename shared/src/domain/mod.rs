@@ -12,6 +12,7 @@ pub mod countersign;
 pub mod deed;
 pub mod email_link;
 pub mod grant;
+pub mod granted;
 pub mod mail;
 pub mod next;
 pub mod notice;

@@ -5,7 +5,7 @@
 use super::{
     action::{Action, Actor, Lease, Outcome, Signoff, Standing, State, Terminal},
     audit::{self, Entry, Event},
-    grant::{GrantRef, Terms as GrantTerms},
+    granted::{GrantRef, Terms as GrantTerms},
     notice::{NoticeKind, OutboxEntry},
     quorum::Signer,
     seal::SealReason,

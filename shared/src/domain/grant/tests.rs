@@ -3,7 +3,7 @@ use crate::domain::{
     fixtures::at,
     policy::{Countersigners, Matched},
 };
-use serde_json::json;
+use serde_json::{json, Value};
 
 fn call(agent: &str, tool: &str, args: Value) -> Call {
     Call::for_test("act_01J0000000000000000000000A", tool, args).with_caller("acme", agent)

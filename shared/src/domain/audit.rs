@@ -763,6 +763,7 @@ mod tests {
             reason: Some("tool_succeeded".into()),
             context_digest: None,
             outcome_digest: sealed_outcome(&forged),
+            grant: None,
         }
         .chain(&created.action.chain_head);
         forged.chain_head = event.hash.clone();

@@ -201,10 +201,7 @@ fn sc_gr_04_uses_and_revocation_are_versions() {
         ..Ask::default()
     });
     let one = g.spend(at(1)).unwrap();
-    assert_eq!(
-        (one.uses_left(), one.version(), one.used().len()),
-        (1, 2, 1)
-    );
+    assert_eq!((one.uses_left(), one.version(), one.spent()), (1, 2, 1));
     let two = one.spend(at(2)).unwrap();
     assert_eq!((two.uses_left(), two.version()), (0, 3));
     assert_eq!(two.spend(at(3)).unwrap_err(), Miss::UsedUp);
@@ -260,4 +257,57 @@ fn sc_gr_05_a_stored_grant_is_tamper_evident() {
         let e = changed(path, value).unwrap_err();
         assert!(e.contains(error), "{name}: {e}");
     }
+}
+
+/// SC-GR-08: the approve that grants puts the terms on the record and names them in its event;
+/// the chain holds the two to each other — a changed term, or a record whose grant no event
+/// names, does not verify.
+#[test]
+fn sc_gr_08_the_chain_names_the_grant_on_the_record() {
+    use crate::domain::{
+        audit::{self, ChainError},
+        fixtures::pending,
+        transition::{Creation, TicketTerms, Transition},
+        Actor,
+    };
+    let a = pending(
+        "act_01J0000000000000000000000A",
+        json!({"to": "a@b", "amount": 40}),
+    );
+    let created = Creation::new(a, Actor::agent("agent-1"), Some("approval_required"), at(0));
+    let terms = granted(Ask::default()).terms().clone();
+    let ticket = TicketTerms {
+        correlation_id: "cor_1".into(),
+        catalog_fingerprint: "sha256:tool".into(),
+        due_at: at(1),
+        deadline: at(600),
+    };
+    let approved =
+        Transition::approve_granting(&created.action, "fin-1", ticket, None, terms.clone(), at(1));
+    let events = vec![created.event.clone(), approved.event.clone()];
+    let record = approved.action.clone();
+    assert_eq!(record.grant(), Some(&terms));
+    assert_eq!(
+        approved.event.grant.as_ref().unwrap().digest,
+        terms.digest()
+    );
+    assert_eq!(audit::verify(&record, &events), Ok(()));
+    let mut widened = record.clone();
+    widened.grant.as_mut().unwrap().uses = 1000;
+    assert_eq!(
+        audit::verify(&widened, &events),
+        Err(ChainError::Grant { seq: 2 })
+    );
+    let mut dropped = record.clone();
+    dropped.grant = None;
+    assert_eq!(
+        audit::verify(&dropped, &events),
+        Err(ChainError::Grant { seq: 2 })
+    );
+    let mut unnamed = events.clone();
+    unnamed[1].grant = None;
+    assert!(
+        audit::verify(&record, &unnamed).is_err(),
+        "the hash covers the reference"
+    );
 }

@@ -651,7 +651,9 @@ fn issue29_imports_inside_a_room_run_one_way() {
     let files = production_files();
     let shared = repo().join("shared/src");
     let rooms = folders(&shared, &[]);
-    for room in ["config", "domain", "engine", "api", "store", "boot", "api/mcp"] {
+    for room in [
+        "config", "domain", "engine", "api", "store", "boot", "api/mcp",
+    ] {
         let room: Vec<String> = room.split('/').map(String::from).collect();
         assert!(rooms.contains(&room), "{room:?}: a folder of the crate");
     }

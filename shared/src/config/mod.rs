@@ -37,9 +37,9 @@ pub use limits::{Limits, Rate};
 pub use notify::{Endpoint, Format};
 pub use parse::ConfigError;
 pub use policy::Conditions;
+pub use principal::{Person, Principal, Role};
 pub use server::TlsFiles;
 pub use slack::{SlackConfig, SLACK_API};
-pub use principal::{Person, Principal, Role};
 pub use tenant::Tenant;
 
 /// The document as written; each table's own raw shape lives beside its validation.

@@ -122,9 +122,7 @@ pub(super) fn version(
         Some(v) => Err(Refused::Header(format!(
             "Header mismatch: {name} header value {v:?} does not match body value {want:?}"
         ))),
-        None => Err(Refused::Header(format!(
-            "the {name} header is required"
-        ))),
+        None => Err(Refused::Header(format!("the {name} header is required"))),
     };
     expect("MCP-Protocol-Version", header_version, &version)?;
     expect("Mcp-Method", header_text("mcp-method")?, method)?;

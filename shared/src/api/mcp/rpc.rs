@@ -80,7 +80,6 @@ impl RpcError {
         RpcError::new(StatusCode::BAD_REQUEST, -32600, message)
     }
 
-
     /// 2026-07-28 answers an unknown method with HTTP 404 (its body tells it from a missing
     /// endpoint); 2025-11-25 with 200.
     pub(super) fn method_not_found(rev: Revision, method: &str) -> Self {

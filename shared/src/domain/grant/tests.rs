@@ -84,9 +84,11 @@ fn sc_gr_01_what_a_grant_asked_for_meets() {
     let bounds = |param| move |r: &Result<Terms, Refusal>| matches!(r, Err(Refusal::Bounds { param: p, .. }) if *p == param);
     let (fin, ops) = (groups(FINANCE), groups(&["ops"]));
     type Check = Box<dyn Fn(&Result<Terms, Refusal>) -> bool>;
+    /// name, asked, the gate, the approver's groups, completes the quorum → what it comes to
+    type Row<'a> = (&'a str, Ask, &'a Gate, &'a Vec<String>, bool, Check);
     let refused = |want: Refusal| -> Check { Box::new(move |r| r.as_ref().err() == Some(&want)) };
     #[rustfmt::skip]
-    let table: Vec<(&str, Ask, &Gate, &Vec<String>, bool, Check)> = vec![
+    let table: Vec<Row> = vec![
         ("ttl zero", ask(hours(0), None, &[], None), &asking, &fin, true, Box::new(bounds("grant.ttl"))),
         ("ttl over 30 days", ask(hours(721), None, &[], None), &asking, &fin, true, Box::new(bounds("grant.ttl"))),
         ("no uses", ask(None, Some(0), &[], None), &asking, &fin, true, Box::new(bounds("grant.uses"))),
@@ -157,25 +159,153 @@ fn sc_gr_02_a_grant_only_narrows() {
     let revoked = g.revoke("admin-1", None, at(5)).unwrap();
     let used_up = g.spend(at(1)).unwrap().spend(at(2)).unwrap();
     #[rustfmt::skip]
-    let table: Vec<(&str, &Grant, Call, Gate, i64, Result<(), Miss>)> = vec![
-        ("the same agent, tool and pin", &g, same(ok.clone()), asking.clone(), 10, Ok(())),
-        ("a rule naming no groups admits the granter", &g, same(ok.clone()), anyone, 10, Ok(())),
-        ("the policy denies it", &g, same(ok.clone()), gate(Decision::Deny, 1, &[], 1, false), 10, Err(Miss::NotAsked)),
-        ("the policy allows it anyway", &g, same(ok.clone()), gate(Decision::Allow, 1, &[], 1, false), 10, Err(Miss::NotAsked)),
-        ("another agent", &g, call("agent-2", "mail.send", ok.clone()), asking.clone(), 10, Err(Miss::Caller)),
-        ("another tool", &g, call("agent-1", "mail.draft", ok.clone()), asking.clone(), 10, Err(Miss::Caller)),
-        ("another tenant", &g, same(ok.clone()).with_caller("other", "agent-1"), asking.clone(), 10, Err(Miss::Caller)),
-        ("another rule", &g, same(ok.clone()), other_rule, 10, Err(Miss::Rule)),
-        ("the rule now asks a quorum", &g, same(ok.clone()), more, 10, Err(Miss::Rule)),
-        ("the rule's groups no longer hold the granter", &g, same(ok.clone()), other_groups, 10, Err(Miss::Groups)),
-        ("a second before expiry", &g, same(ok.clone()), asking.clone(), 3599, Ok(())),
-        ("at expiry", &g, same(ok.clone()), asking.clone(), 3600, Err(Miss::Expired)),
-        ("revoked", &revoked, same(ok.clone()), asking.clone(), 10, Err(Miss::Revoked)),
-        ("used up", &used_up, same(ok.clone()), asking.clone(), 10, Err(Miss::UsedUp)),
-        ("the pin differs", &g, same(json!({"to": "c@d", "amount": 1})), asking.clone(), 10, Err(Miss::Pin("to".into()))),
-        ("the pin is missing", &g, same(json!({"amount": 1})), asking.clone(), 10, Err(Miss::Pin("to".into()))),
-        ("the condition is false", &g, same(json!({"to": "a@b", "amount": 101})), asking.clone(), 10, Err(Miss::Condition)),
-        ("the condition cannot be evaluated", &g, same(json!({"to": "a@b"})), asking.clone(), 10, Err(Miss::Condition)),
+    /// name, the grant, the call, the gate, now → whether it admits the call
+    type Row<'a> = (&'a str, &'a Grant, Call, Gate, i64, Result<(), Miss>);
+    let table: Vec<Row> = vec![
+        (
+            "the same agent, tool and pin",
+            &g,
+            same(ok.clone()),
+            asking.clone(),
+            10,
+            Ok(()),
+        ),
+        (
+            "a rule naming no groups admits the granter",
+            &g,
+            same(ok.clone()),
+            anyone,
+            10,
+            Ok(()),
+        ),
+        (
+            "the policy denies it",
+            &g,
+            same(ok.clone()),
+            gate(Decision::Deny, 1, &[], 1, false),
+            10,
+            Err(Miss::NotAsked),
+        ),
+        (
+            "the policy allows it anyway",
+            &g,
+            same(ok.clone()),
+            gate(Decision::Allow, 1, &[], 1, false),
+            10,
+            Err(Miss::NotAsked),
+        ),
+        (
+            "another agent",
+            &g,
+            call("agent-2", "mail.send", ok.clone()),
+            asking.clone(),
+            10,
+            Err(Miss::Caller),
+        ),
+        (
+            "another tool",
+            &g,
+            call("agent-1", "mail.draft", ok.clone()),
+            asking.clone(),
+            10,
+            Err(Miss::Caller),
+        ),
+        (
+            "another tenant",
+            &g,
+            same(ok.clone()).with_caller("other", "agent-1"),
+            asking.clone(),
+            10,
+            Err(Miss::Caller),
+        ),
+        (
+            "another rule",
+            &g,
+            same(ok.clone()),
+            other_rule,
+            10,
+            Err(Miss::Rule),
+        ),
+        (
+            "the rule now asks a quorum",
+            &g,
+            same(ok.clone()),
+            more,
+            10,
+            Err(Miss::Rule),
+        ),
+        (
+            "the rule's groups no longer hold the granter",
+            &g,
+            same(ok.clone()),
+            other_groups,
+            10,
+            Err(Miss::Groups),
+        ),
+        (
+            "a second before expiry",
+            &g,
+            same(ok.clone()),
+            asking.clone(),
+            3599,
+            Ok(()),
+        ),
+        (
+            "at expiry",
+            &g,
+            same(ok.clone()),
+            asking.clone(),
+            3600,
+            Err(Miss::Expired),
+        ),
+        (
+            "revoked",
+            &revoked,
+            same(ok.clone()),
+            asking.clone(),
+            10,
+            Err(Miss::Revoked),
+        ),
+        (
+            "used up",
+            &used_up,
+            same(ok.clone()),
+            asking.clone(),
+            10,
+            Err(Miss::UsedUp),
+        ),
+        (
+            "the pin differs",
+            &g,
+            same(json!({"to": "c@d", "amount": 1})),
+            asking.clone(),
+            10,
+            Err(Miss::Pin("to".into())),
+        ),
+        (
+            "the pin is missing",
+            &g,
+            same(json!({"amount": 1})),
+            asking.clone(),
+            10,
+            Err(Miss::Pin("to".into())),
+        ),
+        (
+            "the condition is false",
+            &g,
+            same(json!({"to": "a@b", "amount": 101})),
+            asking.clone(),
+            10,
+            Err(Miss::Condition),
+        ),
+        (
+            "the condition cannot be evaluated",
+            &g,
+            same(json!({"to": "a@b"})),
+            asking.clone(),
+            10,
+            Err(Miss::Condition),
+        ),
     ];
     for (name, grant, call, gate, now, want) in table {
         assert_eq!(grant.admits(&call, &gate, at(now)), want, "{name}");

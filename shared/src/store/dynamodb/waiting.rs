@@ -6,9 +6,9 @@
 //! keeps the keys and `wg`; the actions' items are then fetched by key.
 
 use super::item::{action_of, get_s, Item};
-use super::records::{unreadable, QUARANTINED};
 use super::keys::{call_sk, parse_action_sk, state_sk, tenant_pk};
 use super::meter::malformed;
+use super::records::{unreadable, QUARANTINED};
 use super::DynamoStore;
 use crate::store::{ListPage, ListQuery, StoreResult};
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};

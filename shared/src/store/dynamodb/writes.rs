@@ -4,9 +4,9 @@
 //! rendered here; a failed condition is the typed `Conflict`, anything else `Unavailable`.
 
 use super::item::{call_item, event_value, n, s, state_attributes, state_item, state_value, Item};
-use super::records::{quarantine_item, QUARANTINED};
 use super::keys::{call_sk, epoch_seconds, nanos, state_sk, tenant_pk};
 use super::meter::{malformed, meter, unavailable, Units, CAPACITY};
+use super::records::{quarantine_item, QUARANTINED};
 use super::DynamoStore;
 use crate::domain::{Action, Creation, State, Transition};
 use crate::store::{IdempotencyRecord, StoreError, StoreResult, Unreadable};

@@ -54,14 +54,12 @@ impl Engine {
         context_digest: &str,
         grant: Option<Ask>,
     ) -> Result<Action, Error> {
-        let (id, digest) = (action_id.to_owned(), context_digest.to_owned());
         let by = Via {
             who: who.clone(),
             channel: None,
             grant,
         };
-        self.owned(move |engine| async move { engine.countersign(&by, &id, &digest).await })
-            .await
+        self.approve_by(by, action_id, context_digest).await
     }
 
     /// The same approval, its audit event naming the `channel` it came through (`slack`).
@@ -72,12 +70,22 @@ impl Engine {
         context_digest: &str,
         channel: Option<Channel>,
     ) -> Result<Action, Error> {
-        let (who, id, digest) = (who.clone(), action_id.to_owned(), context_digest.to_owned());
         let by = Via {
-            who,
+            who: who.clone(),
             channel,
             grant: None,
         };
+        self.approve_by(by, action_id, context_digest).await
+    }
+
+    /// An approval by `by`, as a task the process owns.
+    async fn approve_by(
+        self: &Arc<Self>,
+        by: Via,
+        action_id: &str,
+        context_digest: &str,
+    ) -> Result<Action, Error> {
+        let (id, digest) = (action_id.to_owned(), context_digest.to_owned());
         self.owned(move |engine| async move { engine.countersign(&by, &id, &digest).await })
             .await
     }

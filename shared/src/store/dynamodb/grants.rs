@@ -70,7 +70,7 @@ impl DynamoStore {
         Ok(())
     }
 
-    /// Every grant of the tenant whose item passes `filter` (a filter expression over `i`).
+    /// The tenant's grants, or the one of id `id`.
     async fn grant_items(&self, tenant: &str, id: Option<&str>) -> StoreResult<Vec<Grant>> {
         let mut query = self
             .query()
@@ -82,8 +82,17 @@ impl DynamoStore {
                 .filter_expression("i = :i")
                 .expression_attribute_values(":i", s(id));
         }
+        self.grants_of("Query(grants)", query).await
+    }
+
+    /// Every grant `query` finds, page by page.
+    async fn grants_of(
+        &self,
+        op: &'static str,
+        query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+    ) -> StoreResult<Vec<Grant>> {
         let mut found = Vec::new();
-        self.paged("Query(grants)", query, |items| {
+        self.paged(op, query, |items| {
             for item in items {
                 found.push(Grant::try_from(item)?);
             }
@@ -133,14 +142,6 @@ impl Grants for DynamoStore {
             .expression_attribute_values(":live", AttributeValue::Bool(true))
             .expression_attribute_values(":now", nanos(now))
             .consistent_read(true);
-        let mut found = Vec::new();
-        self.paged("Query(grants_for)", query, |items| {
-            for item in items {
-                found.push(Grant::try_from(item)?);
-            }
-            Ok(true)
-        })
-        .await?;
-        Ok(found)
+        self.grants_of("Query(grants_for)", query).await
     }
 }

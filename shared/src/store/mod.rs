@@ -1,5 +1,6 @@
-//! The storage ports: the action store ([`Actions`]), the stops ([`Stops`]) and the
-//! notification outbox ([`Outbox`]), and [`Store`], the three on one handle. Every transition
+//! The storage ports: the action store ([`Actions`]), the stops ([`Stops`]), the notification
+//! outbox ([`Outbox`]) and the scoped grants ([`Grants`]), and [`Store`], the four on one
+//! handle. Every transition
 //! is one conditional write on (state, version) with its audit event appended atomically; a
 //! lost race is the typed [`StoreError::Conflict`]. Each adapter implements every port in its
 //! own module: `sqlite`, `postgres`, `dynamodb`.

@@ -17,6 +17,7 @@ const RULES: &[Rule] = &[
             "config",
             "engine",
             "error",
+            "identity",
             "notify",
             "operate",
             "store",
@@ -26,6 +27,41 @@ const RULES: &[Rule] = &[
             "wake",
         ],
         io: false,
+        only: &[],
+    },
+    // The configuration and the small services: the domain and one another, nothing above.
+    Rule {
+        room: "config",
+        not: ABOVE_THE_DOCUMENT,
+        io: true,
+        only: &[],
+    },
+    Rule {
+        room: "clock",
+        not: ABOVE_THE_DOCUMENT,
+        io: true,
+        only: &[],
+    },
+    Rule {
+        room: "telemetry",
+        not: ABOVE_THE_DOCUMENT,
+        io: true,
+        only: &[],
+    },
+    Rule {
+        room: "target",
+        not: ABOVE_THE_DOCUMENT,
+        io: true,
+        only: &[],
+    },
+    // The engine's error, on the engine's floor: it takes the store's and the domain's
+    // refusals in, and the API maps it out.
+    Rule {
+        room: "error",
+        not: &[
+            "api", "engine", "identity", "notify", "operate", "tools", "wake",
+        ],
+        io: true,
         only: &[],
     },
     // The use cases know the ports, never the HTTP edge or a composition root.
@@ -77,6 +113,12 @@ const RULES: &[Rule] = &[
         io: true,
         only: &[],
     },
+];
+
+/// The rooms above the configuration and the small services (`config/`, `clock.rs`,
+/// `telemetry.rs`, `target.rs`), which none of those names.
+const ABOVE_THE_DOCUMENT: &[&str] = &[
+    "api", "engine", "error", "identity", "notify", "operate", "store", "tools", "wake",
 ];
 
 /// The composition roots (`boot/`: the self-hosted server, the Lambda wiring, the engine a
@@ -834,6 +876,21 @@ fn issue29_the_scanner_reads_paths_not_comments() {
         engine("use tokio::sync::watch; use super::commit;"),
         Vec::<String>::new()
     );
+    // The configuration and the small services name the domain and one another, nothing above.
+    let config = |source: &str| broken("shared/src/config/tenant.rs", source, &roots);
+    assert_eq!(
+        config("use crate::{domain::policy::Rule, target}; use super::policy;"),
+        Vec::<String>::new()
+    );
+    assert_eq!(config("use crate::store::Store;"), ["names store"]);
+    assert_eq!(
+        broken("shared/src/clock.rs", "use crate::engine::Engine;", &roots),
+        ["names engine"]
+    );
+    // The engine's error takes the store's in; it names no room above the engine.
+    let error = |source: &str| broken("shared/src/error.rs", source, &roots);
+    assert_eq!(error("use crate::store::StoreError;"), Vec::<String>::new());
+    assert_eq!(error("use crate::api::error::ApiError;"), ["names api"]);
     // The notifier names the outbox port of the store, and nothing else of it.
     let notify = |source: &str| broken("shared/src/notify/mod.rs", source, &roots);
     assert_eq!(

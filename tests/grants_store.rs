@@ -44,6 +44,7 @@ fn asking() -> Gate {
             approvals: 1,
             grantable: false,
         },
+        shadow: Vec::new(),
     }
 }
 

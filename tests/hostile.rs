@@ -881,6 +881,9 @@ async fn sc_sec_01_tenant_role_route_matrix() {
             ("POST", "/v1/actions/{id}/approve") | ("POST", "/v1/actions/{id}/deny") => {
                 ([403, 403, 200, 403, 401], [403, 403, 404, 403, 401])
             }
+            // A batch of decisions names its actions in the body: the missing id is answered in
+            // its entry (decisions.rs, SC-GR-20); here the role gate, with `{}` a 400 shape error.
+            ("POST", "/v1/decisions") => ([403, 403, 400, 403, 401], [403, 403, 400, 403, 401]),
             ("POST", "/v1/actions/{id}/cancel") => {
                 ([200, 404, 200, 200, 401], [404, 404, 404, 404, 401])
             }
@@ -894,6 +897,7 @@ async fn sc_sec_01_tenant_role_route_matrix() {
             ("POST", "/v1/policy/explain") => {
                 ([403, 403, 403, 200, 401], [403, 403, 403, 200, 401])
             }
+            ("GET", "/v1/insights") => ([403, 403, 403, 200, 401], [403, 403, 403, 200, 401]),
             ("GET", "/v1/notifications/dead") => {
                 ([403, 403, 403, 200, 401], [403, 403, 403, 200, 401])
             }

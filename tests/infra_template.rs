@@ -721,8 +721,27 @@ fn dashboard_metrics(t: &Value) -> Vec<Vec<Value>> {
     list(&body["widgets"])
         .iter()
         .flat_map(|w| list(&w["properties"]["metrics"]))
-        .map(|m| list(&m))
+        .map(|m| searched(&m).unwrap_or_else(|| list(&m)))
         .collect()
+}
+
+/// A metric a widget finds by a search expression (a labelled family whose label values the
+/// template cannot know, e.g. a rule's name): `SEARCH('{Countersign,…} MetricName="x"', …)`
+/// read as `["Countersign", "x"]`.
+fn searched(m: &Value) -> Option<Vec<Value>> {
+    // An expression is a metrics row of one object: `[{"expression": …, "id": …}]`.
+    let expression = m.get(0)?.get("expression")?.as_str()?;
+    let namespace = expression
+        .split_once("SEARCH('{")?
+        .1
+        .split([',', '}'])
+        .next()?;
+    let name = expression
+        .split_once("MetricName=\"")?
+        .1
+        .split('"')
+        .next()?;
+    Some(vec![json!(namespace), json!(name)])
 }
 
 /// Issue 19: the alarms on countersign's own metrics, and the dashboard, name only metrics that

@@ -2,7 +2,15 @@
 //! lifecycles — an allowed call that runs, an approval denied, one cancelled — and parsed as the
 //! Prometheus text format. One test in its own binary: the recorder is process-wide.
 
-use countersign::{boot::embedded::Server, config::Config, telemetry};
+use countersign::{
+    boot::embedded::Server,
+    config::Config,
+    domain::{
+        policy::{Mode, Rule},
+        Decision,
+    },
+    telemetry,
+};
 use countersign_tests::{config_toml, keys, temp_db, Api, ToolServer};
 use serde_json::json;
 use std::collections::HashMap;
@@ -59,7 +67,12 @@ fn parse(text: &str) -> Parsed {
 #[tokio::test]
 async fn sc_ops_01_lifecycles_are_counted_and_served_as_prometheus_text() {
     let tools = ToolServer::start().await;
-    let config = Arc::new(Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap());
+    let mut config = Config::from_toml(&config_toml(&tools, "10s", "5s")).unwrap();
+    // A rule in shadow before the one that allows searches (SC-GR-21).
+    let shadow = Rule::new("search.*", Decision::Deny, None).in_mode(Mode::Shadow);
+    let acme = config.tenants.get_mut("acme").unwrap();
+    acme.policy.insert(0, shadow);
+    let config = Arc::new(config);
     let handle = telemetry::prometheus::install();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let metrics_url = format!("http://{}/metrics", listener.local_addr().unwrap());
@@ -87,6 +100,14 @@ async fn sc_ops_01_lifecycles_are_counted_and_served_as_prometheus_text() {
         .post(&deny, keys::APPROVER, json!({"reason": "not today"}))
         .await;
     assert_eq!(s, 200, "{r}");
+    // One more denied, in a batch (SC-GR-20).
+    let (_, batched) = api
+        .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))
+        .await;
+    let decisions =
+        json!({"decisions": [{"id": batched["id"], "decision": "deny", "reason": "no"}]});
+    let (s, r) = api.post("/v1/decisions", keys::APPROVER, decisions).await;
+    assert_eq!((s, r["taken"].as_u64()), (200, Some(1)), "{r}");
     let (_, cancelled) = api
         .submit(keys::AGENT, json!({"tool": "mail.send", "args": {}}))
         .await;
@@ -120,8 +141,19 @@ async fn sc_ops_01_lifecycles_are_counted_and_served_as_prometheus_text() {
     assert_eq!(value(r#"actions_submitted{decision="allow"}"#), 1.0);
     assert_eq!(
         value(r#"actions_submitted{decision="require_approval"}"#),
-        2.0
+        3.0
     );
+    // SC-GR-21: the shadow rule would have denied the search the policy allowed.
+    assert_eq!(
+        value(r#"shadow_decisions{decision="deny",enforced="allow",rule="search.*"}"#),
+        1.0
+    );
+    // SC-GR-20, SC-GR-22: the batch's decision, and each person's time to decide.
+    assert_eq!(
+        value(r#"batch_decisions{decision="deny",outcome="taken"}"#),
+        1.0
+    );
+    assert_eq!(observed("decision_seconds"), 2.0);
     assert_eq!(
         value(r#"actions_sealed{reason="none",state="succeeded"}"#),
         1.0
@@ -129,7 +161,7 @@ async fn sc_ops_01_lifecycles_are_counted_and_served_as_prometheus_text() {
     // An approver's own words never become a label.
     assert_eq!(
         value(r#"actions_sealed{reason="approver_reason",state="denied"}"#),
-        1.0
+        2.0
     );
     assert_eq!(
         value(r#"actions_sealed{reason="cancelled",state="cancelled"}"#),
@@ -141,7 +173,7 @@ async fn sc_ops_01_lifecycles_are_counted_and_served_as_prometheus_text() {
     // The allowed call was claimed once, right when it was due.
     assert_eq!(observed("wake_lateness_seconds"), 1.0);
     assert_eq!(value(r#"transitions{to="executing"}"#), 1.0);
-    assert_eq!(value(r#"transitions{to="pending_approval"}"#), 2.0);
+    assert_eq!(value(r#"transitions{to="pending_approval"}"#), 3.0);
     // Every name served is one docs/operations.md documents.
     let documented = include_str!("../docs/operations.md");
     assert!(parsed.described.len() >= 8, "{text}");

@@ -8,14 +8,19 @@ mod aws_support;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_support::AwsWorld;
 use countersign::{
-    boot::embedded::{Database, Parts, Server},
+    boot::embedded::{Parts, Server},
     config::Config,
     domain::Transition,
     operate::invariants::{self, Rule},
     store::{sqlite::SqliteStore, Actions, Store},
     Clock, SystemClock,
 };
-use countersign_tests::{config_toml, in_secs, keys, postgres, raw::Raw, temp_db, Api, ToolServer};
+use countersign_tests::{
+    config_toml, in_secs, keys,
+    raw::Raw,
+    stores::{Backend, Place},
+    temp_db, Api, ToolServer,
+};
 use jiff::SignedDuration;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -244,28 +249,18 @@ async fn each_edit_is_named(
     assert_eq!(rules(&report), expected, "{report:?}");
 }
 
-/// The local server's stores, whose rows a test can edit behind the engine's back.
-#[derive(Clone, Copy, Debug)]
-enum Local {
-    Sqlite,
-    Postgres,
-}
-
-async fn local_database(local: Local, label: &str) -> Database {
-    match local {
-        Local::Sqlite => Database::Sqlite(temp_db(label)),
-        Local::Postgres => postgres::database(label).await,
-    }
-}
-
-async fn edited_records_fail_verification_and_their_deeds(local: Local) {
+/// `backend`: a store of the local server (SQLite or Postgres), whose rows a test can edit
+/// behind the engine's back.
+async fn edited_records_fail_verification_and_their_deeds(backend: Backend) {
     let tools = ToolServer::start().await;
     let config = Arc::new(
         Config::from_toml(&config_toml(&tools, "10s", "5s"))
             .and_then(Config::read_keys)
             .unwrap(),
     );
-    let db = local_database(local, "verify-edits").await;
+    let Place::Db(db) = Place::fresh(backend, "verify-edits").await else {
+        unreachable!("{backend:?}: the local server opens its own database")
+    };
     let listen = "127.0.0.1:0".parse().unwrap();
     let server = Server::start_on(config.clone(), &db, listen, Parts::default())
         .await
@@ -313,12 +308,12 @@ async fn edited_records_fail_verification_and_their_deeds(local: Local) {
 
 #[tokio::test]
 async fn sc_sec_06_an_edited_call_or_outcome_fails_verification_and_its_deed_on_sqlite() {
-    edited_records_fail_verification_and_their_deeds(Local::Sqlite).await;
+    edited_records_fail_verification_and_their_deeds(Backend::Sqlite).await;
 }
 
 #[tokio::test]
 async fn sc_sec_06_an_edited_call_or_outcome_fails_verification_and_its_deed_on_postgres() {
-    edited_records_fail_verification_and_their_deeds(Local::Postgres).await;
+    edited_records_fail_verification_and_their_deeds(Backend::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

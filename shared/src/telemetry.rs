@@ -28,6 +28,9 @@ pub const EMAILS: &str = "emails";
 pub const CONFIG_RELOADS: &str = "config_reloads";
 pub const CONFIG_REJECTED: &str = "config_rejected";
 pub const GRANTS_USED: &str = "grants_used";
+pub const BATCH_DECISIONS: &str = "batch_decisions";
+pub const SHADOW_DECISIONS: &str = "shadow_decisions";
+pub const DECISION_SECONDS: &str = "decision_seconds";
 
 /// Every metric with its unit and meaning, for the exporters that show them.
 pub fn describe() {
@@ -99,6 +102,21 @@ pub fn describe() {
         Unit::Count,
         "new configuration documents, by outcome: applied, rejected, unreadable"
     );
+    describe_histogram!(
+        DECISION_SECONDS,
+        Unit::Seconds,
+        "from a call that asked a person to the person's decision, by decision"
+    );
+    describe_counter!(
+        SHADOW_DECISIONS,
+        Unit::Count,
+        "what rules in shadow would have decided, by rule, decision and the enforced decision"
+    );
+    describe_counter!(
+        BATCH_DECISIONS,
+        Unit::Count,
+        "decisions of a batch (POST /v1/decisions), by decision and outcome"
+    );
     describe_counter!(
         CONFIG_REJECTED,
         Unit::Count,
@@ -118,14 +136,31 @@ pub fn grant_used() {
 
 /// An action the gate decided (its decision, snake_case as in the API).
 pub fn submitted(decision: Decision) {
-    let decision = match decision {
+    counter!(SUBMITTED, "decision" => decision_label(decision)).increment(1);
+}
+
+fn decision_label(decision: Decision) -> &'static str {
+    match decision {
         Decision::Allow => "allow",
         Decision::Deny => "deny",
         Decision::SetResult => "set_result",
         Decision::RequireApproval => "require_approval",
         Decision::Schedule => "schedule",
-    };
-    counter!(SUBMITTED, "decision" => decision).increment(1);
+    }
+}
+
+/// What the rules in shadow would have decided of one call the gate decided `enforced`
+/// (SC-GR-21). The rule label is the config's (`name`, else the glob): a bounded set.
+pub fn shadowed(verdicts: &[crate::domain::policy::ShadowVerdict], enforced: Decision) {
+    for v in verdicts {
+        counter!(
+            SHADOW_DECISIONS,
+            "rule" => v.label.clone(),
+            "decision" => decision_label(v.decision),
+            "enforced" => decision_label(enforced)
+        )
+        .increment(1);
+    }
 }
 
 /// A committed transition (ours: answered or found by reading back). A claim — by a wake, the
@@ -223,6 +258,24 @@ pub fn config_reload(outcome: &'static str) {
     if outcome == "rejected" {
         counter!(CONFIG_REJECTED).increment(1);
     }
+}
+
+/// A person's decision committed on `action` (SC-GR-22): how long the call waited for it.
+pub fn decided_by_person(action: &Action) {
+    use crate::domain::insights::{fate, Fate};
+    let (decision, secs) = match fate(action) {
+        Some(Fate::Approved(secs)) => ("approve", secs),
+        Some(Fate::Denied(secs)) => ("deny", secs),
+        _ => return,
+    };
+    histogram!(DECISION_SECONDS, "decision" => decision).record(secs);
+}
+
+/// One decision of a batch (SC-GR-20): an approve or a deny, taken or refused.
+pub fn decided_in_batch(approve: bool, taken: bool) {
+    let decision = if approve { "approve" } else { "deny" };
+    let outcome = if taken { "taken" } else { "refused" };
+    counter!(BATCH_DECISIONS, "decision" => decision, "outcome" => outcome).increment(1);
 }
 
 /// The local server's exporter: Prometheus text, served on a listen address of its own.

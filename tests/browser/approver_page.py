@@ -789,6 +789,79 @@ def test_issue30_sc_app_06_the_board_refreshes_itself_and_keeps_the_reviewers_pl
     expect(item.get_by_role("button", name=re.compile("Review"))).to_be_focused()
 
 
+def test_sc_gr_20_batch_approve_three_in_one_click(t):
+    """Issue 33: three calls selected on their cards are approved by one click, one request of
+    three decisions (each with the digest the page computed), each answered; similar calls of
+    one tool and agent are grouped with a button that selects them all."""
+    actions = [t.server.submit(AGENT, {"to": f"batch{i}@example.com", "subject": f"batch {i}"})
+               for i in range(3)]
+    sign_in(t.page, t.server)
+    group = t.page.locator("#groups li", has_text="mail.send from agent-acme")
+    expect(group.get_by_role("button", name=re.compile(r"Select the \d+ calls"))).to_be_visible()
+    for a in actions:
+        card(t.page, a["id"]).get_by_role("checkbox").check()
+    button = t.page.get_by_role("button", name="Approve selected (3)")
+    expect(button).to_be_enabled()
+    t.shot("approver-batch.png")
+    with t.page.expect_request(re.compile(r"/v1/decisions$")) as sent:
+        button.click()
+    body = json.loads(sent.value.post_data)
+    assert body == {"decisions": [
+        {"id": a["id"], "decision": "approve", "context_digest": a["approval"]["context_digest"]}
+        for a in reversed(actions)]}, body
+    expect(t.page.get_by_role("alert").first).to_have_text("Approved 3 of 3.")
+    for a in actions:
+        assert t.server.action(a["id"])["state"] in ("approved", "executing", "succeeded")
+        expect(t.page.locator("#pending").locator(f'li[data-action-id="{a["id"]}"]')).to_have_count(0)
+    assert not t.console_errors, t.console_errors
+
+
+def test_sc_gr_20_keyboard_only_review_filter_and_approve(t):
+    """Issue 33: j / k move through the pending calls, Enter reviews one, a approves it, with
+    the keys written on the page; the tool filter narrows the list."""
+    other = t.server.submit(AGENT, {"amount": 10}, tool="payments.transfer")
+    action = t.server.submit(AGENT, {"to": "keys@example.com", "subject": "by keys"})
+    # A finance approver: it may decide the transfer (two-person rule) and the mail alike.
+    sign_in(t.page, t.server, key=FINANCE_1)
+    expect(t.page.locator("#keys-hint")).to_contain_text("j / k next / previous")
+    t.page.get_by_label("Tool").select_option("payments.transfer")
+    expect(card(t.page, action["id"])).to_have_count(0)
+    expect(card(t.page, other["id"])).to_be_visible()
+    t.page.get_by_label("Tool").select_option("mail.send")
+    t.page.evaluate("document.activeElement.blur()")
+    t.page.keyboard.press("j")
+    expect(card(t.page, action["id"])).to_be_focused()
+    t.page.keyboard.press("j")
+    t.page.keyboard.press("k")
+    expect(card(t.page, action["id"])).to_be_focused()
+    t.page.keyboard.press("Enter")
+    dialog = t.page.get_by_role("dialog")
+    expect(dialog).to_contain_text("by keys")
+    expect(dialog.get_by_role("button", name="Approve")).to_be_enabled()
+    t.page.keyboard.press("a")
+    expect(t.page.get_by_role("alert").first).to_contain_text(f"Approved mail.send ({action['id']})")
+    assert t.server.action(action["id"])["state"] in ("approved", "executing", "succeeded")
+
+
+def test_sc_gr_22_an_admin_sees_the_insights_panel(t):
+    """Issue 33: an admin key does not countersign, and sees the decision insights instead."""
+    action = t.server.submit(AGENT, {"to": "insight@example.com", "subject": "counted"})
+    t.server.call("POST", f"/v1/actions/{action['id']}/deny", APPROVER, {"reason": "no"})
+    t.page.goto(t.server.base + "/ui/")
+    t.page.get_by_label("Approver key").fill(ADMIN)
+    t.page.get_by_role("button", name="Sign in").click()
+    expect(t.page.get_by_role("alert").first).to_contain_text("Decision insights for admins are below")
+    panel = t.page.get_by_role("region", name="Decision insights")
+    expect(panel).to_be_visible()
+    row = panel.locator("tr", has_text="mail.send")
+    expect(row).to_be_visible()
+    expect(panel).to_contain_text("actions read")
+    t.page.get_by_label("Range").select_option("1")
+    expect(row).to_be_visible()
+    t.shot("approver-insights.png")
+    assert t.page.evaluate("sessionStorage.getItem('countersign.key')") is None
+
+
 # ---- a small runner --------------------------------------------------------------------------
 
 class Case:

@@ -209,6 +209,10 @@ fn policy_test(config: &std::path::Path, cases: &std::path::Path) -> std::proces
             None => println!("ok    {}", v.name),
             Some(why) => println!("FAIL  {}: {why}", v.name),
         }
+        // What the rules in shadow would have decided, beside the enforced (SC-GR-21).
+        for line in &v.shadow {
+            println!("      {line}");
+        }
     }
     println!("{} cases, {failed} failed", verdicts.len());
     if failed == 0 {

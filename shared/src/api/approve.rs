@@ -25,6 +25,7 @@ use std::sync::Arc;
 pub(super) fn routes(r: Routes) -> Routes {
     r.route(paths::APPROVE, post(approve))
         .route(paths::DENY, post(deny))
+        .route(paths::DECISIONS, post(super::decide::decide))
         .route(paths::SLACK_INTERACTIONS, post(super::slack::interactions))
         .route(paths::EMAIL_CONFIRM, get(email::show).post(email::decide))
 }

@@ -191,13 +191,15 @@ pub fn need(method: &Method, path: &str) -> Need {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let role = match (method.as_str(), segments.as_slice()) {
         ("POST", ["v1", "actions"] | ["mcp"]) => Role::Agent,
-        ("POST", ["v1", "actions", _, "approve" | "deny"]) => Role::Approver,
+        ("POST", ["v1", "actions", _, "approve" | "deny"] | ["v1", "decisions"]) => Role::Approver,
         (
             "POST",
             ["v1", "stops"] | ["v1", "policy", "explain"] | ["v1", "notifications", _, "redeliver"],
         )
         | ("DELETE", ["v1", "stops", _])
-        | ("GET", ["v1", "notifications", "dead"] | ["v1", "quarantine"]) => Role::Admin,
+        | ("GET", ["v1", "notifications", "dead"] | ["v1", "quarantine"] | ["v1", "insights"]) => {
+            Role::Admin
+        }
         _ => return Need::Any,
     };
     Need::Role(role)

@@ -224,14 +224,88 @@ pub struct DenyBody {
 impl DenyBody {
     /// The reason, trimmed.
     pub fn reason(&self) -> Result<&str, Error> {
-        let reason = self.reason.trim();
-        if reason.is_empty() || reason.len() > MAX_REASON {
-            return Err(Error::validation(
-                "reason",
-                "reason must be 1–1000 characters",
-            ));
+        reason_at("reason", &self.reason)
+    }
+}
+
+/// A deny's reason, trimmed: 1–1000 characters, or a validation error for `param`.
+fn reason_at<'a>(param: &str, reason: &'a str) -> Result<&'a str, Error> {
+    let reason = reason.trim();
+    if reason.is_empty() || reason.len() > MAX_REASON {
+        return Err(Error::validation(
+            param,
+            format!("{param} must be 1–1000 characters"),
+        ));
+    }
+    Ok(reason)
+}
+
+/// The body of `POST /v1/decisions` (SC-GR-20): one decision per action, 1–100 of them.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecideBody {
+    #[schema(min_items = 1, max_items = 100)]
+    pub decisions: Vec<DecisionItem>,
+}
+
+/// One action's decision, as its own approve or deny would take it.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionItem {
+    /// `act_` + ULID.
+    pub id: String,
+    pub decision: Verdict,
+    /// The digest of the context the approver was shown: required to approve; a deny that
+    /// gives one is refused `context_changed` when it is no longer current.
+    #[serde(default)]
+    pub context_digest: Option<String>,
+    /// A deny's reason, in the approver's words (1–1000 characters); an approve takes none.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// What a person decided of one action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Approve,
+    Deny,
+}
+
+impl DecideBody {
+    /// The rulings in order, or the first entry at fault (nothing is decided then).
+    pub fn rulings(self) -> Result<Vec<crate::engine::Ruling>, Error> {
+        use crate::engine::{Ruling, RulingKind};
+        let mut out = Vec::with_capacity(self.decisions.len());
+        for (i, d) in self.decisions.into_iter().enumerate() {
+            let at = |field: &str| format!("decisions[{i}].{field}");
+            let kind = match (d.decision, d.context_digest, d.reason) {
+                (Verdict::Approve, Some(context_digest), None) => {
+                    RulingKind::Approve { context_digest }
+                }
+                (Verdict::Approve, None, _) => {
+                    return Err(Error::validation(
+                        &at("context_digest"),
+                        "an approve needs the context_digest the approver was shown",
+                    ))
+                }
+                (Verdict::Approve, Some(_), Some(_)) => {
+                    return Err(Error::validation(
+                        &at("reason"),
+                        "an approve takes no reason",
+                    ))
+                }
+                (Verdict::Deny, context_digest, reason) => RulingKind::Deny {
+                    reason: reason_at(&at("reason"), reason.as_deref().unwrap_or(""))?.to_owned(),
+                    context_digest,
+                },
+            };
+            out.push(Ruling {
+                action_id: d.id,
+                kind,
+            });
         }
-        Ok(reason)
+        Ok(out)
     }
 }
 

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::{
     domain::{
-        policy::{Matched, Step},
+        policy::{Matched, ShadowVerdict, Step},
         Call, Decision, Window,
     },
     Engine, Error,
@@ -50,6 +50,10 @@ pub struct Explanation {
     /// A condition that could not be evaluated: the call would be denied (SC-POL-02).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub condition_error: Option<String>,
+    /// What the rules in shadow before the deciding one would have decided, beside the
+    /// enforced decision above (SC-GR-21); absent when none matched.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shadow: Vec<ShadowVerdict>,
     pub steps: Vec<Step>,
 }
 
@@ -102,6 +106,7 @@ pub(super) async fn explain(
         approvals: asks.then_some(gate.countersigners.approvals),
         approver_groups: gate.countersigners.groups,
         condition_error: gate.failed.map(|f| f.message),
+        shadow: gate.shadow,
         steps,
     };
     Ok(Json(answer).into_response())

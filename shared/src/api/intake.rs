@@ -42,6 +42,7 @@ pub(super) fn routes(r: Routes) -> Routes {
         .route(paths::QUARANTINE, get(quarantined))
         .route(paths::ME, get(super::me::me))
         .route(paths::EXPLAIN, post(super::explain::explain))
+        .route(paths::INSIGHTS, get(super::insights::insights))
         .route(paths::MCP, post(mcp::endpoint))
         .route(paths::RESOURCE_METADATA, get(resource::api))
         .route(paths::MCP_RESOURCE_METADATA, get(resource::mcp))

@@ -9,11 +9,13 @@ mod approve;
 pub mod auth;
 pub mod body;
 mod cancel;
+mod decide;
 mod email;
 pub mod error;
 mod explain;
 mod extract;
 mod grants;
+mod insights;
 mod intake;
 pub mod json;
 mod mcp;
@@ -50,6 +52,8 @@ pub mod paths {
     pub const APPROVE: &str = "/v1/actions/{id}/approve";
     /// Deny.
     pub const DENY: &str = "/v1/actions/{id}/deny";
+    /// Approve or deny several at once (SC-GR-20).
+    pub const DECISIONS: &str = "/v1/decisions";
     /// Cancel.
     pub const CANCEL: &str = "/v1/actions/{id}/cancel";
     /// Stop an agent or the tenant.
@@ -70,6 +74,8 @@ pub mod paths {
     pub const ME: &str = "/v1/me";
     /// Which rule a call would match.
     pub const EXPLAIN: &str = "/v1/policy/explain";
+    /// Decision insights (SC-GR-22).
+    pub const INSIGHTS: &str = "/v1/insights";
     /// The approver page.
     pub const UI: &str = "/ui/";
     /// Its files.
@@ -99,6 +105,8 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", paths::DEED, "intake"),
     ("POST", paths::APPROVE, "approve"),
     ("POST", paths::DENY, "approve"),
+    // Several decisions in one request (SC-GR-20), each its own approve or deny.
+    ("POST", paths::DECISIONS, "approve"),
     // The confirmation page of an approval mail (docs/email.md): GET shows, POST decides.
     ("GET", paths::EMAIL_CONFIRM, "approve"),
     ("POST", paths::EMAIL_CONFIRM, "approve"),
@@ -117,6 +125,8 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", paths::ME, "intake"),
     // Which policy rule a call would match (SC-POL-05): reads the config only.
     ("POST", paths::EXPLAIN, "intake"),
+    // Decision insights (SC-GR-22): a bounded read of the tenant's actions.
+    ("GET", paths::INSIGHTS, "intake"),
     // The OpenAPI document of the routes above.
     ("GET", paths::OPENAPI, "intake"),
     // MCP over Streamable HTTP (docs/mcp.md).

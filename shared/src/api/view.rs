@@ -154,3 +154,32 @@ pub(super) fn action_response(
     use axum::response::IntoResponse;
     (status, axum::Json(ActionView::from(action))).into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{action::Standing, Call};
+    use serde_json::json;
+
+    /// Issue 29: the view lists the call's members by hand (for the OpenAPI document); each
+    /// member of the call's shown form is one of the view's, with the same value — a new member
+    /// of the call fails here until the view has it.
+    #[test]
+    fn issue29_the_view_shows_every_member_of_the_call() {
+        let run = RunRef {
+            run_id: Some("run-1".into()),
+            thread_id: Some("th-1".into()),
+            call_id: Some("call-1".into()),
+        };
+        let call = Call::for_test("act_1", "mail.send", json!({"to": "a@b"}))
+            .with_kind_and_run(Some("email"), Some(run));
+        let at = "2026-10-21T12:00:00Z".parse().unwrap();
+        let pending = Standing::PendingApproval { approvals: vec![] };
+        let action = Action::first(call, Decision::RequireApproval, pending, None, at);
+        let view = serde_json::to_value(ActionView::from(&action)).unwrap();
+        let shown = serde_json::to_value(action.call().shown()).unwrap();
+        for (member, value) in shown.as_object().unwrap() {
+            assert_eq!(view.get(member), Some(value), "the view's {member}");
+        }
+    }
+}

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::domain::{
     condition::Condition,
-    policy::{Countersigners, Rule},
+    policy::{Countersigners, Mode, Rule},
     Decision,
 };
 use serde::Deserialize;
@@ -41,6 +41,9 @@ pub(super) struct RawRule {
     approvers: Vec<String>,
     /// Distinct approvals needed (default 1).
     approvals: Option<u32>,
+    /// `enforce` (default) or `shadow`: judged and recorded, deciding nothing (SC-GR-21).
+    #[serde(default)]
+    mode: Mode,
     /// A quorum rule whose approvers may grant further calls (SC-GR-03; default false).
     #[serde(default)]
     grantable: bool,
@@ -89,7 +92,7 @@ fn one<'a>(
         (_, Some(_)) => return Err(bad(at, "only a set_result rule carries a result")),
         (_, None) => None,
     };
-    let mut built = Rule::new(&rule.tool, rule.decision, result);
+    let mut built = Rule::new(&rule.tool, rule.decision, result).in_mode(rule.mode);
     if let Some(name) = &rule.name {
         if name.trim().is_empty() || name.len() > 200 {
             return Err(bad(at, "name must be 1–200 characters"));
@@ -231,6 +234,11 @@ mod tests {
         assert!(
             e.contains("needs 2 distinct approver") && e.contains("has 1"),
             "{e}"
+        );
+        let e = err("{ tool = \"pay\", decision = \"allow\", mode = \"dry_run\" }");
+        assert!(
+            e.contains("dry_run") && e.contains("shadow"),
+            "SC-GR-21: {e}"
         );
         let e = err("{ tool = \"pay\", decision = \"allow\", approvals = 2 }");
         assert!(e.contains("belong to a require_approval rule"), "{e}");

@@ -224,7 +224,8 @@ pub fn first_form(call: Call, admission: Admission, m: Making<'_>) -> Result<Cre
     if decision != Decision::Deny {
         first.grant = m.grant.cloned();
     }
-    Ok(Creation::new(first, actor, Some(&reason), m.now))
+    let shadow = m.gate.shadow.clone();
+    Ok(Creation::noting(first, actor, Some(&reason), m.now, shadow))
 }
 
 /// The countersignature asked for: the context the approver is shown, and its digest.
@@ -268,6 +269,7 @@ mod tests {
             rule: None,
             failed: None,
             countersigners: Default::default(),
+            shadow: Vec::new(),
         }
     }
 

@@ -9,6 +9,7 @@ use super::{
     call::Call,
     canonical,
     granted::{GrantRef, Terms as GrantTerms},
+    policy::ShadowVerdict,
     state::may_move,
     window::Window,
 };
@@ -42,6 +43,9 @@ pub struct Event {
     /// hashes as it always did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<GrantRef>,
+    /// On the first event: what the policy's rules in shadow would have decided (SC-GR-21).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shadow: Vec<ShadowVerdict>,
     /// sha256(previous hash ‖ canonical event without its hash), hex.
     pub hash: String,
 }
@@ -61,6 +65,8 @@ pub struct Entry {
     pub outcome_digest: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grant: Option<GrantRef>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shadow: Vec<ShadowVerdict>,
 }
 
 /// The committed call the genesis binds: every member of an action that no transition changes.
@@ -153,6 +159,7 @@ impl Entry {
             context_digest: self.context_digest,
             outcome_digest: self.outcome_digest,
             grant: self.grant,
+            shadow: self.shadow,
             hash,
         }
     }
@@ -170,6 +177,7 @@ impl Event {
             context_digest: self.context_digest.clone(),
             outcome_digest: self.outcome_digest.clone(),
             grant: self.grant.clone(),
+            shadow: self.shadow.clone(),
         }
     }
 }
@@ -764,6 +772,7 @@ mod tests {
             context_digest: None,
             outcome_digest: sealed_outcome(&forged),
             grant: None,
+            shadow: Vec::new(),
         }
         .chain(&created.action.chain_head);
         forged.chain_head = event.hash.clone();

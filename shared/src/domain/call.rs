@@ -4,10 +4,12 @@
 //! same one, and everything that needs the call (the policy gate, the approval context, the
 //! ticket, the audit chain's genesis, the deed, the view) borrows it from here.
 //!
-//! Adding a member to the call: here (the type, its reader, its stored form), the DynamoDB
-//! mapping (`store/dynamodb/item.rs`) and the view (`api/view.rs`, by [`Shown`]); the versioned
-//! documents (the chain's genesis, the approval context, the deed) take it only with a new
-//! format.
+//! Adding a member to the call: here (the type, its reader, its stored form — the compiler
+//! points at the constructors and at `write`), the DynamoDB mapping (`store/dynamodb/item.rs`)
+//! and the view (`api/view.rs`, by [`Shown`]) — a test of each fails until the member is there;
+//! the versioned documents (the chain's genesis, the approval context, the deed) take it only
+//! with a new format. A member absent from old records is left out of the stored form when
+//! absent (as `run` is), so their bytes do not change.
 
 pub use super::submission::RunRef;
 use super::{canonical, condition::CallFacts, submission::Submission, window::Window};
@@ -143,20 +145,32 @@ impl Call {
     /// The members in their stored (and shown) order; `run` left out when absent unless
     /// `run_always`.
     fn write<S: Serializer>(&self, s: S, run_always: bool) -> Result<S::Ok, S::Error> {
+        // Every member named, so a new one does not compile until its stored form is written.
+        let Call {
+            id,
+            tenant,
+            agent_id,
+            tool,
+            args,
+            args_digest,
+            action_kind,
+            run,
+            schedule,
+        } = self;
         let mut m = s.serialize_struct("Call", 9)?;
-        m.serialize_field("id", &self.id)?;
-        m.serialize_field("tenant", &self.tenant)?;
-        m.serialize_field("agent_id", &self.agent_id)?;
-        m.serialize_field("tool", &self.tool)?;
-        m.serialize_field("args", &self.args)?;
-        m.serialize_field("args_digest", &self.args_digest)?;
-        m.serialize_field("action_kind", &self.action_kind)?;
-        if run_always || self.run.is_some() {
-            m.serialize_field("run", &self.run)?;
+        m.serialize_field("id", id)?;
+        m.serialize_field("tenant", tenant)?;
+        m.serialize_field("agent_id", agent_id)?;
+        m.serialize_field("tool", tool)?;
+        m.serialize_field("args", args)?;
+        m.serialize_field("args_digest", args_digest)?;
+        m.serialize_field("action_kind", action_kind)?;
+        if run_always || run.is_some() {
+            m.serialize_field("run", run)?;
         } else {
             m.skip_field("run")?;
         }
-        m.serialize_field("schedule", &self.schedule)?;
+        m.serialize_field("schedule", schedule)?;
         m.end()
     }
 }

@@ -154,12 +154,29 @@ pub fn approve(f: &ApproveFacts<'_>) -> Approve {
 /// people — any eligible approver's deny seals it, a quorum's too (SC-POL-04). The seal it
 /// commits, with the approver's words.
 pub fn deny(action: &Action, who: Decider<'_>, reason: &str) -> Result<SealReason, Objection> {
+    deny_seen(action, who, reason, None)
+}
+
+/// A deny of the context the approver was shown (`seen`, when it names one: a batch decision,
+/// SC-GR-20): [`deny`]'s checks, then the digest, as an approve holds it (SC-APP-02) — a person
+/// who decided on a page that went stale decides again.
+pub fn deny_seen(
+    action: &Action,
+    who: Decider<'_>,
+    reason: &str,
+    seen: Option<&str>,
+) -> Result<SealReason, Objection> {
     eligible(who, action)?;
-    match action.state() {
-        State::PendingApproval => Ok(SealReason::Denied(reason.to_owned())),
-        State::Approved => Err(Objection::AlreadyApproved),
-        State::Executing => Err(Objection::Executing),
-        state => Err(Objection::Sealed(state)),
+    match (action.state(), action.approval()) {
+        (State::PendingApproval, Some(a)) if seen.is_some_and(|d| d != a.context_digest) => {
+            Err(Objection::ContextChanged {
+                current_digest: a.context_digest.clone(),
+            })
+        }
+        (State::PendingApproval, _) => Ok(SealReason::Denied(reason.to_owned())),
+        (State::Approved, _) => Err(Objection::AlreadyApproved),
+        (State::Executing, _) => Err(Objection::Executing),
+        (state, _) => Err(Objection::Sealed(state)),
     }
 }
 
@@ -486,6 +503,45 @@ mod tests {
         ];
         for (name, who, action, want) in table {
             assert_eq!(deny(action, who, "too risky"), want, "{name}");
+        }
+    }
+
+    /// SC-GR-20: a deny that names the context it was shown is held to it like an approve
+    /// (SC-APP-02), after who may deny and what the record waits for; without one it is [`deny`].
+    #[test]
+    fn sc_gr_20_a_deny_of_a_seen_context() {
+        let pending = asking(1, &["finance"]);
+        let done = approved(&pending);
+        let finance = ["finance".to_owned()];
+        let fin = Decider {
+            id: "fin-1",
+            groups: &finance,
+            channel: None,
+            person: None,
+        };
+        let ops = Decider { groups: &[], ..fin };
+        let current = digest(&pending);
+        let changed = Err(Objection::ContextChanged {
+            current_digest: current.clone(),
+        });
+        let denied = Ok(SealReason::Denied("no".into()));
+        type Row<'a> = (
+            &'a str,
+            Decider<'a>,
+            &'a Action,
+            Option<&'a str>,
+            Result<SealReason, Objection>,
+        );
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            ("the digest shown", fin, &pending, Some(&current), denied.clone()),
+            ("no digest: as the single deny", fin, &pending, None, denied),
+            ("a stale digest", fin, &pending, Some("sha256:old"), changed),
+            ("outside the groups, stale: the groups first", ops, &pending, Some("sha256:old"), Err(Objection::NotInGroups(finance.to_vec()))),
+            ("approved, stale: the state first", fin, &done, Some("sha256:old"), Err(Objection::AlreadyApproved)),
+        ];
+        for (name, who, action, seen, want) in table {
+            assert_eq!(deny_seen(action, who, "no", seen), want, "{name}");
         }
     }
 

@@ -1,7 +1,7 @@
 //! Notifications (SC-NOT-01/02): which transitions notify, the stable event id, the payloads,
 //! and the outbox entry's retry rule. Pure: the worker in `crate::notify` does the I/O.
 
-use super::{action::Action, audit::Event, State};
+use super::{action::Action, audit::Event, state::State};
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -369,6 +369,7 @@ mod tests {
             context_digest: None,
             outcome_digest: None,
             grant: None,
+            shadow: Vec::new(),
         }
         .chain("")
     }

@@ -1,6 +1,8 @@
 //! The policy gate: the first rule whose tool glob matches and whose condition holds decides;
 //! no match denies (SC-INT-05, SC-POL-01). A condition that cannot be evaluated denies, naming
-//! the rule and the error (SC-POL-02): it never falls through to a later, laxer rule.
+//! the rule and the error (SC-POL-02): it never falls through to a later, laxer rule. A rule in
+//! shadow (SC-GR-21) is judged where it stands and decides nothing: what it would have decided
+//! is noted beside the gate's answer, and the gate goes on to the next rule.
 
 use super::condition::{Bound, CallFacts, Condition};
 use serde::{Deserialize, Serialize};
@@ -18,6 +20,30 @@ pub enum Decision {
     SetResult,
     RequireApproval,
     Schedule,
+}
+
+/// Whether a rule decides (`enforce`, the default) or only says what it would have decided
+/// (`shadow`, SC-GR-21): a rule is rolled out in shadow first and its verdicts read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    #[default]
+    Enforce,
+    Shadow,
+}
+
+/// What a rule in shadow would have decided of a call it matched (SC-GR-21): recorded in the
+/// action's first audit event and counted, never acted on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ShadowVerdict {
+    /// Its position in the tenant's `policy` list, from 0.
+    pub rule: usize,
+    pub label: String,
+    /// The rule's decision, or `deny` where its condition could not be evaluated.
+    pub decision: Decision,
+    /// The evaluator's words, when the condition could not be evaluated (SC-POL-02 in shadow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Who may countersign what a rule holds for a person, and how many must (SC-POL-03/04).
@@ -43,6 +69,7 @@ pub struct Rule {
     pub name: Option<String>,
     pub when: Option<Condition>,
     pub countersigners: Countersigners,
+    pub mode: Mode,
 }
 
 impl Rule {
@@ -59,7 +86,14 @@ impl Rule {
                 approvals: 1,
                 grantable: false,
             },
+            mode: Mode::Enforce,
         }
+    }
+
+    /// In shadow: judged, noted, never deciding (SC-GR-21).
+    pub fn in_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
     }
 
     pub fn when(mut self, condition: Condition) -> Self {
@@ -107,6 +141,8 @@ pub struct Gate {
     /// Set when a condition failed: the decision is then `deny`.
     pub failed: Option<ConditionFailed>,
     pub countersigners: Countersigners,
+    /// What the rules in shadow before the deciding one would have decided (SC-GR-21).
+    pub shadow: Vec<ShadowVerdict>,
 }
 
 /// One rule's part in a decision, for explanations (SC-POL-05).
@@ -114,7 +150,8 @@ pub struct Gate {
 pub struct Step {
     pub index: usize,
     pub label: String,
-    /// `tool_differs`, `condition_false`, `condition_error` or `matched`.
+    /// `tool_differs`, `condition_false`, `condition_error` or `matched`; for a rule in shadow
+    /// (SC-GR-21) `shadow_matched` or `shadow_condition_error` where it would have decided.
     #[schema(value_type = String)]
     pub verdict: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,6 +173,7 @@ pub fn explain(rules: &[Rule], call: &CallFacts<'_>) -> (Gate, Vec<Step>) {
 fn decide(rules: &[Rule], call: &CallFacts<'_>, mut steps: Option<&mut Vec<Step>>) -> Gate {
     // Nothing is converted until a condition reads it; `args` read whole, once per gate.
     let bound = Bound::new(call);
+    let mut shadow = Vec::new();
     let mut note = |index: usize, rule: &Rule, verdict, error| {
         if let Some(steps) = steps.as_mut() {
             steps.push(Step {
@@ -155,11 +193,35 @@ fn decide(rules: &[Rule], call: &CallFacts<'_>, mut steps: Option<&mut Vec<Step>
             None => Ok(true),
             Some(c) => c.holds(&bound),
         };
-        match holds {
-            Ok(false) => note(index, rule, "condition_false", None),
+        if rule.mode == Mode::Shadow {
+            let (verdict, would) = match holds {
+                Ok(false) => ("condition_false", None),
+                Ok(true) => ("shadow_matched", Some((rule.decision, None))),
+                Err(message) => (
+                    "shadow_condition_error",
+                    Some((Decision::Deny, Some(message))),
+                ),
+            };
+            let error = would.as_ref().and_then(|(_, e)| e.clone());
+            note(index, rule, verdict, error);
+            if let Some((decision, error)) = would {
+                shadow.push(ShadowVerdict {
+                    rule: index,
+                    label: rule.label(),
+                    decision,
+                    error,
+                });
+            }
+            continue;
+        }
+        let gate = match holds {
+            Ok(false) => {
+                note(index, rule, "condition_false", None);
+                continue;
+            }
             Ok(true) => {
                 note(index, rule, "matched", None);
-                return decided(index, rule);
+                decided(index, rule)
             }
             Err(message) => {
                 note(index, rule, "condition_error", Some(message.clone()));
@@ -172,11 +234,12 @@ fn decide(rules: &[Rule], call: &CallFacts<'_>, mut steps: Option<&mut Vec<Step>
                     rule: index,
                     message,
                 });
-                return gate;
+                gate
             }
-        }
+        };
+        return Gate { shadow, ..gate };
     }
-    denied()
+    Gate { shadow, ..denied() }
 }
 
 /// Every rule that may decide a call of `tool`, whatever its args, in the gate's order: for
@@ -185,7 +248,8 @@ fn decide(rules: &[Rule], call: &CallFacts<'_>, mut steps: Option<&mut Vec<Step>
 /// rule lets calls fall off the end, which denies.
 pub fn reachable<'r>(rules: &'r [Rule], tool: &str) -> Vec<&'r Rule> {
     let mut out = Vec::new();
-    for rule in rules.iter().filter(|r| r.pattern.matches(tool)) {
+    let enforced = rules.iter().filter(|r| r.mode == Mode::Enforce);
+    for rule in enforced.filter(|r| r.pattern.matches(tool)) {
         out.push(rule);
         if rule.when.is_none() {
             break;
@@ -216,6 +280,7 @@ fn decided(index: usize, r: &Rule) -> Gate {
         }),
         failed: None,
         countersigners: r.countersigners.clone(),
+        shadow: Vec::new(),
     }
 }
 
@@ -226,6 +291,7 @@ fn denied() -> Gate {
         rule: None,
         failed: None,
         countersigners: Countersigners::default(),
+        shadow: Vec::new(),
     }
 }
 
@@ -314,6 +380,92 @@ mod tests {
         assert!(failed.message.contains("amount"), "{}", failed.message);
         assert_eq!(steps.len(), 1);
         assert_eq!(steps[0].verdict, "condition_error");
+    }
+
+    /// SC-GR-21: a rule in shadow decides nothing — the gate answers as if it were not there —
+    /// and where it stands before the deciding rule and matches, what it would have decided is
+    /// noted (a failing condition as `deny` with the evaluator's words, never failing the gate);
+    /// behind the deciding rule it is not reached; catalogs never offer it.
+    #[test]
+    fn sc_gr_21_a_rule_in_shadow_is_noted_and_decides_nothing() {
+        let when = |s| Condition::compile(s).unwrap();
+        let shadow = |r: Rule| r.in_mode(Mode::Shadow);
+        let rules = vec![
+            shadow(
+                Rule::new("payments.transfer", Decision::Deny, None)
+                    .named("no huge")
+                    .when(when("args.amount > 10000")),
+            ),
+            shadow(
+                Rule::new("payments.*", Decision::RequireApproval, None)
+                    .named("strict")
+                    .when(when("args.currency == 'EUR'")),
+            ),
+            Rule::new("payments.transfer", Decision::RequireApproval, None)
+                .named("above 1,000")
+                .when(when("args.amount > 1000")),
+            Rule::new("payments.*", Decision::Allow, None).named("rest"),
+            shadow(Rule::new("payments.*", Decision::Deny, None).named("behind")),
+        ];
+        let v = |rule: usize, label: &str, decision, error: Option<&str>| ShadowVerdict {
+            rule,
+            label: label.into(),
+            decision,
+            error: error.map(str::to_owned),
+        };
+        use Decision::*;
+        type Row<'a> = (&'a str, Value, Decision, Option<usize>, Vec<ShadowVerdict>);
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            ("both in shadow match, the enforced decides", json!({"amount": 20000, "currency": "EUR"}), RequireApproval, Some(2), vec![v(0, "no huge", Deny, None), v(1, "strict", RequireApproval, None)]),
+            ("one in shadow matches", json!({"amount": 20000, "currency": "USD"}), RequireApproval, Some(2), vec![v(0, "no huge", Deny, None)]),
+            ("none in shadow matches", json!({"amount": 50, "currency": "USD"}), Allow, Some(3), vec![]),
+            ("a shadow condition fails: noted, the gate goes on", json!({"currency": "USD"}), Deny, Some(2), vec![v(0, "no huge", Deny, Some("amount"))]),
+        ];
+        for (name, args, decision, rule, want) in table {
+            let (g, steps) = explain(&rules, &call("payments.transfer", &args));
+            assert_eq!(
+                (g.decision, g.rule.map(|m| m.index)),
+                (decision, rule),
+                "{name}"
+            );
+            let got: Vec<_> = g
+                .shadow
+                .iter()
+                .map(|s| ShadowVerdict {
+                    error: s.error.as_ref().map(|e| {
+                        if e.contains("amount") {
+                            "amount".into()
+                        } else {
+                            e.clone()
+                        }
+                    }),
+                    ..s.clone()
+                })
+                .collect();
+            assert_eq!(got, want, "{name}");
+            assert!(
+                steps.iter().all(|s| s.index != 4),
+                "{name}: the rule behind is not reached"
+            );
+            assert_eq!(
+                gate(&rules, &call("payments.transfer", &args)).shadow,
+                g.shadow,
+                "{name}"
+            );
+        }
+        // Without its shadow rules the policy answers the same.
+        let enforced: Vec<Rule> = rules
+            .iter()
+            .filter(|r| r.mode == Mode::Enforce)
+            .cloned()
+            .collect();
+        let args = json!({"amount": 20000, "currency": "EUR"});
+        assert_eq!(
+            gate(&enforced, &call("payments.transfer", &args)).decision,
+            RequireApproval
+        );
+        assert_eq!(possible(&rules, "payments.refund"), [Allow]);
     }
 
     #[test]

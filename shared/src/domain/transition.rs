@@ -7,6 +7,7 @@ use super::{
     audit::{self, Entry, Event},
     granted::{GrantRef, Terms as GrantTerms},
     notice::{NoticeKind, OutboxEntry},
+    policy::ShadowVerdict,
     quorum::Signer,
     seal::SealReason,
     state::may_move,
@@ -93,7 +94,19 @@ impl std::ops::DerefMut for Transition {
 
 impl Creation {
     /// The first commit of a new action (version 1, event `none → state`).
-    pub fn new(mut action: Action, actor: Actor, reason: Option<&str>, now: Timestamp) -> Self {
+    pub fn new(action: Action, actor: Actor, reason: Option<&str>, now: Timestamp) -> Self {
+        Self::noting(action, actor, reason, now, Vec::new())
+    }
+
+    /// The same, its event noting what the policy's rules in shadow would have decided
+    /// (SC-GR-21): hashed into the chain with the rest.
+    pub fn noting(
+        mut action: Action,
+        actor: Actor,
+        reason: Option<&str>,
+        now: Timestamp,
+        shadow: Vec<ShadowVerdict>,
+    ) -> Self {
         action.version = 1;
         action.actor = actor.clone();
         action.created_at = now;
@@ -113,6 +126,7 @@ impl Creation {
             context_digest: None,
             outcome_digest: audit::sealed_outcome(&action),
             grant: action.grant.as_ref().map(named),
+            shadow,
         }
         .chain(&audit::genesis(&audit::Origin::of(&action)));
         action.chain_head = event.hash.clone();
@@ -162,6 +176,7 @@ impl Transition {
                 (None, Some(terms)) => Some(named(terms)),
                 _ => None,
             },
+            shadow: Vec::new(),
         }
         .chain(&current.chain_head);
         next.chain_head = event.hash.clone();

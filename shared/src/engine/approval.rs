@@ -57,6 +57,7 @@ impl Engine {
         let by = Via {
             who: who.clone(),
             channel: None,
+            inline: true,
             grant,
         };
         self.approve_by(by, action_id, context_digest).await
@@ -73,13 +74,14 @@ impl Engine {
         let by = Via {
             who: who.clone(),
             channel,
+            inline: true,
             grant: None,
         };
         self.approve_by(by, action_id, context_digest).await
     }
 
-    /// An approval by `by`, as a task the process owns.
-    async fn approve_by(
+    /// An approval by `by`, as a task the process owns ([`Engine::owned`]).
+    pub(super) async fn approve_by(
         self: &Arc<Self>,
         by: Via,
         action_id: &str,
@@ -156,7 +158,10 @@ impl Engine {
             }
             Approve::Commit(terms) => {
                 let grant = self.granting(by, action, true, now)?;
-                let inline = tool.and_then(|tool| self.inline_claim(tool, terms.due_at, now));
+                // A request that decides many arms each ticket's wake instead (SC-GR-20).
+                let inline = tool
+                    .filter(|_| by.inline)
+                    .and_then(|tool| self.inline_claim(tool, terms.due_at, now));
                 return self
                     .commit_ticket(by, action, terms, inline, grant, now)
                     .await;
@@ -201,6 +206,7 @@ impl Engine {
         match self.commit_now(&t).await? {
             Committed::Landed(approved) => {
                 tracing::info!(tenant = %approved.tenant(), action_id = %approved.id(), approver = %who.id, "approved; ticket committed");
+                crate::telemetry::decided_by_person(&approved);
                 if by.grant.is_some() {
                     if let Some(terms) = approved.grant() {
                         // The approval stands; a retried approve with the grant stores it.
@@ -316,30 +322,49 @@ impl Engine {
         reason: &str,
         channel: Option<Channel>,
     ) -> Result<Action, Error> {
-        require(who, &[Role::Approver], "deny actions")?;
         let by = Via {
             who: who.clone(),
             channel,
+            inline: true,
             grant: None,
         };
+        self.deny_by(&by, action_id, reason, None).await
+    }
+
+    /// A deny by `by`, of the context it was shown when it names one (`seen`, SC-GR-20).
+    pub(super) async fn deny_by(
+        &self,
+        by: &Via,
+        action_id: &str,
+        reason: &str,
+        seen: Option<&str>,
+    ) -> Result<Action, Error> {
+        let who = &by.who;
+        require(who, &[Role::Approver], "deny actions")?;
         let mut action = self.load_for(who, action_id).await?;
         loop {
-            let denial = countersign::deny(&action, by.decider(), reason)?;
+            let denial = countersign::deny_seen(&action, by.decider(), reason, seen)?;
             let actor = by.decider().signer().actor();
             match self.seal(&action, actor, &denial).await? {
-                Committed::Landed(sealed) => return Ok(sealed),
+                Committed::Landed(sealed) => {
+                    crate::telemetry::decided_by_person(&sealed);
+                    return Ok(sealed);
+                }
                 Committed::LostTo(current) => action = current,
             }
         }
     }
 }
 
-/// An approver, by key or by token, the channel its decision came through, and the grant it
-/// asks for with an approval.
-struct Via {
-    who: Principal,
-    channel: Option<Channel>,
-    grant: Option<Ask>,
+/// An approver, by key or by token, and the channel its decision came through.
+pub(super) struct Via {
+    pub(super) who: Principal,
+    pub(super) channel: Option<Channel>,
+    /// Whether this request may run a call its approval makes due now (SC-EDGE-07); a batch
+    /// of decisions arms each wake instead, so one request never runs many tools.
+    pub(super) inline: bool,
+    /// The grant it asks for with an approval (SC-GR-01).
+    pub(super) grant: Option<Ask>,
 }
 
 impl Via {

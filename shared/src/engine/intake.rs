@@ -148,7 +148,8 @@ impl Engine {
         now: Timestamp,
     ) -> Result<(Creation, Option<super::runs::Running<'_>>), Error> {
         let gate = policy::gate(&tenant.policy, &call.facts(now));
-        tracing::debug!(tool = %call.tool(), rule = ?gate.rule, decision = ?gate.decision, "policy gate");
+        tracing::debug!(tool = %call.tool(), rule = ?gate.rule, decision = ?gate.decision, shadow = ?gate.shadow, "policy gate");
+        crate::telemetry::shadowed(&gate.shadow, gate.decision);
         let tool = tenant.tool(call.tool());
         let facts = IntakeFacts {
             stopped: self.stopped(call.tenant(), call.agent_id()).await?,

@@ -6,9 +6,11 @@
 mod approval;
 mod cancel;
 mod commit;
+mod decisions;
 mod explain;
 mod grants;
 mod handoff;
+mod insights;
 mod intake;
 mod notifications;
 mod perform;
@@ -18,6 +20,8 @@ mod resume;
 mod runs;
 mod sweep;
 
+pub use decisions::{Ruling, RulingKind, MAX_DECISIONS};
+pub use insights::{Insights, MAX_RANGE, MAX_READ};
 pub use intake::Submitted;
 pub use query::{ListFilter, SCAN_FACTOR};
 pub use resume::ResumeOutcome;

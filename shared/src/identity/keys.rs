@@ -42,6 +42,9 @@ struct Cache {
     fetched: Option<Instant>,
     /// When a fetch was last tried, successful or not.
     tried: Option<Instant>,
+    /// Which fetch the keys came from: a signature verified with an earlier set is verified
+    /// again (the verifier's memory of checked tokens, `super::Verifier`).
+    generation: u64,
 }
 
 /// One issuer's keys.
@@ -78,17 +81,23 @@ impl Provider {
             keys: keys.into_iter().flatten().filter_map(key).collect(),
             fetched: Some(now),
             tried: Some(now),
+            generation: 0,
         });
         provider
     }
 
-    /// The key that verifies a token signed with `alg` under `kid`. One caller fetches while
-    /// the others wait for its answer (one lock), so a burst asks the provider once.
-    pub async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, Lookup> {
+    /// The key that verifies a token signed with `alg` under `kid`, and the generation of the
+    /// set it is from. One caller fetches while the others wait for its answer (one lock), so a
+    /// burst asks the provider once.
+    pub async fn key(
+        &self,
+        kid: Option<&str>,
+        alg: Algorithm,
+    ) -> Result<(DecodingKey, u64), Lookup> {
         let mut cache = self.cache.lock().await;
         let stale = cache.fetched.is_none_or(|t| t.elapsed() >= STALE_AFTER);
         if let Some(key) = self.usable(&cache, kid, alg).filter(|_| !stale) {
-            return Ok(key);
+            return Ok((key, cache.generation));
         }
         if cache.tried.is_none_or(|t| t.elapsed() >= self.refresh) {
             cache.tried = Some(Instant::now());
@@ -96,6 +105,7 @@ impl Provider {
                 Ok(keys) => {
                     cache.keys = keys;
                     cache.fetched = Some(Instant::now());
+                    cache.generation += 1;
                 }
                 Err(e) => {
                     tracing::warn!(issuer = %self.issuer, error = %e, "identity provider keys not fetched")
@@ -105,7 +115,8 @@ impl Provider {
         if !self.fresh(&cache) {
             return Err(Lookup::Unavailable);
         }
-        self.usable(&cache, kid, alg).ok_or(Lookup::Unknown)
+        let key = self.usable(&cache, kid, alg).ok_or(Lookup::Unknown)?;
+        Ok((key, cache.generation))
     }
 
     fn fresh(&self, cache: &Cache) -> bool {

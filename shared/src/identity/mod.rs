@@ -14,7 +14,12 @@ pub mod token;
 pub use claims::Need;
 
 use crate::config::{Config, Principal};
-use std::collections::HashMap;
+use sha2::{Digest, Sha256};
+use std::{collections::HashMap, sync::Mutex};
+
+/// How many checked signatures a verifier remembers; past it, it forgets them all and starts
+/// again (a bound on memory; the next request of each token checks its signature once more).
+const REMEMBERED: usize = 10_000;
 
 /// Why a bearer token is not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -38,6 +43,13 @@ fn invalid(e: impl std::fmt::Display) -> TokenError {
 /// invocations keep the keys).
 pub struct Verifier {
     providers: HashMap<String, keys::Provider>,
+    /// Tokens whose signature verified, by the SHA-256 of the whole token, with the generation
+    /// of the issuer's key set that verified it. An agent sends one token for its lifetime, and
+    /// the signature (a public-key operation) was most of a token's cost per request
+    /// (BENCHMARKS.md, identity). Only the signature's verdict is kept: the claims — expiry,
+    /// audience, type, scopes — are checked on every request, and a fetched key set (rotation)
+    /// makes every token prove its signature again.
+    verified: Mutex<HashMap<[u8; 32], u64>>,
 }
 
 impl Verifier {
@@ -52,7 +64,14 @@ impl Verifier {
                 )
             });
         }
-        Verifier { providers }
+        Verifier::of(providers)
+    }
+
+    fn of(providers: HashMap<String, keys::Provider>) -> Verifier {
+        Verifier {
+            providers,
+            verified: Mutex::new(HashMap::new()),
+        }
     }
 
     /// A verifier whose every configured issuer has the keys of `set` (a JWKS document) and
@@ -65,7 +84,7 @@ impl Verifier {
             .filter_map(|t| t.identity.as_ref())
             .map(|id| (id.issuer.clone(), keys::Provider::fixed(&id.issuer, set)))
             .collect();
-        Verifier { providers }
+        Verifier::of(providers)
     }
 
     /// The principal `bearer` (a JWT) names, for a route that needs `need`, at `now`.
@@ -81,14 +100,18 @@ impl Verifier {
         let provider = issuer
             .and_then(|iss| self.providers.get(iss))
             .ok_or_else(|| invalid("no tenant trusts the token's issuer"))?;
-        let key = provider
+        let (key, generation) = provider
             .key(unverified.kid.as_deref(), unverified.alg)
             .await
             .map_err(|lookup| match lookup {
                 keys::Lookup::Unknown => invalid("the token's key is not the issuer's"),
                 keys::Lookup::Unavailable => TokenError::Unavailable,
             })?;
-        token::verify(bearer, unverified.alg, &key).map_err(invalid)?;
+        let digest: [u8; 32] = Sha256::digest(bearer.as_bytes()).into();
+        if !self.checked(&digest, generation) {
+            token::verify(bearer, unverified.alg, &key).map_err(invalid)?;
+            self.remember(digest, generation);
+        }
         let claims = &unverified.claims;
         // The tenants of this issuer: the one whose audience the token names.
         let mut refused = claims::Refused::Audience;
@@ -112,6 +135,20 @@ impl Verifier {
             return claims::principal(&tenant.name, claims, id, role).map_err(invalid);
         }
         Err(invalid(refused))
+    }
+
+    /// Did this token's signature verify with the key set of `generation`?
+    fn checked(&self, digest: &[u8; 32], generation: u64) -> bool {
+        let verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
+        verified.get(digest) == Some(&generation)
+    }
+
+    fn remember(&self, digest: [u8; 32], generation: u64) {
+        let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
+        if verified.len() >= REMEMBERED {
+            verified.clear();
+        }
+        verified.insert(digest, generation);
     }
 }
 

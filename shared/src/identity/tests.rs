@@ -120,3 +120,42 @@ async fn sc_id_02_the_token_fuzz_seeds_get_their_answers() {
         }
     }
 }
+
+/// The verifier remembers a checked signature (BENCHMARKS.md, identity), never the claims: a
+/// remembered token past its expiry is refused, and a signature remembered from another key set
+/// (a fetch since: the issuer rotated its keys) is checked again — a forged token remembered
+/// under an old set is refused.
+#[tokio::test]
+async fn sc_id_02_a_remembered_signature_is_only_the_signature() {
+    let config = Config::from_toml(include_str!("../../../fuzz/fuzz_targets/token_config.toml"))
+        .expect("the fuzz target's configuration loads");
+    let set = serde_json::from_str(include_str!("../../../fuzz/fuzz_targets/token_keys.json"))
+        .expect("the fuzz target's key set");
+    let verifier = Verifier::fixed(&config, &set);
+    let seed = |name: &str| std::fs::read_to_string(format!("{SEEDS}/{name}")).unwrap();
+    let agent = seed("agent");
+    let now = jiff::Timestamp::from_second(1_800_000_000).unwrap();
+    let later = jiff::Timestamp::from_second(1_900_000_000).unwrap();
+    let need = Need::Role(Role::Agent);
+    let ask = |bearer: String, at| {
+        let (verifier, config) = (&verifier, &config);
+        async move { answer(&verifier.principal(config, &bearer, need, at).await) }
+    };
+    assert_eq!(ask(agent.clone(), now).await, "acme agent agent-1");
+    assert_eq!(verifier.verified.lock().unwrap().len(), 1, "remembered");
+    assert_eq!(
+        ask(agent.clone(), later).await,
+        "invalid",
+        "expired, though remembered"
+    );
+    assert_eq!(ask(agent.clone(), now).await, "acme agent agent-1");
+
+    let forged = seed("rs256-forged");
+    let digest: [u8; 32] = Sha256::digest(forged.as_bytes()).into();
+    verifier.verified.lock().unwrap().insert(digest, 7);
+    assert_eq!(
+        ask(forged.clone(), now).await,
+        "invalid",
+        "a signature remembered from another key set is checked again"
+    );
+}

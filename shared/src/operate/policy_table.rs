@@ -12,7 +12,11 @@
 //! agent_id = "agent-dev"     # optional (default "agent")
 //! expect = "allow"           # allow | deny | set_result | require_approval | schedule
 //! rule = "small transfers"   # optional: the deciding rule's label, or its index
+//! shadow = ["deny"]          # optional: what the rules in shadow would decide, in order
 //! ```
+//!
+//! Each verdict also says what the rules in shadow (`mode = "shadow"`, SC-GR-21) would have
+//! decided beside the enforced decision; `shadow` in a case holds them to a list.
 
 use crate::config::Config;
 use crate::domain::{condition::CallFacts, policy, window::Window, Decision};
@@ -43,6 +47,8 @@ struct Case {
     now: Option<Timestamp>,
     expect: Decision,
     rule: Option<RuleRef>,
+    /// What the rules in shadow must say, in order (`[]`: none matches).
+    shadow: Option<Vec<Decision>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -69,6 +75,8 @@ pub struct Verdict {
     pub name: String,
     /// `None`: as expected; else what differed.
     pub mismatch: Option<String>,
+    /// What the rules in shadow would have decided, one line each (SC-GR-21).
+    pub shadow: Vec<String>,
 }
 
 /// Run every case of `cases` (TOML) against `config`'s policy, judged at `now` unless a case
@@ -123,7 +131,23 @@ fn judge(rules: &[policy::Rule], i: usize, case: Case, now: Timestamp) -> Result
         Some(RuleRef::Index(n)) => got_rule.is_some_and(|m| m.index == *n),
         Some(RuleRef::Label(l)) => got_rule.is_some_and(|m| &m.label == l),
     };
-    let mismatch = (gate.decision != case.expect || !rule_ok).then(|| {
+    let shadow: Vec<String> = gate
+        .shadow
+        .iter()
+        .map(|s| {
+            let error = s.error.as_ref().map(|e| format!(" (condition error: {e})"));
+            format!(
+                "shadow rule {} ({:?}) would {}{}",
+                s.rule,
+                s.label,
+                name_of(s.decision),
+                error.unwrap_or_default()
+            )
+        })
+        .collect();
+    let said: Vec<Decision> = gate.shadow.iter().map(|s| s.decision).collect();
+    let shadow_ok = case.shadow.as_ref().is_none_or(|want| *want == said);
+    let mismatch = (gate.decision != case.expect || !rule_ok || !shadow_ok).then(|| {
         let rule = got_rule.map_or("no rule".to_owned(), |m| {
             format!("rule {} ({:?})", m.index, m.label)
         });
@@ -132,8 +156,17 @@ fn judge(rules: &[policy::Rule], i: usize, case: Case, now: Timestamp) -> Result
             .as_ref()
             .map(|f| format!("; condition error: {}", f.message))
             .unwrap_or_default();
+        let names = |ds: &[Decision]| ds.iter().map(|d| name_of(*d)).collect::<Vec<_>>();
+        let shadows = match &case.shadow {
+            Some(want) if !shadow_ok => format!(
+                "; expected shadow {:?}, got {:?}",
+                names(want),
+                names(&said)
+            ),
+            _ => String::new(),
+        };
         format!(
-            "expected {}{}, got {} by {rule}{error}",
+            "expected {}{}, got {} by {rule}{error}{shadows}",
             name_of(case.expect),
             case.rule
                 .as_ref()
@@ -142,7 +175,11 @@ fn judge(rules: &[policy::Rule], i: usize, case: Case, now: Timestamp) -> Result
             name_of(gate.decision)
         )
     });
-    Ok(Verdict { name, mismatch })
+    Ok(Verdict {
+        name,
+        mismatch,
+        shadow,
+    })
 }
 
 fn name_of(d: Decision) -> String {
@@ -183,5 +220,46 @@ expect = "allow"
         assert!(run(&config, "[[case]]\ntool = 1", now)
             .unwrap_err()
             .starts_with("cases:"));
+    }
+
+    /// SC-GR-21: a case's verdict says what the rules in shadow would have decided beside the
+    /// enforced decision, and a case's `shadow` holds them to a list.
+    #[test]
+    fn sc_gr_21_policy_cases_show_and_check_shadow_verdicts() {
+        let h = "1".repeat(64);
+        let text = format!(
+            "[tenants.acme]\ntime_zone = \"UTC\"\nkeys = [{{ id = \"a\", role = \"agent\", sha256 = \"{h}\" }}]\npolicy = [\n  {{ name = \"no huge\", tool = \"pay\", when = \"args.amount > 100\", decision = \"deny\", mode = \"shadow\" }},\n  {{ tool = \"pay\", decision = \"allow\" }},\n]\n[tenants.acme.tools.pay]\nexecutor = \"builtin.echo\"\n"
+        );
+        let config = Config::from_toml(&text).unwrap();
+        let cases = r#"
+[[case]]
+name = "huge"
+tool = "pay"
+args = { amount = 500 }
+expect = "allow"
+shadow = ["deny"]
+[[case]]
+name = "small"
+tool = "pay"
+args = { amount = 5 }
+expect = "allow"
+shadow = []
+[[case]]
+name = "huge, expected quiet"
+tool = "pay"
+args = { amount = 500 }
+expect = "allow"
+shadow = []
+"#;
+        let now = Timestamp::from_second(1_800_000_000).unwrap();
+        let v = run(&config, cases, now).unwrap();
+        assert_eq!(v[0].mismatch, None);
+        assert_eq!(v[0].shadow, ["shadow rule 0 (\"no huge\") would deny"]);
+        assert_eq!((v[1].mismatch.as_deref(), v[1].shadow.len()), (None, 0));
+        let said = v[2].mismatch.as_deref().unwrap();
+        assert!(
+            said.contains(r#"expected shadow [], got ["deny"]"#),
+            "{said}"
+        );
     }
 }

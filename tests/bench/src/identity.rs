@@ -4,7 +4,9 @@
 //! - in process: authenticating one request's credential — a key (its SHA-256 looked up in the
 //!   configuration) or a JWT (the key lookup misses, then the server's verifier: header, issuer,
 //!   the cached key, the signature, the claims, the role) — for RS256, ES256 and EdDSA tokens,
-//!   through [`Verifier::fixed`] with the bench's own key set (`keys/`, no network);
+//!   through [`Verifier::fixed`] with the bench's own key set (`keys/`, no network): a token
+//!   seen the first time (its signature checked) and the same token again (its checked
+//!   signature remembered, its claims checked);
 //! - end to end: allow → run on the embedded server, the agent authenticating with its key on
 //!   one side and with an RS256 token on the other, alternated a round each (`gate::alternate`).
 //!   The server's verifier finds the same key set by OpenID discovery on a loopback server of
@@ -23,9 +25,14 @@ use std::time::{Duration, Instant};
 const BATCHES: usize = 5;
 const AUDIENCE: &str = "https://countersign.bench";
 
+/// Tokens seen once each, per algorithm: the first-sight figure is their mean.
+pub const FRESH: usize = 200;
+
 pub struct Identity {
     /// Each credential's name and its median time to authenticate one request.
     pub alone: Vec<(&'static str, Duration)>,
+    /// Each algorithm's mean time to authenticate a token seen the first time.
+    pub first: Vec<(&'static str, Duration)>,
     pub calls: usize,
     pub key: Runs,
     pub token: Runs,
@@ -47,6 +54,11 @@ impl Identity {
 
 /// The bench tenant's agent, as a machine client's token names it, signed with `alg`.
 fn token(issuer: &str, alg: Algorithm) -> String {
+    signed(issuer, alg, "bench-agent-token")
+}
+
+/// The same, told apart from every other by `jti`.
+fn signed(issuer: &str, alg: Algorithm, jti: &str) -> String {
     let (kid, key) = match alg {
         Algorithm::RS256 => (
             "bench-rs256",
@@ -67,7 +79,7 @@ fn token(issuer: &str, alg: Algorithm) -> String {
     let now = jiff::Timestamp::now().as_second();
     let claims = json!({
         "iss": issuer, "aud": AUDIENCE, "client_id": "bench-agent", "sub": "bench-agent",
-        "scope": "countersign:agent", "iat": now, "exp": now + 86_400,
+        "scope": "countersign:agent", "iat": now, "exp": now + 86_400, "jti": jti,
     });
     jsonwebtoken::encode(&header, &claims, &key).expect("the bench's token signs")
 }
@@ -112,6 +124,7 @@ pub async fn measure(
     let set: Value = serde_json::from_str(include_str!("../keys/jwks.json")).unwrap();
     let verifier = Verifier::fixed(&config, &set);
     let mut alone = vec![("a key", per_key(&config, world::BENCH_AGENT, calls))];
+    let mut first = Vec::new();
     for (name, alg) in [
         ("an RS256 token", Algorithm::RS256),
         ("an ES256 token", Algorithm::ES256),
@@ -119,6 +132,7 @@ pub async fn measure(
     ] {
         let bearer = token(&issuer, alg);
         alone.push((name, per_token(&config, &verifier, &bearer, calls).await));
+        first.push((name, first_sight(&config, &verifier, &issuer, alg).await));
     }
     let config = Arc::new(config);
     let sides = [
@@ -135,12 +149,34 @@ pub async fn measure(
     let [key, token] = alternate(&sides, body, lifecycles, concurrency, rounds).await;
     Identity {
         alone,
+        first,
         calls,
         key,
         token,
         lifecycles,
         concurrency,
     }
+}
+
+/// Tokens the verifier has not seen (each its own `jti`, signed before the clock starts): the
+/// signature is checked for each.
+async fn first_sight(
+    config: &Config,
+    verifier: &Verifier,
+    issuer: &str,
+    alg: Algorithm,
+) -> Duration {
+    let tokens: Vec<String> = (0..FRESH)
+        .map(|i| signed(issuer, alg, &format!("fresh-{i}")))
+        .collect();
+    let (now, need) = (jiff::Timestamp::now(), Need::Role(Role::Agent));
+    let started = Instant::now();
+    for bearer in &tokens {
+        assert!(config.principal(bearer).is_none());
+        let who = verifier.principal(config, bearer, need, now).await;
+        assert!(who.is_ok(), "a fresh token verifies");
+    }
+    started.elapsed() / FRESH as u32
 }
 
 fn median(mut batches: Vec<Duration>) -> Duration {

@@ -260,9 +260,21 @@ impl Report {
             Some(throughput >= 0.90),
         );
         for (credential, per_request) in &i.alone {
+            let again = if credential.ends_with("token") {
+                ", the same token again: its signature remembered"
+            } else {
+                ""
+            };
             let figure = format!(
-                "  authenticating one request in process, with {credential} (median of 5 batches of {}; keys cached)",
+                "  authenticating one request in process, with {credential} (median of 5 batches of {}; keys cached{again})",
                 i.calls
+            );
+            self.micros(figure, *per_request, "");
+        }
+        for (credential, per_request) in &i.first {
+            let figure = format!(
+                "  authenticating one request in process, with {credential} seen the first time (mean of {}; its signature checked)",
+                crate::identity::FRESH
             );
             self.micros(figure, *per_request, "");
         }

@@ -5,10 +5,15 @@
 //! that revision's lifecycle says). Each message after the first spends from the key's and
 //! tenant's rate-limit buckets, as its own POST would.
 
-use super::{guard, one, revision::Version, Caller, RpcError};
+use super::{
+    guard,
+    message::{one, Caller},
+    revision::{self, Version},
+    rpc::RpcError,
+};
 use crate::api::{error::ApiError, rate::RateLimits};
 use axum::{
-    http::StatusCode,
+    http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
@@ -53,7 +58,7 @@ pub(super) async fn answer(
                 let id = message.get("id").cloned().unwrap_or(Value::Null);
                 Some(guard::too_many(retry_after_secs).reply(id))
             }
-            _ => one(caller, message, true).await,
+            _ => one(caller, message, version).await,
         };
         replies.extend(reply.map(|r| r.body));
     }
@@ -83,10 +88,14 @@ fn no_batches(revision: &str) -> RpcError {
 
 /// The revision of a message in a batch: 2025-03-26, whatever the message would otherwise
 /// show (core tasks are not 2025-03-26's: `tasks/*` are unknown methods there).
-pub(super) fn version(method: &str, params: &Map<String, Value>) -> Result<Version, RpcError> {
+fn version(
+    method: &str,
+    params: &Map<String, Value>,
+    _headers: &HeaderMap,
+) -> Result<Version, RpcError> {
     let meta_version = params
         .get("_meta")
-        .and_then(|m| m.get(super::revision::META_VERSION))
+        .and_then(|m| m.get(revision::META_VERSION))
         .and_then(Value::as_str);
     if let Some(v) = meta_version {
         return Err(no_batches(v));

@@ -3,8 +3,9 @@
 
 use super::{
     list::{deferrable, WINDOW_ARG},
-    revision::{META_CAPABILITIES, TASKS_EXTENSION},
-    tasks, tenant, text, Revision, Rpc, RpcError,
+    revision::{Revision, META_CAPABILITIES, TASKS_EXTENSION},
+    rpc::{tenant, Rpc, RpcError},
+    tasks, text,
 };
 use crate::{
     api::{

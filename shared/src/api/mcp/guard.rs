@@ -2,7 +2,7 @@
 //! bearer keys and rate-limit buckets of `POST /v1/actions`, and the body cap and strict JSON
 //! of SC-SEC-03.
 
-use super::RpcError;
+use super::rpc::RpcError;
 use crate::{
     api::{auth, error::ApiError, json, rate::RateLimits, MAX_BODY},
     config::{Principal, Role},

@@ -3,8 +3,7 @@
 
 use super::{
     revision::{Revision, Version, TASKS_EXTENSION},
-    rpc::server_info,
-    Rpc, RpcError,
+    rpc::{server_info, Rpc, RpcError},
 };
 use serde_json::{json, Value};
 

@@ -3,7 +3,9 @@
 
 use super::{
     describe::{describe, WindowUse},
-    tenant, text, Revision, Rpc, RpcError, Version,
+    revision::{Revision, Version},
+    rpc::{tenant, Rpc, RpcError},
+    text,
 };
 use crate::{
     config::{Tenant, ToolEntry},

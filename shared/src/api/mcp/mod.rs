@@ -7,8 +7,8 @@
 //!
 //! One file per method or concern: `initialize` (and `server/discover`, `ping`), `list`
 //! (`tools/list`), `call` (`tools/call`), `tasks` (`tasks/*`); `revision` says which revision a
-//! request speaks, `guard` holds the API's guards, `batch` the 2025-03-26 batches, `rpc` the
-//! JSON-RPC request and error.
+//! request speaks, `guard` holds the API's guards, `batch` the 2025-03-26 batches, `message` one message
+//! (its checks, its revision, the method it calls), `rpc` the JSON-RPC request and error.
 
 mod batch;
 mod call;
@@ -16,13 +16,14 @@ mod describe;
 mod guard;
 mod initialize;
 mod list;
+mod message;
 mod revision;
 mod rpc;
 mod tasks;
 mod text;
 
 use super::rate::RateLimits;
-use crate::{config::Principal, identity::Verifier, Engine};
+use crate::{identity::Verifier, Engine};
 use axum::{
     body::Body,
     extract::State,
@@ -30,9 +31,9 @@ use axum::{
     response::{IntoResponse, Response},
     Extension,
 };
-use revision::{Revision, Version};
-use rpc::{tenant, Reply, Rpc, RpcError};
-use serde_json::{json, Map, Value};
+use message::Caller;
+use rpc::RpcError;
+use serde_json::{Map, Value};
 use std::sync::Arc;
 
 /// One JSON-RPC 2.0 request; without `id` (a string or an integer) a notification.
@@ -98,78 +99,9 @@ pub(super) async fn endpoint(
     };
     match body {
         Value::Array(messages) => batch::answer(&caller, limits, messages).await,
-        message => match one(&caller, message, false).await {
+        message => match message::one(&caller, message, message::alone).await {
             Some(reply) => reply.into_response(),
             None => StatusCode::ACCEPTED.into_response(),
         },
-    }
-}
-
-/// Who sent a POST, and its headers: what every message of it shares.
-struct Caller<'a> {
-    engine: &'a Arc<Engine>,
-    who: &'a Principal,
-    headers: &'a HeaderMap,
-}
-
-/// One message, alone or in a batch: `None` for a notification (nothing to answer), else its
-/// response. A malformed message is refused whether or not it has an id.
-async fn one(caller: &Caller<'_>, message: Value, batched: bool) -> Option<Reply> {
-    let message = match guard::request_object(message) {
-        Ok(message) => message,
-        Err(e) => return Some(e.reply(Value::Null)),
-    };
-    let params = match message.get("params") {
-        None => Map::new(),
-        Some(Value::Object(p)) => p.clone(),
-        Some(_) => {
-            let e = RpcError::new(StatusCode::BAD_REQUEST, -32602, "params must be an object");
-            return Some(e.reply(Value::Null));
-        }
-    };
-    // A notification (`notifications/initialized`, `notifications/cancelled`): nothing to do.
-    let id = message.get("id").cloned()?;
-    if !(id.is_string() || id.is_i64() || id.is_u64()) {
-        let e = RpcError::invalid_request("id must be a string or an integer");
-        return Some(e.reply(Value::Null));
-    }
-    let method = message["method"].as_str().unwrap_or_default();
-    let version = match batched {
-        true => batch::version(method, &params),
-        false => revision::version(method, &params, caller.headers).map_err(RpcError::from),
-    };
-    let version = match version {
-        Ok(version) => version,
-        Err(e) => return Some(e.reply(id)),
-    };
-    let rpc = Rpc {
-        engine: caller.engine,
-        who: caller.who,
-        rev: version.revision(),
-        version,
-        params: &params,
-    };
-    Some(match dispatch(&rpc, method).await {
-        Ok(result) => Reply::result(id, rpc.rev, result),
-        Err(e) => e.reply(id),
-    })
-}
-
-async fn dispatch(rpc: &Rpc<'_>, method: &str) -> Result<Value, RpcError> {
-    match (rpc.rev, method) {
-        (Revision::Legacy, "initialize") => initialize::initialize(rpc),
-        (Revision::Legacy, m) if m.starts_with("tasks/") && !rpc.version.has_core_tasks() => {
-            Err(RpcError::method_not_found(rpc.rev, method))
-        }
-        (Revision::Legacy, "ping") => Ok(json!({})),
-        (Revision::Modern, "server/discover") => Ok(initialize::discover()),
-        (_, "tools/list") => list::list(rpc),
-        (_, "tools/call") => call::call(rpc).await,
-        (_, "tasks/get") => tasks::get(rpc).await,
-        (_, "tasks/cancel") => tasks::cancel(rpc).await,
-        (Revision::Legacy, "tasks/result") => tasks::result(rpc).await,
-        (Revision::Legacy, "tasks/list") => tasks::list(rpc).await,
-        (Revision::Modern, "tasks/update") => tasks::update(rpc).await,
-        _ => Err(RpcError::method_not_found(rpc.rev, method)),
     }
 }

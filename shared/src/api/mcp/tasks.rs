@@ -3,7 +3,11 @@
 //! exists as soon as the answer does, since the intake commits the action first. Another
 //! agent's or tenant's task answers exactly as a missing one (SC-SEC-01).
 
-use super::{tenant, text, Revision, Rpc, RpcError};
+use super::{
+    revision::Revision,
+    rpc::{tenant, Rpc, RpcError},
+    text,
+};
 use crate::{
     config::Tenant,
     domain::{Action, State},

@@ -24,8 +24,8 @@ class ApiError extends Error {
   }
 }
 
-async function api(method, path, body) {
-  const headers = { Authorization: `Bearer ${key}` };
+async function api(method, path, body, credential = key) {
+  const headers = { Authorization: `Bearer ${credential}` };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
@@ -348,7 +348,7 @@ function quorumText(action) {
 }
 
 function renderPending(action) {
-  return card(action, (item) => {
+  const drawn = card(action, (item) => {
     for (const line of [ruleText(action), quorumText(action)]) {
       if (line) item.append(el("p", { class: "meta", text: line }));
     }
@@ -362,6 +362,183 @@ function renderPending(action) {
     review.addEventListener("click", () => openDecision(action));
     item.append(el("div", { class: "actions" }, review));
   });
+  // Selectable for a batch decision; reachable by j / k (focusable, not a tab stop).
+  const box = el("input", { type: "checkbox", "data-select": action.id });
+  box.checked = selected.has(action.id);
+  box.addEventListener("change", () => { select(action.id, box.checked); });
+  drawn.prepend(el("label", { class: "pick" }, box,
+    text(`Select ${action.tool} from ${action.agent_id}`)));
+  drawn.setAttribute("tabindex", "-1");
+  return drawn;
+}
+
+// ---- the pending list: filters, similar calls, batch decisions, keys ---------------------
+
+let pendingAll = []; // every pending action the last load read, newest first
+const selected = new Set(); // ids chosen for a batch decision
+
+function select(id, on) {
+  if (on) selected.add(id); else selected.delete(id);
+  const box = document.querySelector(`input[data-select="${id}"]`);
+  if (box) box.checked = on;
+  counted();
+}
+
+function counted() {
+  const n = selected.size;
+  $("selected-count").textContent = n ? `${n} selected` : "None selected";
+  $("approve-selected").disabled = !n;
+  $("deny-selected").disabled = !n;
+  $("approve-selected").textContent = n ? `Approve selected (${n})` : "Approve selected";
+  $("deny-selected").textContent = n ? `Deny selected (${n})` : "Deny selected";
+}
+
+// Similar calls — the same tool from the same agent — side by side: the groups in the order of
+// their newest call, each newest first.
+function grouped(actions) {
+  const similar = (a) => `${a.tool}\u0000${a.agent_id}`;
+  const first = new Map();
+  actions.forEach((a, i) => { if (!first.has(similar(a))) first.set(similar(a), i); });
+  return actions.map((a, i) => [first.get(similar(a)), i, a]).sort((x, y) => x[0] - y[0] || x[1] - y[1])
+    .map((x) => x[2]);
+}
+
+function options(selectId, values, all) {
+  const list = $(selectId), chosen = list.value;
+  list.replaceChildren(el("option", { value: "", text: all }),
+    ...values.map((v) => el("option", { value: v, text: v })));
+  list.value = values.includes(chosen) ? chosen : "";
+}
+
+function drawPending() {
+  const unique = (f) => Array.from(new Set(pendingAll.map(f))).sort();
+  options("filter-tool", unique((a) => a.tool), "All tools");
+  options("filter-agent", unique((a) => a.agent_id), "All agents");
+  const tool = $("filter-tool").value, agent = $("filter-agent").value;
+  const shown = grouped(pendingAll.filter((a) => (!tool || a.tool === tool) &&
+    (!agent || a.agent_id === agent)));
+  for (const id of Array.from(selected)) {
+    if (!shown.some((a) => a.id === id)) select(id, false);
+  }
+  fill("pending", shown, renderPending);
+  const groups = new Map();
+  for (const a of shown) {
+    const k = `${a.tool} from ${a.agent_id}`;
+    groups.set(k, [...(groups.get(k) || []), a]);
+  }
+  $("groups").replaceChildren(...Array.from(groups).filter(([, g]) => g.length > 1).map(([name, g]) => {
+    const pick = el("button", { type: "button", text: `Select these ${g.length}`,
+      "aria-label": `Select the ${g.length} calls of ${name}` });
+    pick.addEventListener("click", () => {
+      g.forEach((a) => select(a.id, true));
+      $("approve-selected").focus();
+    });
+    return el("li", {}, text(`${name}: ${g.length} waiting `), pick);
+  }));
+  counted();
+}
+
+// One request decides every selected call (POST /v1/decisions), each with the digest this page
+// computed of what it shows; each is answered on its own.
+async function decideSelected(decision) {
+  const reason = $("batch-reason").value.trim();
+  if (decision === "deny" && !reason) {
+    alarm("Give a reason to deny the selected calls; it is recorded in each audit trail.");
+    $("batch-reason").focus();
+    return;
+  }
+  const chosen = pendingAll.filter((a) => selected.has(a.id));
+  const decisions = [];
+  for (const a of chosen) {
+    const digest = await digestOf(a.approval.context);
+    if (digest !== a.approval.context_digest) {
+      alarm(`This page cannot reproduce the digest of ${a.id}, so it decides nothing. Reload.`);
+      return;
+    }
+    decisions.push(decision === "approve" ? { id: a.id, decision, context_digest: digest }
+      : { id: a.id, decision, context_digest: digest, reason });
+  }
+  for (const b of ["approve-selected", "deny-selected"]) $(b).disabled = true;
+  try {
+    const answer = await api("POST", "decisions", { decisions });
+    const done = decision === "approve" ? "Approved" : "Denied";
+    const refused = [];
+    for (const r of answer.results) {
+      if (r.error) refused.push(`${r.id}: ${await explain(new ApiError(r.status, r.error), { id: r.id })}`);
+    }
+    alarm(`${done} ${answer.taken} of ${answer.results.length}.` +
+      (refused.length ? ` Not ${done.toLowerCase()}: ${refused.join(" ")}` : ""), !refused.length);
+    $("batch-reason").value = "";
+    for (const id of Array.from(selected)) select(id, false);
+  } catch (error) {
+    alarm(await explain(error, {}));
+  }
+  await load();
+}
+
+// j / k move through the pending calls, Enter reviews one, x selects it; in the review, a
+// approves and d goes to the deny reason. Never while typing.
+function onKey(event) {
+  if (event.ctrlKey || event.metaKey || event.altKey || !key) return;
+  const typing = event.target.closest && event.target.closest("input, textarea, select");
+  if (typing) return;
+  if ($("decide").open) {
+    if (event.key === "a" && !$("approve").disabled) { event.preventDefault(); approve(); }
+    if (event.key === "d") { event.preventDefault(); $("deny-reason").focus(); }
+    return;
+  }
+  const cards = Array.from(document.querySelectorAll("#pending > li.card"));
+  const at = cards.findIndex((c) => c.contains(document.activeElement));
+  const action = at >= 0 && pendingAll.find((a) => a.id === cards[at].dataset.actionId);
+  if (event.key === "j" || event.key === "k") {
+    event.preventDefault();
+    const next = cards[Math.min(Math.max(at + (event.key === "j" ? 1 : -1), 0), cards.length - 1)];
+    if (!next) return;
+    cards.forEach((c) => c.classList.toggle("current", c === next));
+    next.focus();
+    next.scrollIntoView({ block: "nearest" });
+  } else if (event.key === "Enter" && action && document.activeElement === cards[at]) {
+    event.preventDefault();
+    openDecision(action);
+  } else if (event.key === "x" && action) {
+    event.preventDefault();
+    select(action.id, !selected.has(action.id));
+  }
+}
+
+// ---- decision insights (admins) ---------------------------------------------------------
+
+let adminKey = null; // held in memory only, never stored: the panel is for this look
+
+function duration(seconds) {
+  if (seconds === null || seconds === undefined) return "—";
+  if (seconds < 60) return `${Math.round(seconds)} s`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+async function showInsights() {
+  if (!adminKey) return;
+  const to = new Date();
+  const from = new Date(to.getTime() - Number($("insights-range").value) * 86400000);
+  const path = `insights?from=${encodeURIComponent(from.toISOString())}&to=${encodeURIComponent(to.toISOString())}`;
+  try {
+    const i = await api("GET", path, undefined, adminKey);
+    $("insights-rows").replaceChildren(...i.rows.map((r) => el("tr", {},
+      el("td", { text: r.tool }), el("td", { text: r.rule || "—" }),
+      el("td", { text: String(r.requests) }), el("td", { text: String(r.approved) }),
+      el("td", { text: String(r.denied) }), el("td", { text: String(r.expired) }),
+      el("td", { text: r.approval_rate === null ? "—" : `${Math.round(r.approval_rate * 100)} %` }),
+      el("td", { text: duration(r.median_seconds_to_decide) }),
+      el("td", { text: duration(r.p90_seconds_to_decide) }),
+      el("td", { text: String(r.grant_uses) }))));
+    $("insights-note").textContent = i.rows.length ? `From ${i.read} actions read` +
+      (i.complete ? "." : `; the range held more: these cover from ${utc(i.covered_from)}.`)
+      : "No call asked a person in this range.";
+    $("insights").hidden = false;
+  } catch (error) {
+    $("insights-note").textContent = await explain(error, {});
+  }
 }
 
 function renderScheduled(action) {
@@ -409,7 +586,8 @@ async function load(quiet) {
     ]);
     if (number !== loads) return true;
     const place = readingPlace();
-    fill("pending", pending, renderPending);
+    pendingAll = pending;
+    drawPending();
     fill("scheduled", scheduled, renderScheduled);
     fill("sealed", recent.data.filter((a) => a.sealed_at).slice(0, 20), renderSealed);
     keepPlace(place);
@@ -647,13 +825,21 @@ async function useCredential(credential, kind) {
     if (me.role !== "approver") {
       key = null;
       const article = /^[aeiou]/.test(me.role) ? "an" : "a";
-      alarm(kind === "key"
+      const admin = me.role === "admin";
+      alarm((kind === "key"
         ? `This is ${article} ${me.role} key (${me.key_id}); ` +
           "only an approver key can countersign. Sign in with an approver key."
         : `You are signed in as ${me.key_id}, ${article} ${me.role}; only an approver can ` +
-          "countersign.");
+          "countersign.") + (admin ? " Decision insights for admins are below." : ""));
+      // An admin sees the decision insights (SC-GR-22), the credential held only in memory.
+      adminKey = admin ? credential : null;
+      if (admin) $("key").value = "";
+      $("insights").hidden = true;
+      if (admin) await showInsights();
       return false;
     }
+    adminKey = null;
+    $("insights").hidden = true;
     tenantZone = me.time_zone;
     sessionStorage.setItem("countersign.zone", tenantZone);
   } catch (error) {
@@ -684,6 +870,12 @@ document.addEventListener("DOMContentLoaded", () => {
   $("approve").addEventListener("click", approve);
   $("deny").addEventListener("click", deny);
   $("close-dialog").addEventListener("click", () => $("decide").close());
+  $("filter-tool").addEventListener("change", drawPending);
+  $("filter-agent").addEventListener("change", drawPending);
+  $("approve-selected").addEventListener("click", () => decideSelected("approve"));
+  $("deny-selected").addEventListener("click", () => decideSelected("deny"));
+  $("insights-range").addEventListener("change", showInsights);
+  document.addEventListener("keydown", onKey);
   $("decide").addEventListener("close", () => { current = null; });
   window.addEventListener("hashchange", () => { if (key) load(); });
   document.addEventListener("visibilitychange", refreshQuietly);

@@ -27,6 +27,7 @@ fn gate(decision: Decision, rule: usize, groups: &[&str], approvals: u32, granta
             approvals,
             grantable,
         },
+        shadow: Vec::new(),
     }
 }
 

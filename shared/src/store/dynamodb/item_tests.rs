@@ -287,3 +287,19 @@ fn issue19_the_call_item_keeps_one_copy_of_what_the_context_repeats() {
     let loaded = action_of(odd.tenant(), odd.id(), &call_item(&odd), &store(&[created])).unwrap();
     assert_eq!(loaded.approval().unwrap().context["tool"], "other.tool");
 }
+
+/// Issue 29: each member of the call's stored form has its place in the call item
+/// (`ACTION_FIELDS` names it, `Call` above holds it) — a new member of the call fails here until
+/// its DynamoDB mapping is written, instead of landing unnoticed among the state item's leftovers.
+#[test]
+fn issue29_every_member_of_the_call_is_mapped() {
+    let a = submitted(None);
+    let stored = serde_json::to_value(a.call()).unwrap();
+    for member in stored.as_object().unwrap().keys() {
+        assert!(
+            ACTION_FIELDS.contains(&member.as_str()),
+            "{member}: not in ACTION_FIELDS"
+        );
+    }
+    // That its value comes back is `actions_round_trip_through_their_two_items`'s to show.
+}

@@ -791,6 +791,22 @@ async fn matrix_call(
             digest = v["approval"]["context_digest"].as_str().unwrap().to_owned();
             v["id"].as_str().unwrap().to_owned()
         }
+        (true, _, Which::Own) if route.starts_with("/v1/grants") => {
+            // A grant of the tenant's: an approval of a fresh call that grants one, pinned
+            // to an argument no other call of the matrix sends.
+            let n = ulid::Ulid::new().to_string();
+            let (_, v) = api
+                .submit(keys::AGENT, json!({"tool": "mail.send", "args": {"n": n}}))
+                .await;
+            let id = v["id"].as_str().unwrap();
+            let digest = &v["approval"]["context_digest"];
+            let body = json!({"context_digest": digest, "grant": {"pin": ["n"]}});
+            let (s, approved) = api
+                .post(&format!("/v1/actions/{id}/approve"), keys::APPROVER, body)
+                .await;
+            assert_eq!(s, 200, "{approved}");
+            approved["grant"]["id"].as_str().unwrap().to_owned()
+        }
         (true, _, Which::Other) if route.starts_with("/v1/actions") => other_action.to_owned(),
         (true, _, _) if route.starts_with("/v1/actions") => MISSING_ACTION.to_owned(),
         (true, _, _) => "ntf_missing".to_owned(),
@@ -885,6 +901,10 @@ async fn sc_sec_01_tenant_role_route_matrix() {
             ("GET", "/v1/notifications/dead") => {
                 ([403, 403, 403, 200, 401], [403, 403, 403, 200, 401])
             }
+            // Scoped grants: approvers and admins list and revoke; revoking a revoked grant
+            // answers it as it stands (grants.rs).
+            ("GET", "/v1/grants") => ([403, 403, 200, 200, 401], [403, 403, 200, 200, 401]),
+            ("DELETE", "/v1/grants/{id}") => ([403, 403, 200, 200, 401], [403, 403, 404, 404, 401]),
             // No dead letter exists to own here: role gating and the missing id only.
             ("POST", "/v1/notifications/{id}/redeliver") => {
                 ([403, 403, 403, 404, 401], [403, 403, 403, 404, 401])

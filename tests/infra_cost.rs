@@ -256,6 +256,50 @@ async fn issue9_cost_capacity_per_path_lifecycle_cancel_allow() {
     allow.within(0.0, 5.0);
 }
 
+/// What a scoped grant costs (issue 33, docs/grants.md): the approval that grants one puts it
+/// (one conditional PutItem); a call it allows reads the agent's grants for the tool (one
+/// Query) and uses it (one PutItem conditional on its version) before the allow path's own
+/// writes. And what a call the policy holds for a person pays when no grant allows it: the
+/// same Query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue33_cost_of_a_grant_use() {
+    let _one_at_a_time = SERIAL.lock().await;
+    drain();
+    let w = AwsWorld::new("cost-grant").await;
+    drain();
+    let mut granting = Path::new("grant: submit → approve with a grant → run");
+    let call = json!({"tool": "mail.send", "args": args_300()});
+    let submitted = w
+        .v2("POST", "/v1/actions", keys::AGENT, Some(call.clone()))
+        .await;
+    assert_eq!(submitted.status, 202, "{:?}", submitted.body);
+    let id = submitted.body["id"].as_str().unwrap().to_owned();
+    granting.step("submit (intake, no grant)");
+    let body = json!({"context_digest": submitted.body["approval"]["context_digest"],
+        "grant": {"uses": 10, "pin": ["to"]}});
+    let approved = w
+        .v2(
+            "POST",
+            &format!("/v1/actions/{id}/approve"),
+            keys::APPROVER,
+            Some(body),
+        )
+        .await;
+    assert_eq!(approved.status, 200, "{:?}", approved.body);
+    granting.step("approve + put the grant");
+    granting.total();
+    let mut used = Path::new("granted: submit → use the grant → run → result (inline)");
+    let ran = w.v2("POST", "/v1/actions", keys::AGENT, Some(call)).await;
+    assert_eq!(ran.body["decision"], "allow", "{:?}", ran.body);
+    used.step("submit → use → claim → result");
+    used.total();
+    println!(
+        "\nsummary: {}",
+        json!({"granted_call": {"rru": used.read, "wru": used.write, "index_wru": used.index}})
+    );
+    used.within(1.0, 6.0);
+}
+
 /// What notifications add (issue 10, docs/notifications.md "Capacity"): a tenant with one
 /// endpoint; the pending action's notice rides in the submit's write, the sweep delivers it, the
 /// denial's notice rides in the deny's write, the next sweep delivers that. And a sweep with

@@ -45,6 +45,8 @@ pub enum Missing {
     Notification(String),
     /// A stop to lift: an agent id, or `*` for the tenant's.
     Stop(String),
+    /// A grant to revoke (`grt_…`).
+    Grant,
 }
 
 impl std::fmt::Display for Missing {
@@ -54,6 +56,7 @@ impl std::fmt::Display for Missing {
             Missing::Notification(id) => write!(f, "no such notification: {}", shown(id)),
             Missing::Stop(scope) if scope == "*" => f.write_str("no stop for the whole tenant"),
             Missing::Stop(agent) => write!(f, "no stop for agent {}", shown(agent)),
+            Missing::Grant => f.write_str("no such grant"),
         }
     }
 }
@@ -156,6 +159,23 @@ impl From<Objection> for Error {
             ),
             Objection::Executing => Error::ActionExecuting,
             Objection::Sealed(state) => Error::ActionSealed { state },
+        }
+    }
+}
+
+/// A refused grant (`domain::grant`): nothing is stored, the approval is not given.
+impl From<crate::domain::grant::Refusal> for Error {
+    fn from(r: crate::domain::grant::Refusal) -> Self {
+        use crate::domain::grant::Refusal;
+        let message = r.to_string();
+        match r {
+            Refusal::Bounds { param, .. } => Error::validation(param, message),
+            Refusal::NoSuchArg(_) => Error::validation("grant.pin", message),
+            Refusal::Condition(_) => Error::validation("grant.when", message),
+            Refusal::NotInGroups(_) => Error::Forbidden(message),
+            Refusal::NotAsked | Refusal::Quorum(_) | Refusal::QuorumIncomplete => {
+                Error::validation("grant", message)
+            }
         }
     }
 }

@@ -27,6 +27,7 @@ pub const NOTIFICATIONS_DEAD: &str = "notifications_dead";
 pub const EMAILS: &str = "emails";
 pub const CONFIG_RELOADS: &str = "config_reloads";
 pub const CONFIG_REJECTED: &str = "config_rejected";
+pub const GRANTS_USED: &str = "grants_used";
 pub const BATCH_DECISIONS: &str = "batch_decisions";
 pub const SHADOW_DECISIONS: &str = "shadow_decisions";
 pub const DECISION_SECONDS: &str = "decision_seconds";
@@ -121,6 +122,16 @@ pub fn describe() {
         Unit::Count,
         "new configuration documents that did not load (the previous one stays)"
     );
+    describe_counter!(
+        GRANTS_USED,
+        Unit::Count,
+        "calls a scoped grant allowed without a person (SC-GR-02)"
+    );
+}
+
+/// A call a grant allowed: its use committed (SC-GR-02).
+pub fn grant_used() {
+    counter!(GRANTS_USED).increment(1);
 }
 
 /// An action the gate decided (its decision, snake_case as in the API).

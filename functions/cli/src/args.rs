@@ -128,6 +128,13 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// The tenant's scoped grants with their uses left, newest first (approver or admin key).
+    Grants,
+    /// Revoke a scoped grant at once; the uses before it stand (approver or admin key).
+    Revoke {
+        /// The grant's id (grt_…).
+        id: String,
+    },
     /// An action's audit trail (a hash chain).
     Events {
         /// The action's id (act_…).

@@ -118,6 +118,19 @@ async fn command(client: &Client, cli: Cli) -> Result<(), Failure> {
             let lifted = json!({"lifted": scope});
             out.line(&lifted, || format!("lifted the stop of {scope}"));
         }
+        Command::Grants => {
+            let list = client.get("/v1/grants").await?;
+            let grants = list["grants"].as_array().cloned().unwrap_or_default();
+            out.line(&list, || show::grants(&grants, &out.zone));
+        }
+        Command::Revoke { id } => {
+            let path = format!("/v1/grants/{}", segment(&id));
+            let grant = client.send(Method::DELETE, &path, None, &[]).await?;
+            out.line(&grant, || {
+                let used = grant["revoked"]["after_uses"].as_u64().unwrap_or(0);
+                format!("revoked {id} (used {used} time(s) before)")
+            });
+        }
         Command::Events { id } => {
             let events = client.get(&action_path(&id, "/events")).await?;
             out.line(&events, || show::events(rows(&events), &out.zone));
@@ -199,7 +212,10 @@ impl Out {
     async fn new(client: &Client, json: bool, command: &Command) -> Out {
         let times = !matches!(
             command,
-            Command::Stop { .. } | Command::ResumeAgent { .. } | Command::Deed { .. }
+            Command::Stop { .. }
+                | Command::ResumeAgent { .. }
+                | Command::Deed { .. }
+                | Command::Revoke { .. }
         );
         let zone = match (json, times) {
             (false, true) => match client.get("/v1/me").await {

@@ -230,6 +230,50 @@ pub fn action(a: &Value, zone: &Zone) -> String {
     pairs(&rows)
 }
 
+/// The scoped grants: who may call what, how often still, until when, and who granted.
+pub fn grants(list: &[Value], zone: &Zone) -> String {
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|g| {
+            let t = &g["terms"];
+            let status = match (&g["revoked"], g["active"].as_bool()) {
+                (Value::Object(_), _) => "revoked",
+                (_, Some(true)) => "active",
+                _ => "spent or expired",
+            };
+            let pins = t["pins"].as_object().map_or(String::new(), |p| {
+                p.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            });
+            vec![
+                text(&g["id"]),
+                text(&t["agent_id"]),
+                text(&t["tool"]),
+                format!("{}/{}", g["uses_left"], t["uses"]),
+                zone.time(&t["expires_at"]),
+                status.to_owned(),
+                text(&t["granted_by"]["approver"]),
+                pins,
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "ID",
+            "AGENT",
+            "TOOL",
+            "LEFT",
+            "UNTIL",
+            "STATUS",
+            "GRANTED BY",
+            "PINS",
+        ],
+        &rows,
+    )
+}
+
 pub fn events(events: &[Value], zone: &Zone) -> String {
     let rows: Vec<Vec<String>> = events
         .iter()

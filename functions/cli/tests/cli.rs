@@ -730,3 +730,55 @@ async fn sc_pol_04_approve_says_how_many_more_approvals_are_needed() {
         assert_eq!(run.stdout, said, "{run:?}");
     }
 }
+
+/// SC-GR-07: `grants` lists the tenant's scoped grants with their uses left (a table, or the
+/// API's JSON); `revoke` ends one at once — the next matching call waits for a person again.
+#[tokio::test]
+async fn sc_gr_07_grants_lists_and_revoke_ends_a_grant() {
+    let w = world().await;
+    let action = w.pending_mail("grant me").await;
+    let id = action["id"].as_str().unwrap();
+    let body = json!({"context_digest": action["approval"]["context_digest"],
+        "grant": {"uses": 3, "pin": ["to"]}});
+    let (status, approved) = w
+        .api
+        .post(&format!("/v1/actions/{id}/approve"), keys::APPROVER, body)
+        .await;
+    assert_eq!(status, 200, "{approved}");
+    let grant = approved["grant"]["id"].as_str().unwrap().to_owned();
+    let table = w.cli(keys::APPROVER, &["grants"], "").await;
+    assert_eq!(table.code, 0, "{table:?}");
+    for shown in [
+        grant.as_str(),
+        "agent-1",
+        "mail.send",
+        "3/3",
+        "active",
+        "approver-1",
+    ] {
+        assert!(table.stdout.contains(shown), "{shown}: {table:?}");
+    }
+    let json = w.cli(keys::ADMIN, &["--json", "grants"], "").await;
+    assert_eq!(json.json()["grants"][0]["uses_left"], 3, "{json:?}");
+    let refused = w.cli(keys::AGENT, &["grants"], "").await;
+    assert_eq!(refused.code, 4, "an agent key lists no grants: {refused:?}");
+
+    let revoked = w.cli(keys::APPROVER, &["revoke", &grant], "").await;
+    assert_eq!(revoked.code, 0, "{revoked:?}");
+    assert!(
+        revoked.stdout.contains(&format!("revoked {grant}")),
+        "{revoked:?}"
+    );
+    let after = w.cli(keys::APPROVER, &["grants"], "").await;
+    assert!(after.stdout.contains("revoked"), "{after:?}");
+    let next = w.pending_mail("grant me").await;
+    assert_eq!(next["state"], "pending_approval");
+    let missing = w
+        .cli(
+            keys::APPROVER,
+            &["revoke", "grt_01J0000000000000000000000Z"],
+            "",
+        )
+        .await;
+    assert_ne!(missing.code, 0, "{missing:?}");
+}

@@ -42,7 +42,8 @@ pub(super) fn routes(r: Routes) -> Routes {
     request_body = ApproveBody,
     responses(
         (status = 200, description = "Approved (and run, if its window is open)", body = ActionView),
-        (status = 403, description = "forbidden: not an approver key, or the action's own agent", body = ErrorBody),
+        (status = 400, description = "validation_error: a grant's term out of bounds, a pin the call lacks, a condition that does not compile, a rule that cannot be granted", body = ErrorBody),
+        (status = 403, description = "forbidden: not an approver key, the action's own agent, or (with a grant) an approver outside the rule's groups", body = ErrorBody),
         (status = 404, description = "not_found", body = ErrorBody),
         (status = 409, description = "context_changed or action_sealed", body = ErrorBody),
     )
@@ -55,9 +56,9 @@ pub(super) async fn approve(
     body: Body,
 ) -> Result<Response, ApiError> {
     let body: ApproveBody = read_json(body).await?;
-    let digest = &body.context_digest;
+    let grant = body.grant.map(|g| g.ask()).transpose()?;
     let approved = engine
-        .approve_through(&who, &id, digest, Some(channel))
+        .approve_through(&who, &id, &body.context_digest, Some(channel), grant)
         .await?;
     Ok(action_response(StatusCode::OK, &approved))
 }

@@ -137,11 +137,56 @@ pub fn idempotency_key(key: &str) -> Result<&str, Error> {
     }
 }
 
-/// The countersignature: the digest of the context the approver was shown.
+/// The countersignature: the digest of the context the approver was shown, and the grant of
+/// further calls the approver gives with it, if any (SC-GR-01, docs/grants.md).
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveBody {
     pub context_digest: String,
+    #[serde(default)]
+    pub grant: Option<GrantBody>,
+}
+
+/// A scoped grant asked for with an approve: each term optional.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrantBody {
+    /// How long it lasts, e.g. `"1h"`, `"7d"` as `"168h"` (default 1 h, at most 30 days).
+    #[serde(default)]
+    ttl: Option<String>,
+    /// How many calls it allows (default 1, at most 1,000).
+    #[serde(default)]
+    uses: Option<u32>,
+    /// Argument fields later calls must repeat exactly (the approved call's values).
+    #[serde(default)]
+    pin: Vec<String>,
+    /// A CEL condition over the later call, like a policy rule's `when`.
+    #[serde(default)]
+    when: Option<String>,
+}
+
+impl GrantBody {
+    /// The grant asked for, its ttl read as a duration (its bounds are the domain's).
+    pub fn ask(self) -> Result<crate::domain::grant::Ask, Error> {
+        let ttl = match &self.ttl {
+            Some(text) => Some(text.parse::<jiff::SignedDuration>().map_err(|_| {
+                Error::validation(
+                    "grant.ttl",
+                    format!(
+                        "{:?} is not a duration like \"90m\", \"1h\", \"720h\"",
+                        crate::error::shown(text)
+                    ),
+                )
+            })?),
+            None => None,
+        };
+        Ok(crate::domain::grant::Ask {
+            ttl,
+            uses: self.uses,
+            pin: self.pin,
+            when: self.when,
+        })
+    }
 }
 
 /// The confirmation page's form (`application/x-www-form-urlencoded`, docs/email.md): read

@@ -23,11 +23,13 @@ use std::{collections::HashMap, sync::Arc};
 
 /// The cancel function's routes: cancel, the stops, the dead notifications.
 pub(super) fn routes(r: Routes) -> Routes {
-    r.route(paths::CANCEL, post(cancel))
+    let r = r
+        .route(paths::CANCEL, post(cancel))
         .route(paths::STOPS, post(stop))
         .route(paths::STOP, delete(lift_stop))
         .route(paths::DEAD_NOTIFICATIONS, get(dead_notifications))
-        .route(paths::REDELIVER, post(redeliver))
+        .route(paths::REDELIVER, post(redeliver));
+    super::grants::routes(r)
 }
 
 /// Cancel a pending or approved action: by its agent, an approver or an admin.

@@ -122,6 +122,7 @@ pub(super) async fn decide(
                     &link.action_id,
                     &link.context_digest,
                     Some(Channel::Email),
+                    None,
                 )
                 .await
         }

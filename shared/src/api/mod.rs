@@ -14,6 +14,7 @@ mod email;
 pub mod error;
 mod explain;
 mod extract;
+mod grants;
 mod insights;
 mod intake;
 pub mod json;

@@ -51,6 +51,8 @@ use utoipa::{
         cancel::lift_stop,
         cancel::dead_notifications,
         cancel::redeliver,
+        super::grants::list,
+        super::grants::revoke,
         intake::quarantined,
         super::me::me,
         super::explain::explain,
@@ -64,6 +66,8 @@ use utoipa::{
         super::slack::interactions,
     ),
     components(schemas(
+        super::grants::GrantView,
+        super::grants::GrantList,
         view::ActionView,
         view::ActionPage,
         view::EventList,
@@ -118,6 +122,7 @@ use utoipa::{
         (name = "approval", description = "Countersign or deny"),
         (name = "cancel", description = "Cancel actions; stop and resume agents"),
         (name = "notifications", description = "Dead letters of the notifications outbox"),
+        (name = "grants", description = "Scoped grants: list and revoke (docs/grants.md)"),
         (name = "page", description = "The approver page and this document"),
         (name = "identity", description = "OAuth protected resource metadata: where tokens come from (docs/identity.md)"),
     )

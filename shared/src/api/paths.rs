@@ -25,6 +25,10 @@ pub const STOP: &str = "/v1/stops/{scope}";
 pub const DEAD_NOTIFICATIONS: &str = "/v1/notifications/dead";
 /// Try one again.
 pub const REDELIVER: &str = "/v1/notifications/{id}/redeliver";
+/// The tenant's scoped grants (docs/grants.md).
+pub const GRANTS: &str = "/v1/grants";
+/// One grant, to revoke.
+pub const GRANT: &str = "/v1/grants/{id}";
 /// Records that do not load.
 pub const QUARANTINE: &str = "/v1/quarantine";
 /// Who the caller is.

@@ -29,6 +29,9 @@ pub const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", paths::UI_ASSET, "intake"),
     ("GET", paths::DEAD_NOTIFICATIONS, "cancel"),
     ("POST", paths::REDELIVER, "cancel"),
+    // Scoped grants (docs/grants.md): listed, and revoked at once.
+    ("GET", paths::GRANTS, "cancel"),
+    ("DELETE", paths::GRANT, "cancel"),
     ("GET", paths::QUARANTINE, "intake"),
     ("GET", paths::ME, "intake"),
     // Which policy rule a call would match (SC-POL-05): reads the config only.

@@ -219,6 +219,7 @@ async fn clicked(engine: &Arc<Engine>, tenants: &[String], payload: &Value) -> A
                             &value.action_id,
                             &value.context_digest,
                             Some(Channel::Slack),
+                            None,
                         )
                         .await
                 })

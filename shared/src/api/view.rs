@@ -51,6 +51,10 @@ pub struct ActionView {
     #[schema(value_type = Option<String>, format = DateTime)]
     #[serde(with = "crate::domain::time::fixed_opt")]
     pub sealed_at: Option<Timestamp>,
+    /// The grant its trail names (docs/grants.md): the one that allowed this call without a
+    /// person, or the one its approval granted; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<crate::domain::grant::Terms>,
 }
 
 impl From<&Action> for ActionView {
@@ -77,6 +81,7 @@ impl From<&Action> for ActionView {
             created_at: a.created_at(),
             updated_at: a.updated_at(),
             sealed_at: a.sealed_at(),
+            grant: a.grant().cloned(),
         }
     }
 }

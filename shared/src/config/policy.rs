@@ -46,6 +46,9 @@ pub(super) struct RawRule {
     mode: Mode,
     /// The Slack channel its approval requests go to (SC-CH-15; default: the tenant's).
     slack_channel: Option<String>,
+    /// A quorum rule whose approvers may grant further calls (SC-GR-03; default false).
+    #[serde(default)]
+    grantable: bool,
 }
 
 /// The rules in order, checked against the tenant's approver keys: a group no approver is in,
@@ -152,9 +155,13 @@ fn one<'a>(
         super::slack::channel_id(&format!("{at}.slack_channel"), channel)?;
         built.slack_channel = Some(channel.clone());
     }
+    if rule.grantable && !asks_people {
+        return Err(bad(at, "grantable belongs to a require_approval rule"));
+    }
     Ok(built.countersigned_by(Countersigners {
         groups: rule.approvers,
         approvals,
+        grantable: rule.grantable,
     }))
 }
 

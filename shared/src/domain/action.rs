@@ -5,7 +5,7 @@ pub use super::policy::Decision;
 pub use super::quorum::{Quorum, Signoff};
 pub use super::state::{State, Terminal};
 pub use super::submission::RunRef;
-use super::{call::Call, ticket::Ticket};
+use super::{call::Call, granted::Terms as GrantTerms, ticket::Ticket};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -96,6 +96,9 @@ pub struct Action {
     pub(super) updated_at: Timestamp,
     /// Hash of the last audit event: the next event chains onto it.
     pub(super) chain_head: String,
+    /// The grant this action's trail names (SC-GR-08): the one that allowed it, or the one its
+    /// approval granted.
+    pub(super) grant: Option<GrantTerms>,
 }
 
 /// The stored shape of an action, as read: checked into an [`Action`] by `TryFrom`.
@@ -126,6 +129,8 @@ struct Stored {
     #[serde(default)]
     approvals: Vec<Signoff>,
     chain_head: String,
+    #[serde(default)]
+    grant: Option<GrantTerms>,
 }
 
 /// The stored shape of an action, as written (borrowed: no copy of the args).
@@ -155,6 +160,8 @@ struct StoredRef<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     approvals: Option<&'a [Signoff]>,
     chain_head: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    grant: Option<&'a GrantTerms>,
 }
 
 impl Serialize for Action {
@@ -174,6 +181,7 @@ impl Serialize for Action {
             lease: self.lease(),
             approvals: Some(self.approvals()).filter(|a| !a.is_empty()),
             chain_head: &self.chain_head,
+            grant: self.grant.as_ref(),
         }
         .serialize(s)
     }
@@ -225,6 +233,7 @@ impl TryFrom<Stored> for Action {
             created_at: r.created_at,
             updated_at: r.updated_at,
             chain_head: r.chain_head,
+            grant: r.grant,
         };
         action.check_invariants()?;
         Ok(action)
@@ -264,6 +273,7 @@ impl Action {
             updated_at: now,
             // Set by the first transition (the chain's genesis binds this action).
             chain_head: String::new(),
+            grant: None,
         }
     }
 
@@ -288,6 +298,11 @@ impl Action {
     /// The countersignature: asked for while pending, kept once decided.
     pub fn approval(&self) -> Option<&Approval> {
         self.approval.as_ref()
+    }
+    /// The grant its trail names: the one that allowed it, or the one its approval granted
+    /// (SC-GR-08).
+    pub fn grant(&self) -> Option<&GrantTerms> {
+        self.grant.as_ref()
     }
     /// Who made the last transition.
     pub fn actor(&self) -> &Actor {

@@ -7,6 +7,7 @@ use super::{
     action::{Actor, Approval, Lease, Outcome, Person, Quorum, Standing, Terminal},
     call::Call,
     context::{approval_context, ContextInput},
+    granted::Terms as GrantTerms,
     policy::Gate,
     ticket::{span, Terms, Ticket},
     transition::Creation,
@@ -113,6 +114,18 @@ pub fn admit(f: &IntakeFacts<'_>) -> Admission {
     }
 }
 
+/// A call the policy holds for a person, allowed by a grant the engine used for it
+/// (SC-GR-02): a ticket as an approval would commit it — due at the window's start, or now —
+/// named `grant_allow` in its first event. Asked only of an [`Admission::Approval`].
+pub fn granted(f: &IntakeFacts<'_>) -> Admission {
+    let (due_at, deadline) = span(f.window, false, f.now, f.run_deadline);
+    Admission::Ticket {
+        due_at,
+        deadline,
+        reason: "grant_allow",
+    }
+}
+
 /// What the first form needs besides the call and its admission: what the engine read or made.
 pub struct Making<'a> {
     pub gate: &'a Gate,
@@ -127,6 +140,9 @@ pub struct Making<'a> {
     pub time_zone_name: &'a str,
     /// The person whose agent submits, when a verified token named one (SC-ID-07).
     pub person: Option<&'a Person>,
+    /// The grant that allowed the call, its use already committed (SC-GR-02): the action is
+    /// `allow`ed, holds the grant's terms, and its first event names it.
+    pub grant: Option<&'a GrantTerms>,
     pub now: Timestamp,
 }
 
@@ -182,7 +198,12 @@ pub fn first_form(call: Call, admission: Admission, m: Making<'_>) -> Result<Cre
                 Some(lease) => Standing::Executing { ticket, lease },
                 None => Standing::Approved { ticket },
             };
-            (m.gate.decision, standing, None, reason.to_owned())
+            // A grant turns the rule's `require_approval` into `allow`, and only that.
+            let decision = match m.grant {
+                Some(_) => Decision::Allow,
+                None => m.gate.decision,
+            };
+            (decision, standing, None, reason.to_owned())
         }
         Admission::Approval { expires_at } => {
             let approval = asked(&call, expires_at, &m);
@@ -199,7 +220,10 @@ pub fn first_form(call: Call, admission: Admission, m: Making<'_>) -> Result<Cre
             ..Actor::agent(call.agent_id())
         },
     };
-    let first = Action::first(call, decision, standing, approval, m.now);
+    let mut first = Action::first(call, decision, standing, approval, m.now);
+    if decision != Decision::Deny {
+        first.grant = m.grant.cloned();
+    }
     let shadow = m.gate.shadow.clone();
     Ok(Creation::noting(first, actor, Some(&reason), m.now, shadow))
 }
@@ -376,6 +400,7 @@ mod tests {
                 time_zone: &tz,
                 time_zone_name: "UTC",
                 person: None,
+                grant: None,
                 now: at(0),
             };
             let call = Call::for_test("act_1", "mail.send", serde_json::json!({"to": "x"}));
@@ -405,6 +430,7 @@ mod tests {
             time_zone: &tz,
             time_zone_name: "UTC",
             person: None,
+            grant: None,
             now: at(0),
         };
         let call = || Call::for_test("act_1", "mail.send", serde_json::json!({}));

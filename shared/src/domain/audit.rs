@@ -8,6 +8,7 @@ use super::{
     action::{Action, Actor, Decision, Outcome, RunRef, State},
     call::Call,
     canonical,
+    granted::{GrantRef, Terms as GrantTerms},
     policy::ShadowVerdict,
     state::may_move,
     window::Window,
@@ -37,6 +38,11 @@ pub struct Event {
     /// On the sealing event: the digest of the outcome the action sealed with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome_digest: Option<String>,
+    /// On the event that put a grant on the record (SC-GR-08): the first event of a call a
+    /// grant allowed, or the approve that granted one. Absent otherwise, so every other event
+    /// hashes as it always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantRef>,
     /// On the first event: what the policy's rules in shadow would have decided (SC-GR-21).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shadow: Vec<ShadowVerdict>,
@@ -57,6 +63,8 @@ pub struct Entry {
     pub context_digest: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome_digest: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantRef>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shadow: Vec<ShadowVerdict>,
 }
@@ -150,6 +158,7 @@ impl Entry {
             reason: self.reason,
             context_digest: self.context_digest,
             outcome_digest: self.outcome_digest,
+            grant: self.grant,
             shadow: self.shadow,
             hash,
         }
@@ -167,6 +176,7 @@ impl Event {
             reason: self.reason.clone(),
             context_digest: self.context_digest.clone(),
             outcome_digest: self.outcome_digest.clone(),
+            grant: self.grant.clone(),
             shadow: self.shadow.clone(),
         }
     }
@@ -207,6 +217,10 @@ pub enum ChainError {
     State { chain: Option<State>, record: State },
     #[error("the approval context shows another {field} than the record's")]
     Context { field: &'static str },
+    #[error("event {seq} names another grant than the record holds")]
+    Grant { seq: u64 },
+    #[error("the record holds a grant no event names")]
+    GrantUnnamed,
 }
 
 /// Verify `events` as the whole audit of `action` (SC-SEC-06): see [`Chain::verify`]. Pure:
@@ -220,6 +234,7 @@ pub fn verify(action: &Action, events: &[Event]) -> Result<(), ChainError> {
             .as_ref()
             .map(|a| (&a.context, a.context_digest.as_str())),
         outcome: action.outcome(),
+        grant: action.grant.as_ref(),
         version: action.version,
         head: &action.chain_head,
         state: action.state(),
@@ -235,6 +250,8 @@ pub struct Chain<'a> {
     pub approval: Option<(&'a Value, &'a str)>,
     /// The outcome the sealing event's digest must match.
     pub outcome: Option<&'a Outcome>,
+    /// The grant the record holds, which one event names by id and digest (SC-GR-08).
+    pub grant: Option<&'a GrantTerms>,
     pub version: u64,
     pub head: &'a str,
     pub state: State,
@@ -259,6 +276,11 @@ impl Chain<'_> {
         let sealed_outcome = canonical::digest(&self.outcome);
         let mut previous = genesis(&self.origin);
         let mut state = None;
+        let grant = self.grant.map(|t| GrantRef {
+            id: t.id.clone(),
+            digest: t.digest(),
+        });
+        let mut grant_named = false;
         for (position, e) in (1u64..).zip(events) {
             if e.seq != position {
                 return Err(ChainError::Sequence {
@@ -290,6 +312,12 @@ impl Chain<'_> {
             if e.to.is_sealed() && e.outcome_digest.as_ref() != Some(&sealed_outcome) {
                 return Err(ChainError::Outcome { seq: e.seq });
             }
+            if let Some(named) = &e.grant {
+                if grant.as_ref() != Some(named) || grant_named {
+                    return Err(ChainError::Grant { seq: e.seq });
+                }
+                grant_named = true;
+            }
             previous.clone_from(&e.hash);
             state = Some(e.to);
         }
@@ -307,6 +335,9 @@ impl Chain<'_> {
                 chain: state,
                 record: self.state,
             });
+        }
+        if grant.is_some() && !grant_named {
+            return Err(ChainError::GrantUnnamed);
         }
         match self.approval {
             Some((context, _)) => shows_the_call(context, &self.origin),
@@ -740,6 +771,7 @@ mod tests {
             reason: Some("tool_succeeded".into()),
             context_digest: None,
             outcome_digest: sealed_outcome(&forged),
+            grant: None,
             shadow: Vec::new(),
         }
         .chain(&created.action.chain_head);

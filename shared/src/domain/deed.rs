@@ -12,6 +12,7 @@ use super::{
     actor::Channel,
     audit::{self, ChainError, Event},
     canonical,
+    granted::Terms as GrantTerms,
     window::Window,
 };
 use ed25519_dalek::{
@@ -37,6 +38,12 @@ pub const FORMAT_PERSON: &str = "countersign.deed.v3";
 /// knows v3 at most refuses it as an unknown format, not as a broken chain, and deeds written
 /// before channels were recorded keep their format and bytes.
 pub const FORMAT_CHANNEL: &str = "countersign.deed.v4";
+/// The deed format of a deed whose trail names a grant (SC-GR-08): v3 or v4 with the grant's terms —
+/// who granted, the rule, the pins, the condition, the window, the count — which one of its
+/// events names by id and digest. Only such deeds name v5, so every other deed is the same
+/// bytes as before and a verifier that knows only v2 to v4 refuses a v5 deed as a format it does
+/// not know.
+pub const FORMAT_GRANT: &str = "countersign.deed.v5";
 pub const ALG: &str = "Ed25519";
 
 /// What a deed proves: the call, its countersignature, its schedule, how it ended, and its
@@ -65,6 +72,10 @@ pub struct Deed {
     pub sealed_at: Timestamp,
     pub events: Vec<Event>,
     pub chain_head: String,
+    /// The grant the trail names (v4): the one that allowed this call, or the one its approval
+    /// granted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantTerms>,
 }
 
 // The call as deeds of format v2 hold it (the action's id, tenant and window are the deed's own
@@ -243,8 +254,11 @@ impl Deed {
             sealed_at: action.sealed_at()?,
             events: events.to_vec(),
             chain_head: action.chain_head.clone(),
+            grant: action.grant().cloned(),
         };
-        if deed.names_a_channel() {
+        if deed.grant.is_some() {
+            FORMAT_GRANT.clone_into(&mut deed.format);
+        } else if deed.names_a_channel() {
             FORMAT_CHANNEL.clone_into(&mut deed.format);
         } else if deed.names_a_person() {
             FORMAT_PERSON.clone_into(&mut deed.format);
@@ -365,7 +379,18 @@ impl Deed {
                     deed.format
                 )))
             }
-            FORMAT | FORMAT_PERSON | FORMAT_CHANNEL => {}
+            FORMAT | FORMAT_PERSON | FORMAT_CHANNEL if deed.grant.is_some() => {
+                return Err(DeedError::Shape(format!(
+                    "a {} deed holds no grant",
+                    deed.format
+                )))
+            }
+            FORMAT_GRANT if deed.grant.is_none() => {
+                return Err(DeedError::Shape(format!(
+                    "a {FORMAT_GRANT} deed holds a grant"
+                )))
+            }
+            FORMAT | FORMAT_PERSON | FORMAT_CHANNEL | FORMAT_GRANT => {}
             other => return Err(DeedError::Unsupported(format!("format {other:?}"))),
         }
         if deed.kid != block.kid {
@@ -399,6 +424,7 @@ impl Deed {
                 .as_ref()
                 .map(|a| (&a.context, a.context_digest.as_str())),
             outcome: self.outcome.as_ref(),
+            grant: self.grant.as_ref(),
             version: self.version,
             head: &self.chain_head,
             state: self.state,

@@ -11,6 +11,8 @@ pub mod context;
 pub mod countersign;
 pub mod deed;
 pub mod email_link;
+pub mod grant;
+pub mod granted;
 pub mod insights;
 pub mod mail;
 pub mod next;

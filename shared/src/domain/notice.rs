@@ -368,6 +368,7 @@ mod tests {
             reason: None,
             context_digest: None,
             outcome_digest: None,
+            grant: None,
             shadow: Vec::new(),
         }
         .chain("")

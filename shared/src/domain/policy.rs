@@ -53,6 +53,9 @@ pub struct Countersigners {
     pub groups: Vec<String>,
     /// Distinct approvals needed before the ticket commits (1 unless the rule says more).
     pub approvals: u32,
+    /// A quorum rule's approvers may grant further calls (SC-GR-03); a rule of one approver
+    /// always may.
+    pub grantable: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -85,6 +88,7 @@ impl Rule {
             countersigners: Countersigners {
                 groups: Vec::new(),
                 approvals: 1,
+                grantable: false,
             },
             mode: Mode::Enforce,
         }
@@ -338,6 +342,7 @@ mod tests {
                 .countersigned_by(Countersigners {
                     groups: vec!["finance".into()],
                     approvals: 2,
+                    grantable: false,
                 }),
             Rule::new("payments.transfer", Decision::RequireApproval, None)
                 .named("transfers above 1,000 EUR")

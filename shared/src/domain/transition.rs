@@ -5,6 +5,7 @@
 use super::{
     action::{Action, Actor, Lease, Outcome, Signoff, Standing, State, Terminal},
     audit::{self, Entry, Event},
+    granted::{GrantRef, Terms as GrantTerms},
     notice::{NoticeKind, OutboxEntry},
     policy::ShadowVerdict,
     quorum::Signer,
@@ -17,6 +18,14 @@ use super::{
 pub use super::ticket::Terms as TicketTerms;
 use jiff::Timestamp;
 use serde_json::{json, Value};
+
+/// How an event names the grant on its record.
+fn named(terms: &GrantTerms) -> GrantRef {
+    GrantRef {
+        id: terms.id.clone(),
+        digest: terms.digest(),
+    }
+}
 
 /// What one write commits: the new record and its audit event.
 #[derive(Debug, Clone)]
@@ -116,6 +125,7 @@ impl Creation {
             reason: reason.map(str::to_owned),
             context_digest: None,
             outcome_digest: audit::sealed_outcome(&action),
+            grant: action.grant.as_ref().map(named),
             shadow,
         }
         .chain(&audit::genesis(&audit::Origin::of(&action)));
@@ -161,6 +171,11 @@ impl Transition {
             reason: reason.map(str::to_owned),
             context_digest,
             outcome_digest: audit::sealed_outcome(&next),
+            // The event that puts a grant on the record names it (SC-GR-08).
+            grant: match (&current.grant, &next.grant) {
+                (None, Some(terms)) => Some(named(terms)),
+                _ => None,
+            },
             shadow: Vec::new(),
         }
         .chain(&current.chain_head);
@@ -217,8 +232,29 @@ impl Transition {
             current,
             approver.into(),
             Ticket::commit(&current.call, &ticket),
+            None,
             now,
         )
+    }
+
+    /// The countersignature that also grants further calls (SC-GR-03): the grant's terms go on
+    /// the record and its approve event names them, so what the approver granted is part of
+    /// what they countersigned. Claimed at once under `lease`, as [`Transition::approve_claimed`].
+    pub fn approve_granting<'a>(
+        current: &Action,
+        approver: impl Into<Signer<'a>>,
+        ticket: TicketTerms,
+        lease: Option<Lease>,
+        grant: GrantTerms,
+        now: Timestamp,
+    ) -> Self {
+        let ticket = Ticket::commit(&current.call, &ticket);
+        let approved =
+            Self::countersign(current, approver.into(), ticket.clone(), Some(grant), now);
+        match lease {
+            None => approved,
+            Some(lease) => Self::then_claimed(approved, ticket, lease, now),
+        }
     }
 
     /// Countersign a ticket that runs at once in the approving request: `pending_approval →
@@ -233,7 +269,12 @@ impl Transition {
         now: Timestamp,
     ) -> Self {
         let ticket = Ticket::commit(&current.call, &ticket);
-        let approved = Self::countersign(current, approver.into(), ticket.clone(), now);
+        let approved = Self::countersign(current, approver.into(), ticket.clone(), None, now);
+        Self::then_claimed(approved, ticket, lease, now)
+    }
+
+    /// `approved`, then claimed under `lease` in the same write.
+    fn then_claimed(approved: Self, ticket: Ticket, lease: Lease, now: Timestamp) -> Self {
         let standing = Standing::Executing { ticket, lease };
         let mut claimed = Self::by_system(&approved.action, standing, "claimed", now);
         claimed.expected = approved.expected;
@@ -281,7 +322,13 @@ impl Transition {
         Some(t)
     }
 
-    fn countersign(current: &Action, approver: Signer<'_>, ticket: Ticket, now: Timestamp) -> Self {
+    fn countersign(
+        current: &Action,
+        approver: Signer<'_>,
+        ticket: Ticket,
+        grant: Option<GrantTerms>,
+        now: Timestamp,
+    ) -> Self {
         // A quorum's record keeps every approver, this last one included (SC-POL-04).
         let mut signed = current.approvals().to_vec();
         signed.push(approver.signoff(now));
@@ -293,6 +340,9 @@ impl Transition {
             Some("approved"),
             now,
             |a| {
+                if grant.is_some() {
+                    a.grant = grant;
+                }
                 if let Some(approval) = a.approval.as_mut() {
                     approval.approver = Some(approver.id.to_owned());
                     approval.person = approver.person.cloned();

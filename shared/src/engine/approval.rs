@@ -12,6 +12,8 @@ use crate::{
     domain::{
         actor::Channel,
         countersign::{self, Approve, ApproveFacts, Decider},
+        grant::{self, Ask, Granting},
+        policy,
         quorum::Signoff,
         transition::TicketTerms,
         Action, Actor, Lease, SealReason, State, Transition,
@@ -41,22 +43,45 @@ impl Engine {
         action_id: &str,
         context_digest: &str,
     ) -> Result<Action, Error> {
-        self.approve_through(who, action_id, context_digest, None)
+        self.approve_granting(who, action_id, context_digest, None)
             .await
     }
 
-    /// The same approval, its audit event naming the `channel` it came through (`slack`).
+    /// The countersignature, granting further calls of the same tool with it when `grant`
+    /// asks (SC-GR-01/03): the grant's terms are judged before anything is written, go on the
+    /// approved record and its approve event, and the grant is stored once the approval landed.
+    /// A refused grant refuses the approve: nothing is written.
+    pub async fn approve_granting(
+        self: &Arc<Self>,
+        who: &Principal,
+        action_id: &str,
+        context_digest: &str,
+        grant: Option<Ask>,
+    ) -> Result<Action, Error> {
+        let by = Via {
+            who: who.clone(),
+            channel: None,
+            inline: true,
+            grant,
+        };
+        self.approve_by(by, action_id, context_digest).await
+    }
+
+    /// The same approval, its audit event naming the `channel` it came through (`api`, `page`,
+    /// `cli`, `slack`, `email`), granting further calls with it when `grant` asks.
     pub async fn approve_through(
         self: &Arc<Self>,
         who: &Principal,
         action_id: &str,
         context_digest: &str,
         channel: Option<Channel>,
+        grant: Option<Ask>,
     ) -> Result<Action, Error> {
         let by = Via {
             who: who.clone(),
             channel,
             inline: true,
+            grant,
         };
         self.approve_by(by, action_id, context_digest).await
     }
@@ -124,16 +149,28 @@ impl Engine {
             now,
         };
         let t = match countersign::approve(&facts) {
-            Approve::AlreadyApproved => return Ok(Step::Done(action.clone())),
+            Approve::AlreadyApproved => {
+                if by.grant.is_some() {
+                    self.granted_already(action).await?;
+                }
+                return Ok(Step::Done(action.clone()));
+            }
             Approve::Refused(objection) => return Err(objection.into()),
             Approve::Seal(reason) => return Err(self.seal_refused(action, reason).await),
-            Approve::Sign(t) => *t,
+            Approve::Sign(t) => {
+                // A grant rides only on the approval that completes a quorum: refused here.
+                self.granting(by, action, false, now)?;
+                *t
+            }
             Approve::Commit(terms) => {
+                let grant = self.granting(by, action, true, now)?;
                 // A request that decides many arms each ticket's wake instead (SC-GR-20).
                 let inline = tool
                     .filter(|_| by.inline)
                     .and_then(|tool| self.inline_claim(tool, terms.due_at, now));
-                return self.commit_ticket(by, action, terms, inline, now).await;
+                return self
+                    .commit_ticket(by, action, terms, inline, grant, now)
+                    .await;
             }
         };
         Ok(match self.commit_now(&t).await? {
@@ -153,23 +190,37 @@ impl Engine {
         action: &Action,
         terms: TicketTerms,
         inline: Option<(Running<'_>, Lease)>,
+        grant: Option<grant::Terms>,
         now: Timestamp,
     ) -> Result<Step, Error> {
         let who = &by.who;
-        let t = match &inline {
-            Some((_, lease)) => Transition::approve_claimed(
+        let signer = by.decider().signer();
+        let t = match (&inline, grant) {
+            (_, Some(grant)) => {
+                let lease = inline.as_ref().map(|(_, lease)| lease.clone());
+                Transition::approve_granting(action, signer, terms, lease, grant, now)
+            }
+            (Some((_, lease)), None) => Transition::approve_claimed(
                 action,
                 by.decider().signer(),
                 terms,
                 lease.clone(),
                 now,
             ),
-            None => Transition::approve(action, by.decider().signer(), terms, now),
+            (None, None) => Transition::approve(action, by.decider().signer(), terms, now),
         };
         match self.commit_now(&t).await? {
             Committed::Landed(approved) => {
                 tracing::info!(tenant = %approved.tenant(), action_id = %approved.id(), approver = %who.id, "approved; ticket committed");
                 crate::telemetry::decided_by_person(&approved);
+                if by.grant.is_some() {
+                    if let Some(terms) = approved.grant() {
+                        // The approval stands; a retried approve with the grant stores it.
+                        self.keep_grant(terms).await.map_err(|e| {
+                            Error::Unavailable(format!("approved, but the grant was not stored ({e}); approve again with the same grant"))
+                        })?;
+                    }
+                }
                 let running = inline.map(|(running, _)| running);
                 Ok(Step::Done(self.hand_off(approved, running).await))
             }
@@ -210,6 +261,43 @@ impl Engine {
             .collect()
     }
 
+    /// The terms of the grant `by` asks for with this approval, judged on the policy's answer
+    /// for the call now (`None`: none asked). `completes`: this approval commits the ticket.
+    fn granting(
+        &self,
+        by: &Via,
+        action: &Action,
+        completes: bool,
+        now: Timestamp,
+    ) -> Result<Option<grant::Terms>, Error> {
+        let Some(ask) = &by.grant else {
+            return Ok(None);
+        };
+        let tenant = self.tenant(action.tenant())?;
+        let gate = policy::gate(&tenant.policy, &action.call().facts(now));
+        let granting = Granting {
+            call: action.call(),
+            gate: &gate,
+            approver: by.decider(),
+            completes,
+            now,
+        };
+        Ok(Some(grant::grant(ask, &granting)?))
+    }
+
+    /// An approve with a grant of an action approved already: answered as it stands when its
+    /// approval granted one (stored now, if the first answer was lost before it was); refused
+    /// when it was approved without.
+    async fn granted_already(&self, action: &Action) -> Result<(), Error> {
+        match action.grant() {
+            Some(terms) => self.keep_grant(terms).await,
+            None => Err(Error::validation(
+                "grant",
+                "the action was approved without a grant; a grant is asked with the approval itself",
+            )),
+        }
+    }
+
     /// Seal an approval that can no longer be given and answer why the approve is refused.
     async fn seal_refused(&self, action: &Action, reason: SealReason) -> Error {
         match self.seal(action, Actor::system(), &reason).await {
@@ -244,6 +332,7 @@ impl Engine {
             who: who.clone(),
             channel,
             inline: true,
+            grant: None,
         };
         self.deny_by(&by, action_id, reason, None).await
     }
@@ -280,6 +369,8 @@ pub(super) struct Via {
     /// Whether this request may run a call its approval makes due now (SC-EDGE-07); a batch
     /// of decisions arms each wake instead, so one request never runs many tools.
     pub(super) inline: bool,
+    /// The grant it asks for with an approval (SC-GR-01).
+    pub(super) grant: Option<Ask>,
 }
 
 impl Via {

@@ -88,6 +88,7 @@ impl Engine {
             who: who.clone(),
             channel: None,
             inline: false,
+            grant: None,
         };
         let id = ruling.action_id.as_str();
         let answer = match &ruling.kind {

@@ -5,7 +5,7 @@ use super::handle::{require, Engine};
 use crate::{
     config::{Person, Principal, Role, Tenant},
     domain::{
-        admission::{admit, first_form, Admission, IntakeFacts, Making},
+        admission::{admit, first_form, granted, Admission, IntakeFacts, Making},
         policy,
         window::Window,
         Action, Call, Creation, Decision, State, Submission,
@@ -165,9 +165,18 @@ impl Engine {
             run_deadline: self.config.limits.run_deadline,
             approval_ttl: tenant.approval_ttl,
         };
-        let admission = admit(&facts);
+        let mut admission = admit(&facts);
         if let Admission::Invalid { param, message } = admission {
             return Err(Error::validation(param, message));
+        }
+        // A call that would wait for a person may be allowed by a grant (SC-GR-02): its use
+        // is committed first; a lost race for its last use waits for a person as usual.
+        let grant = match admission {
+            Admission::Approval { .. } => self.use_grant(&call, &gate, now).await?,
+            _ => None,
+        };
+        if grant.is_some() {
+            admission = granted(&facts);
         }
         let (inline, catalog_fingerprint) = match (&admission, tool) {
             (Admission::Ticket { due_at, .. }, Some(tool)) => (
@@ -185,6 +194,7 @@ impl Engine {
             time_zone: &tenant.time_zone,
             time_zone_name: &tenant.time_zone_name,
             person,
+            grant: grant.as_ref().map(|g| g.terms()),
             now,
         };
         let first = first_form(call, admission, making).map_err(Error::Internal)?;

@@ -8,6 +8,7 @@ mod cancel;
 mod commit;
 mod decisions;
 mod explain;
+mod grants;
 mod handle;
 mod handoff;
 mod insights;

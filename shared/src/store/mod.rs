@@ -1,5 +1,6 @@
-//! The storage ports: the action store ([`Actions`]), the stops ([`Stops`]) and the
-//! notification outbox ([`Outbox`]), and [`Store`], the three on one handle. Every transition
+//! The storage ports: the action store ([`Actions`]), the stops ([`Stops`]), the notification
+//! outbox ([`Outbox`]) and the scoped grants ([`Grants`]), and [`Store`], the four on one
+//! handle. Every transition
 //! is one conditional write on (state, version) with its audit event appended atomically; a
 //! lost race is the typed [`StoreError::Conflict`]. Each adapter implements every port in its
 //! own module: `sqlite`, `postgres`, `dynamodb`.
@@ -11,7 +12,9 @@ pub mod postgres;
 #[cfg(feature = "embedded")]
 pub mod sqlite;
 
-use crate::domain::{notice::OutboxEntry, Action, Creation, Event, State, Transition};
+use crate::domain::{
+    grant::Grant, notice::OutboxEntry, Action, Creation, Event, State, Transition,
+};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -234,6 +237,32 @@ pub trait Outbox: Send + Sync + 'static {
     ) -> StoreResult<()>;
 }
 
+/// The scoped grants (SC-GR-…): put once when an approval grants one, then changed only by one
+/// conditional write per use or revocation — the stored grant must still be at the version
+/// before `next`'s, so a race for its last use, or a revocation racing a use, has one winner
+/// (the loser gets [`StoreError::Conflict`], reads again and is judged on what won).
+#[async_trait]
+pub trait Grants: Send + Sync + 'static {
+    /// Store a new grant (version 1). `Conflict` if a grant of that id exists.
+    async fn put_grant(&self, grant: &Grant) -> StoreResult<()>;
+    /// Replace the stored grant by `next` iff it is at `next.version() - 1`; `Conflict`
+    /// otherwise (or when there is none).
+    async fn update_grant(&self, next: &Grant) -> StoreResult<()>;
+    async fn grant(&self, tenant: &str, id: &str) -> StoreResult<Option<Grant>>;
+    /// The tenant's grants, newest first, at most `limit`.
+    async fn grants(&self, tenant: &str, limit: usize) -> StoreResult<Vec<Grant>>;
+    /// The grants of `agent_id` for `tool` that may still allow a call at `now` (not revoked,
+    /// a use left, unexpired): what intake matches a call against. An adapter may return more
+    /// (the domain judges each), never fewer.
+    async fn grants_for(
+        &self,
+        tenant: &str,
+        agent_id: &str,
+        tool: &str,
+        now: Timestamp,
+    ) -> StoreResult<Vec<Grant>>;
+}
+
 /// [`Outbox::outbox_subject`] read through the action store: its action, then its events (the
 /// adapters whose records are rows; DynamoDB reads both in one request).
 pub async fn subject_of(
@@ -250,7 +279,7 @@ pub async fn subject_of(
 /// the notifier), so it holds one `Arc<dyn Store>` and each adapter is wired once. The one read
 /// that needs two ports lives here.
 #[async_trait]
-pub trait Store: Actions + Stops + Outbox {
+pub trait Store: Actions + Stops + Outbox + Grants {
     /// An action and the stops of its agent, both read after the call (a wake's facts, SC-RES-03):
     /// in one statement where the adapter can (Postgres: a burst of wakes claims sooner), else
     /// one read after the other. Stops are read only for an `approved` action.

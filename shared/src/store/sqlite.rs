@@ -29,6 +29,7 @@ use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
 use tokio::sync::oneshot;
 
+mod grants;
 mod list;
 mod outbox;
 mod schema;

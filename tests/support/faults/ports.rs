@@ -4,10 +4,10 @@
 use super::{FaultyStore, Write};
 use async_trait::async_trait;
 use countersign::{
-    domain::{notice::OutboxEntry, Action, Creation, Event, State, Transition},
+    domain::{grant::Grant, notice::OutboxEntry, Action, Creation, Event, State, Transition},
     store::{
-        Actions, IdempotencyRecord, ListPage, ListQuery, Outbox, Quarantined, Stop, Stops, Store,
-        StoreResult, SweepRef, Unreadable,
+        Actions, Grants, IdempotencyRecord, ListPage, ListQuery, Outbox, Quarantined, Stop, Stops,
+        Store, StoreResult, SweepRef, Unreadable,
     },
 };
 use jiff::Timestamp;
@@ -135,6 +135,32 @@ impl Outbox for FaultyStore {
         self.inner
             .keep_channel_note(tenant, action_id, channel, note)
             .await
+    }
+}
+
+/// Grants pass through: their races are the store's own (SC-GR-06).
+#[async_trait]
+impl Grants for FaultyStore {
+    async fn put_grant(&self, grant: &Grant) -> StoreResult<()> {
+        self.inner.put_grant(grant).await
+    }
+    async fn update_grant(&self, next: &Grant) -> StoreResult<()> {
+        self.inner.update_grant(next).await
+    }
+    async fn grant(&self, tenant: &str, id: &str) -> StoreResult<Option<Grant>> {
+        self.inner.grant(tenant, id).await
+    }
+    async fn grants(&self, tenant: &str, limit: usize) -> StoreResult<Vec<Grant>> {
+        self.inner.grants(tenant, limit).await
+    }
+    async fn grants_for(
+        &self,
+        tenant: &str,
+        agent_id: &str,
+        tool: &str,
+        now: Timestamp,
+    ) -> StoreResult<Vec<Grant>> {
+        self.inner.grants_for(tenant, agent_id, tool, now).await
     }
 }
 

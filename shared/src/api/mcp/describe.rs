@@ -184,6 +184,7 @@ mod tests {
             rule(RequireApproval, Some("args.amount > 1000")).countersigned_by(Countersigners {
                 groups: vec!["finance".into()],
                 approvals: 2,
+                grantable: false,
             });
         let (text, window) = said(&[quorum, rule(Schedule, Some("args.amount > 10"))]);
         assert!(text.contains("if `args.amount > 1000` holds, it waits until 2 different people from finance countersign it before it runs; otherwise, if `args.amount > 10` holds, it runs unattended"), "{text}");

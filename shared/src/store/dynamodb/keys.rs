@@ -8,6 +8,7 @@
 //! | idempotency record | `T#<tenant>#I#<agent id>` | `<key>` |
 //! | stop | `T#<tenant>#STOPS` | `<agent id or *>` |
 //! | quarantine record | `T#<tenant>#Q` | `<action id>` |
+//! | grant | `T#<tenant>#G` | `<agent id>#<tool>#<grant id>` |
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use jiff::Timestamp;
@@ -61,6 +62,21 @@ pub(super) fn stops_pk(tenant: &str) -> String {
 
 pub(super) fn stop_sk(scope: &str) -> String {
     part(scope)
+}
+
+/// The tenant's grants (SC-GR-…): one item each, sorted by agent and tool, so intake reads the
+/// grants of one agent's tool with one `Query` of a key prefix.
+pub(super) fn grants_pk(tenant: &str) -> String {
+    format!("T#{}#G", part(tenant))
+}
+
+/// The prefix of every grant of `agent_id` for `tool`.
+pub(super) fn grants_of(agent_id: &str, tool: &str) -> String {
+    format!("{}#{}#", part(agent_id), part(tool))
+}
+
+pub(super) fn grant_sk(agent_id: &str, tool: &str, id: &str) -> String {
+    format!("{}{}", grants_of(agent_id, tool), part(id))
 }
 
 /// (tenant, action id) back from a state item's keys.

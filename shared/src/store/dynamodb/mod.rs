@@ -12,9 +12,11 @@
 //! - `outbox`: the notification outbox, attributes of the state item;
 //! - `query`: paged reads;
 //! - `waiting`: the pending list, through the sparse `waiting` index;
+//! - `grants`: the scoped grants, one item each;
 //! - here: the action store and the stops, and their reads.
 
 mod asked;
+mod grants;
 mod item;
 mod keys;
 mod meter;

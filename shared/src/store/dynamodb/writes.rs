@@ -88,7 +88,7 @@ impl Condition {
 }
 
 /// A lost condition is `Conflict`; anything else is `Unavailable`.
-fn write_error<E, R>(op: &'static str, e: SdkError<E, R>) -> StoreError
+pub(super) fn write_error<E, R>(op: &'static str, e: SdkError<E, R>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: std::fmt::Debug,

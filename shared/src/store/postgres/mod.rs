@@ -22,6 +22,7 @@ mod batch;
 mod commit;
 mod connect;
 mod gather;
+mod grants;
 mod listen;
 mod outbox;
 mod reads;

@@ -93,6 +93,22 @@ CREATE TABLE channel_notes (
     PRIMARY KEY (tenant, action_id, channel)
 );
 "#,
+    // 5: scoped grants (SC-GR-…): one row per grant, `live` while a use is left and it is not
+    //    revoked; intake reads the live ones of one agent and tool.
+    r#"
+CREATE TABLE grants (
+    tenant     TEXT COLLATE "C" NOT NULL,
+    id         TEXT COLLATE "C" NOT NULL,
+    agent_id   TEXT COLLATE "C" NOT NULL,
+    tool       TEXT COLLATE "C" NOT NULL,
+    version    BIGINT NOT NULL,
+    live       BOOLEAN NOT NULL,
+    expires_at TEXT COLLATE "C" NOT NULL,
+    body       BYTEA NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX grants_live ON grants (tenant, agent_id, tool) WHERE live;
+"#,
 ];
 
 /// Any number will do as long as it is fixed: it names "countersign migrates" among the

@@ -55,6 +55,20 @@ CREATE TABLE IF NOT EXISTS stops (
     body   BLOB NOT NULL,
     PRIMARY KEY (tenant, scope)
 ) WITHOUT ROWID;
+-- Scoped grants (SC-GR-…): `live` while a use is left and it is not revoked; intake reads the
+-- live ones of one agent and tool.
+CREATE TABLE IF NOT EXISTS grants (
+    tenant     TEXT NOT NULL,
+    id         TEXT NOT NULL,
+    agent_id   TEXT NOT NULL,
+    tool       TEXT NOT NULL,
+    version    INTEGER NOT NULL,
+    live       INTEGER NOT NULL,
+    expires_at TEXT NOT NULL,
+    body       BLOB NOT NULL,
+    PRIMARY KEY (tenant, id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS grants_live ON grants (tenant, agent_id, tool) WHERE live = 1;
 ";
 
 /// The durability of every connection (the bench's raw ceiling uses the same). FULL: a WAL

@@ -295,9 +295,10 @@ async fn sc_can_01_cancel_deletes_the_schedule() {
         .await;
     assert_eq!(cancelled.status, 200, "{:?}", cancelled.body);
     assert_eq!(cancelled.body["state"], "cancelled");
+    // The cancel names the channel it came through (SC-CH-08): the API, here.
     assert_eq!(
         cancelled.body["actor"],
-        json!({"type": "agent", "id": "agent-1"})
+        json!({"type": "agent", "id": "agent-1", "channel": "api"})
     );
     assert!(
         w.schedule(&wake).await.is_none(),

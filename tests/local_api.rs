@@ -788,7 +788,11 @@ async fn sc_app_05_deny_seals_with_the_approver_as_actor() {
         .await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(r["state"], "denied");
-    assert_eq!(r["actor"], json!({"type": "user", "id": "approver-1"}));
+    // The deny names the channel it came through (SC-CH-08): the API, here.
+    assert_eq!(
+        r["actor"],
+        json!({"type": "user", "id": "approver-1", "channel": "api"})
+    );
     assert_eq!(r["outcome"]["reason"], "not today");
     let (s, r) = w
         .api
@@ -826,7 +830,11 @@ async fn sc_can_01_cancel_pending_or_approved_never_runs() {
     );
     let (s, r) = w.api.cancel(pid, keys::AGENT).await;
     assert_eq!((s, r["state"].as_str()), (200, Some("cancelled")));
-    assert_eq!(r["actor"], json!({"type": "agent", "id": "agent-1"}));
+    // The cancel names the channel it came through (SC-CH-08): the API, here.
+    assert_eq!(
+        r["actor"],
+        json!({"type": "agent", "id": "agent-1", "channel": "api"})
+    );
 
     let (_, v) = w
         .api

@@ -37,8 +37,8 @@ pub struct Row {
     /// (nearest rank); null before any was decided.
     pub median_seconds_to_decide: Option<f64>,
     pub p90_seconds_to_decide: Option<f64>,
-    /// Calls of this tool allowed by a scoped grant instead of a person.
-    // Wired by the grants' event kind (issue 33, scoped grants); 0 until then.
+    /// Calls of this tool a scoped grant of this rule allowed instead of a person (SC-GR-02):
+    /// not among `requests` — nobody was asked.
     pub grant_uses: u64,
 }
 
@@ -80,8 +80,13 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// Count `action` (one the range holds) if it asked a person.
+    /// Count `action` (one the range holds) if it asked a person, or a grant answered for one.
     pub fn add(&mut self, action: &Action) {
+        let tool = action.call().tool();
+        if let (None, Some(grant)) = (action.approval(), action.grant()) {
+            self.row(tool, Some(grant.rule_label.clone())).0.grant_uses += 1;
+            return;
+        }
         let Some(fate) = fate(action) else {
             return;
         };
@@ -90,18 +95,7 @@ impl Tally {
             .and_then(|a| a.context.pointer("/policy/label"))
             .and_then(|l| l.as_str())
             .map(str::to_owned);
-        let tool = action.call().tool().to_owned();
-        let (row, times) = self
-            .rows
-            .entry((tool.clone(), rule.clone()))
-            .or_insert_with(|| {
-                let row = Row {
-                    tool,
-                    rule,
-                    ..Row::default()
-                };
-                (row, Vec::new())
-            });
+        let (row, times) = self.row(tool, rule);
         row.requests += 1;
         match fate {
             Fate::Pending => row.pending += 1,
@@ -116,6 +110,19 @@ impl Tally {
             Fate::Expired => row.expired += 1,
             Fate::Withdrawn => row.withdrawn += 1,
         }
+    }
+
+    fn row(&mut self, tool: &str, rule: Option<String>) -> &mut (Row, Vec<f64>) {
+        self.rows
+            .entry((tool.to_owned(), rule.clone()))
+            .or_insert_with(|| {
+                let row = Row {
+                    tool: tool.to_owned(),
+                    rule,
+                    ..Row::default()
+                };
+                (row, Vec::new())
+            })
     }
 
     /// The rows, by tool then rule, with their rates and times.
@@ -232,5 +239,34 @@ mod tests {
         assert_eq!(rank(&[], 50), None);
         assert_eq!(rank(&[1.0, 2.0, 3.0, 4.0], 50), Some(2.0));
         assert_eq!(rank(&[1.0, 2.0, 3.0, 4.0], 90), Some(4.0));
+    }
+
+    /// SC-GR-22 with SC-GR-02: a call a grant allowed counts as a grant use on the grant's rule
+    /// row, not as a request — nobody was asked; the approval that granted counts as approved.
+    #[test]
+    fn sc_gr_22_a_granted_call_is_a_grant_use_not_a_request() {
+        let terms: super::super::granted::Terms = serde_json::from_value(json!({
+            "format": "countersign.grant.v1", "id": "grt_01", "tenant": "acme",
+            "agent_id": "agent-1", "tool": "mail.send", "rule": 0, "rule_label": "mail",
+            "approvals": 1, "from_action": "act_01", "granted_by": {"approver": "fin-1"},
+            "granted_at": "2026-01-01T00:00:00Z", "expires_at": "2026-01-01T01:00:00Z",
+            "uses": 3, "pins": {},
+        }))
+        .expect("terms");
+        let mut granted = asked(1);
+        granted.decision = Decision::Allow;
+        granted.approval = None;
+        granted.grant = Some(terms);
+        let mut tally = Tally::default();
+        tally.add(&granted);
+        tally.add(&granted);
+        tally.add(&approved(&asked(2), 10));
+        let rows = tally.rows();
+        let uses: Vec<_> = rows
+            .iter()
+            .map(|r| (r.rule.as_deref(), r.requests, r.grant_uses))
+            .collect();
+        assert!(uses.contains(&(Some("mail"), 0, 2)), "{uses:?}");
+        assert_eq!(rows.iter().map(|r| r.requests).sum::<u64>(), 1);
     }
 }

@@ -18,8 +18,8 @@ if [ "$("$dir/node_modules/.bin/node" --version 2>/dev/null)" != "v$node_version
   echo "installing @modelcontextprotocol/conformance $suite and node $node_version into $dir"
   mkdir -p "$dir"
   echo '{"private": true}' >"$dir/package.json"
-  npm install --prefix "$dir" --silent --no-audit --no-fund \
-    "node@$node_version" "@modelcontextprotocol/conformance@$suite"
+  # Both pinned, exact (node@$node_version, the suite @$suite), on one line.
+  npm install --prefix "$dir" --silent --no-audit --no-fund --save-exact "node@$node_version" "@modelcontextprotocol/conformance@$suite"
 fi
 export PATH="$dir/node_modules/.bin:$PATH"
 

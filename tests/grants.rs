@@ -350,7 +350,7 @@ async fn the_last_use_goes_to_one_call(backend: Backend) {
             ..Ask::default()
         };
         r.engine
-            .approve_granting(&fin, first.action.id(), &digest, Some(one_use))
+            .approve_through(&fin, first.action.id(), &digest, None, Some(one_use))
             .await
             .unwrap();
         let racing = [0, 1].map(|_| {

@@ -43,32 +43,15 @@ impl Engine {
         action_id: &str,
         context_digest: &str,
     ) -> Result<Action, Error> {
-        self.approve_granting(who, action_id, context_digest, None)
+        self.approve_through(who, action_id, context_digest, None, None)
             .await
     }
 
-    /// The countersignature, granting further calls of the same tool with it when `grant`
+    /// The same approval, its audit event naming the `channel` it came through (`api`, `page`,
+    /// `cli`, `slack`, `email`), granting further calls of the same tool with it when `grant`
     /// asks (SC-GR-01/03): the grant's terms are judged before anything is written, go on the
     /// approved record and its approve event, and the grant is stored once the approval landed.
     /// A refused grant refuses the approve: nothing is written.
-    pub async fn approve_granting(
-        self: &Arc<Self>,
-        who: &Principal,
-        action_id: &str,
-        context_digest: &str,
-        grant: Option<Ask>,
-    ) -> Result<Action, Error> {
-        let by = Via {
-            who: who.clone(),
-            channel: None,
-            inline: true,
-            grant,
-        };
-        self.approve_by(by, action_id, context_digest).await
-    }
-
-    /// The same approval, its audit event naming the `channel` it came through (`api`, `page`,
-    /// `cli`, `slack`, `email`), granting further calls with it when `grant` asks.
     pub async fn approve_through(
         self: &Arc<Self>,
         who: &Principal,

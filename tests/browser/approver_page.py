@@ -152,15 +152,15 @@ class Server:
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"null")
 
-    def submit(self, key, args, window_minutes=None, tool="mail.send"):
+    def submit(self, key, args, window_minutes=None, tool="mail.send", status=202):
         body = {"tool": tool, "args": args}
         if window_minutes:
             now = datetime.now(timezone.utc).replace(microsecond=0)
             start, end = (now + timedelta(minutes=m) for m in window_minutes)
             body["schedule"] = {"not_before": start.isoformat().replace("+00:00", "Z"),
                                 "not_after": end.isoformat().replace("+00:00", "Z")}
-        status, action = self.call("POST", "/v1/actions", key, body)
-        assert status == 202, (status, action)
+        answered, action = self.call("POST", "/v1/actions", key, body)
+        assert answered == status, (answered, action)
         return action
 
     def action(self, action_id, key=AGENT):
@@ -430,11 +430,14 @@ def test_issue10_keyboard_only_sign_in_and_approve(t):
     expect(review_button).to_be_focused()
     t.page.keyboard.press("Enter")
     dialog = t.page.get_by_role("dialog")
-    # The dialog opens on its title, above the call; Approve is the first stop after the call
-    # once the page has computed the digest (issue 30: focus no longer jumps past the call).
+    # The dialog opens on its title, above the call (issue 30: focus no longer jumps past the
+    # call). After the call come the decision's stops: the closed grant disclosure (issue 33:
+    # its terms are chosen before approving), then Approve once the digest is computed.
     expect(dialog.get_by_role("heading", name="Countersign this call?")).to_be_focused()
     approve = dialog.get_by_role("button", name="Approve")
     expect(approve).to_be_enabled()
+    t.page.keyboard.press("Tab")
+    expect(dialog.get_by_text("Also allow similar calls without asking")).to_be_focused()
     t.page.keyboard.press("Tab")
     expect(approve).to_be_focused()
     t.page.keyboard.press("Enter")
@@ -865,6 +868,86 @@ def test_sc_gr_22_an_admin_sees_the_insights_panel(t):
     expect(row).to_be_visible()
     t.shot("approver-insights.png")
     assert t.page.evaluate("sessionStorage.getItem('countersign.key')") is None
+
+
+def test_sc_gr_24_sc_gr_07_grant_while_approving_the_next_call_runs_then_revoke(t):
+    """Issue 33: an approver grants while approving — two further calls of mail.send to the same
+    address for an hour, the terms sent with the digest the page computed. The next matching
+    call runs without a person (its action names the grant); a call to another address still
+    waits. The grants list shows the uses left; Revoke ends it at once: the next matching call
+    waits for a person again, and the revocation records the one use before it."""
+    action = t.server.submit(AGENT, {"to": "grant@example.com", "subject": "first"})
+    sign_in(t.page, t.server)
+    dialog = review(t.page, action)
+    dialog.get_by_text("Also allow similar calls without asking").click()
+    expect(dialog.get_by_label("Further calls")).to_be_disabled()
+    dialog.get_by_label("Grant with this approval").check()
+    dialog.get_by_label("Further calls").fill("2")
+    dialog.get_by_label('to = "grant@example.com"').check()
+    expect(dialog.locator("#grant-summary")).to_have_text(
+        "Grants agent-acme 2 further calls of mail.send for 1 hour from this approval, "
+        'repeating to = "grant@example.com".')
+    button = dialog.get_by_role("button", name="Approve and grant")
+    button.scroll_into_view_if_needed()
+    t.shot("approver-grant.png")
+    with t.page.expect_request(re.compile(r"/approve$")) as sent:
+        button.click()
+    assert json.loads(sent.value.post_data) == {
+        "context_digest": action["approval"]["context_digest"],
+        "grant": {"ttl": "1h", "uses": 2, "pin": ["to"]}}, sent.value.post_data
+    alert = t.page.get_by_role("alert").first
+    expect(alert).to_contain_text(f"Approved mail.send ({action['id']}); it has run")
+    expect(alert).to_contain_text("Granted agent-acme 2 further calls of mail.send (grt_")
+    grant_id = "grt_" + action["id"].removeprefix("act_")
+
+    # Allowed by the grant, it ran at once: 200, not the 202 of a call that waits.
+    later = t.server.submit(AGENT, {"to": "grant@example.com", "subject": "second"}, status=200)
+    assert later["state"] == "succeeded" and later["decision"] == "allow", later
+    assert later["grant"]["id"] == grant_id, later
+    elsewhere = t.server.submit(AGENT, {"to": "other@example.com", "subject": "not pinned"})
+    assert elsewhere["state"] == "pending_approval", elsewhere
+
+    t.page.get_by_role("button", name="Refresh").click()
+    item = card(t.page, grant_id)
+    expect(item).to_contain_text("1 of 2 uses left")
+    expect(item).to_contain_text('Only calls repeating to = "grant@example.com"')
+    expect(item).to_contain_text("Granted by approver-acme")
+    item.scroll_into_view_if_needed()
+    t.shot("approver-grants.png")
+    t.page.once("dialog", lambda d: d.accept())
+    item.get_by_role("button", name=re.compile("Revoke")).click()
+    expect(alert).to_have_text(f"Revoked {grant_id}: 1 call used it before; none will now.")
+    expect(card(t.page, grant_id).locator(".state")).to_have_text("revoked")
+    expect(card(t.page, grant_id).get_by_role("button", name=re.compile("Revoke"))).to_have_count(0)
+    after = t.server.submit(AGENT, {"to": "grant@example.com", "subject": "after the revoke"})
+    assert after["state"] == "pending_approval", after
+    grants = t.server.call("GET", "/v1/grants", APPROVER)[1]["grants"]
+    revoked = next(g for g in grants if g["id"] == grant_id)
+    assert revoked["revoked"]["after_uses"] == 1 and not revoked["active"], revoked
+    assert not t.console_errors, t.console_errors
+
+
+def test_sc_gr_24_sc_gr_01_a_grant_the_server_refuses_approves_nothing(t):
+    """Issue 33: a grant whose count is out of bounds is stopped by the page before anything is
+    sent; one whose condition does not compile is refused by the server with its reason, and
+    the call is not approved either (a refused grant refuses the approve)."""
+    action = t.server.submit(AGENT, {"to": "refused@example.com", "subject": "bad grant"})
+    sign_in(t.page, t.server)
+    dialog = review(t.page, action)
+    dialog.get_by_text("Also allow similar calls without asking").click()
+    dialog.get_by_label("Grant with this approval").check()
+    dialog.get_by_label("Further calls").fill("1001")
+    dialog.get_by_role("button", name="Approve and grant").click()
+    expect(dialog.get_by_role("alert")).to_have_text(
+        "A grant allows 1 to 1,000 further calls: enter a whole number.")
+    dialog.get_by_label("Further calls").fill("3")
+    dialog.get_by_label("And only when").fill("args.subject ==")
+    dialog.get_by_role("button", name="Approve and grant").click()
+    expect(dialog.get_by_role("alert")).to_contain_text("Check the input:")
+    expect(dialog.get_by_role("alert")).to_contain_text("grant.when")
+    assert t.server.action(action["id"])["state"] == "pending_approval"
+    grants = t.server.call("GET", "/v1/grants", APPROVER)[1]["grants"]
+    assert not [g for g in grants if g["terms"]["from_action"] == action["id"]], grants
 
 
 # ---- a small runner --------------------------------------------------------------------------

@@ -580,10 +580,11 @@ async function load(quiet) {
   const number = ++loads;
   if (!quiet) say("Loading…");
   try {
-    const [pending, scheduled, recent] = await Promise.all([
+    const [pending, scheduled, recent, grants] = await Promise.all([
       everyPage("actions?state=pending_approval&limit=100"),
       everyPage("actions?state=approved&limit=100"),
       api("GET", "actions?limit=50"),
+      api("GET", "grants"),
     ]);
     if (number !== loads) return true;
     const place = readingPlace();
@@ -591,6 +592,7 @@ async function load(quiet) {
     drawPending();
     fill("scheduled", scheduled, renderScheduled);
     fill("sealed", recent.data.filter((a) => a.sealed_at).slice(0, 20), renderSealed);
+    drawGrants(grants.grants);
     keepPlace(place);
     say("");
     $("updated").replaceChildren(text("Updated "), when(new Date().toISOString()), text("."));
@@ -681,6 +683,7 @@ async function openDecision(action) {
   $("deny-reason").value = "";
   $("approve").disabled = true;
   current = { action, digest: null };
+  offerGrant(action);
   // Opened on its title (autofocus) and scrolled to its top: the call is read before any
   // button. Focus never jumps to Approve, which would scroll the call out of view.
   $("decide").showModal();
@@ -719,14 +722,168 @@ async function decide(method, body, done) {
   } catch (error) {
     decisionError(await explain(error, action));
     $("deny").disabled = false;
+    // A term the server refused (a grant's, say) can be corrected and sent again; any other
+    // refusal means the call itself changed, and the dialog no longer shows what waits.
+    $("approve").disabled = error.code !== "validation_failed";
     await load();
   }
 }
 
 function approve() {
   if (!current || !current.digest) return;
-  decide("approve", { context_digest: current.digest },
-    (a) => `Approved ${a.tool} (${a.id}); ${afterApproval(a)}.`);
+  let grant;
+  try {
+    grant = grantAsked();
+  } catch (e) {
+    decisionError(e.message);
+    return;
+  }
+  const body = { context_digest: current.digest };
+  if (grant) body.grant = grant;
+  decide("approve", body, (a) => `Approved ${a.tool} (${a.id}); ${afterApproval(a)}.` +
+    (grant && a.grant ? ` ${grantedText(a.grant)}` : ""));
+}
+
+// ---- a scoped grant with the approval (docs/grants.md) -----------------------------------
+
+const TTL_WORDS = { "15m": "15 minutes", "1h": "1 hour", "8h": "8 hours", "24h": "1 day",
+  "168h": "7 days", "720h": "30 days" };
+
+function plural(n, one, many) {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+// A pinned value as one short line: the approver sees which value later calls must repeat.
+function shortValue(value) {
+  const shown = JSON.stringify(value);
+  return shown.length > 60 ? `${shown.slice(0, 59)}…` : shown;
+}
+
+// The grant controls of the dialog, fresh for each call: off, the defaults, one checkbox per
+// argument of this call to pin.
+function offerGrant(action) {
+  const context = action.approval.context;
+  const args = context.args && typeof context.args === "object" && !Array.isArray(context.args)
+    ? context.args : {};
+  $("grant").open = false;
+  $("grant-on").checked = false;
+  $("grant-ttl").value = "1h";
+  $("grant-uses").value = "1";
+  $("grant-when").value = "";
+  const pins = $("grant-pins");
+  pins.replaceChildren(pins.querySelector("legend"), ...Object.keys(args).sort(byCodePoint).map(
+    (field) => el("label", { class: "check" }, el("input", { type: "checkbox", "data-pin": field }),
+      text(`${field} = ${shortValue(args[field])}`))));
+  pins.hidden = !Object.keys(args).length;
+  const rule = context.policy || {};
+  const quorum = (rule.approvals || 1) > 1
+    ? ` This rule needs ${rule.approvals} approvers: a grant is given only if the rule says ` +
+      "grantable = true, and only with the approval that completes it." : "";
+  $("grant-scope").textContent = `Only ${context.agent_id}'s ${context.tool} calls that ` +
+    `${rule.label ? `the rule “${rule.label}”` : "the same rule"} would hold for a person; a call ` +
+    `a rule denies is still denied.${quorum}`;
+  grantChanged();
+}
+
+// What the approver asks for, or null: read from the controls, the count checked here so a
+// typo says so before anything is sent (the server judges every term again).
+function grantAsked() {
+  if (!$("grant-on").checked) return null;
+  const uses = Number($("grant-uses").value);
+  if (!Number.isInteger(uses) || uses < 1 || uses > 1000) {
+    throw new Error("A grant allows 1 to 1,000 further calls: enter a whole number.");
+  }
+  const pin = Array.from(document.querySelectorAll("#grant-pins input:checked"), (b) => b.dataset.pin);
+  const grant = { ttl: $("grant-ttl").value, uses, pin };
+  const when = $("grant-when").value.trim();
+  if (when) grant.when = when;
+  return grant;
+}
+
+// The terms in one sentence, beside the controls and on the Approve button.
+function grantChanged() {
+  const on = $("grant-on").checked;
+  $("grant-terms").disabled = !on;
+  $("approve").textContent = on ? "Approve and grant" : "Approve";
+  if (!on || !current) {
+    $("grant-summary").textContent = "No grant: only this call is approved.";
+    return;
+  }
+  const { context } = current.action.approval;
+  const args = context.args || {};
+  const uses = Number($("grant-uses").value);
+  const pins = Array.from(document.querySelectorAll("#grant-pins input:checked"), (b) => b.dataset.pin);
+  const when = $("grant-when").value.trim();
+  $("grant-summary").textContent = `Grants ${context.agent_id} ` +
+    `${Number.isInteger(uses) ? plural(uses, "further call", "further calls") : "further calls"} of ` +
+    `${context.tool} for ${TTL_WORDS[$("grant-ttl").value]} from this approval` +
+    (pins.length ? `, repeating ${pins.map((f) => `${f} = ${shortValue(args[f])}`).join(", ")}`
+      : ", with any arguments") +
+    (when ? `, only when ${when}` : "") + ".";
+}
+
+function grantedText(terms) {
+  return `Granted ${terms.agent_id} ${plural(terms.uses, "further call", "further calls")} of ` +
+    `${terms.tool} (${terms.id}).`;
+}
+
+// ---- the tenant's grants: uses left, revoke ---------------------------------------------
+
+function grantState(g) {
+  if (g.revoked) return "revoked";
+  if (g.active) return "active";
+  return g.uses_left ? "expired" : "used up";
+}
+
+function renderGrant(g) {
+  const t = g.terms;
+  const item = el("li", { class: "card", "data-action-id": g.id });
+  item.append(
+    el("h3", {}, el("span", { text: `${t.tool} from ${t.agent_id}` }), text(" "),
+      el("span", { class: "state", text: grantState(g) })),
+    el("p", { class: "meta uses", text: `${g.uses_left} of ${plural(t.uses, "use", "uses")} left · ${g.id}` }),
+    el("p", { class: "meta" }, text(g.active ? "Until " : "Ended "), when(t.expires_at),
+      ...(g.active ? [text(" · "), countdown(t.expires_at)] : [])),
+    el("p", { class: "meta" }, text(`Granted by ${signerText(t.granted_by.approver, t.granted_by.person)} on `),
+      when(t.granted_at), text(` with the approval of ${t.from_action} · rule #${t.rule} “${t.rule_label}”`)),
+  );
+  const pinned = Object.entries(t.pins || {});
+  item.append(el("p", { class: "meta", text: pinned.length
+    ? `Only calls repeating ${pinned.map(([f, v]) => `${f} = ${shortValue(v)}`).join(", ")}`
+    : "Any arguments" }));
+  if (t.when) item.append(el("p", { class: "meta", text: `Only when ${t.when}` }));
+  if (g.revoked) {
+    item.append(el("p", { class: "meta" },
+      text(`Revoked by ${signerText(g.revoked.by, g.revoked.person)} after ` +
+        `${plural(g.revoked.after_uses, "use", "uses")} `), when(g.revoked.at)));
+  }
+  if (g.active) {
+    const revoke = el("button", { type: "button", class: "danger", text: "Revoke",
+      "aria-label": `Revoke the grant of ${t.tool} to ${t.agent_id} (${g.id})` });
+    revoke.addEventListener("click", () => revokeGrant(g));
+    item.append(el("div", { class: "actions" }, revoke));
+  }
+  return item;
+}
+
+// The live grants, then the ten latest that ended: the list is for deciding what to revoke.
+function drawGrants(grants) {
+  const live = grants.filter((g) => g.active);
+  fill("grants", [...live, ...grants.filter((g) => !g.active).slice(0, 10)], renderGrant);
+  $("grants-count").textContent = `(${live.length} active)`;
+}
+
+async function revokeGrant(g) {
+  const t = g.terms;
+  if (!window.confirm(`Revoke ${g.id}? ${t.agent_id} will ask a person again for ${t.tool}.`)) return;
+  try {
+    const r = await api("DELETE", `grants/${encodeURIComponent(g.id)}`);
+    const after = r.revoked ? r.revoked.after_uses : t.uses - r.uses_left;
+    alarm(`Revoked ${g.id}: ${plural(after, "call", "calls")} used it before; none will now.`, true);
+  } catch (error) {
+    alarm(error.code === "not_found" ? "This grant no longer exists." : await explain(error, {}));
+  }
+  await load();
 }
 
 function deny() {
@@ -876,6 +1033,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("approve-selected").addEventListener("click", () => decideSelected("approve"));
   $("deny-selected").addEventListener("click", () => decideSelected("deny"));
   $("insights-range").addEventListener("change", showInsights);
+  $("grant-on").addEventListener("change", grantChanged);
+  $("grant").addEventListener("input", grantChanged);
   document.addEventListener("keydown", onKey);
   $("decide").addEventListener("close", () => { current = null; });
   window.addEventListener("hashchange", () => { if (key) load(); });

@@ -281,3 +281,123 @@ async fn sc_gr_06_sc_gr_07_grants_on_postgres() {
     conformance(&*store).await;
     races(store, PAIRS).await;
 }
+
+/// A fresh tenant with a grant of another tool, and a grant of two uses, one of them spent;
+/// its body with that use given back (`uses_left` 2 again at version 2): an edit behind the
+/// store's back.
+async fn a_grant_to_damage(store: &dyn Store) -> (String, Grant, Vec<u8>) {
+    let tn = tenant("damaged");
+    let other = granted(&tn, "agent-1", "mail.draft", 1);
+    store.put_grant(&other).await.unwrap();
+    let g = granted(&tn, "agent-1", "mail.send", 2);
+    store.put_grant(&g).await.unwrap();
+    let spent = g.spend(plus(1)).unwrap();
+    store.update_grant(&spent).await.unwrap();
+    let mut body = serde_json::to_value(&spent).unwrap();
+    body["uses_left"] = json!(2);
+    (tn, spent, serde_json::to_vec(&body).unwrap())
+}
+
+/// SC-GR-05 on every store, after the edit: by id the store answers `Malformed`; intake's
+/// read of the agent's tool and the tenant's list leave the damaged grant out (it allows
+/// nothing) and still read the tenant's other grants.
+///
+/// Caught on main: one damaged grant made every read of its agent's tool fail (`grants_for`
+/// answered `Malformed`), so each call of that tool was refused with a 500 instead of waiting
+/// for a person, and `GET /v1/grants` failed whole.
+async fn a_damaged_grant_allows_nothing_and_takes_nothing_down(
+    store: &dyn Store,
+    tn: &str,
+    damaged: &Grant,
+) {
+    assert!(
+        matches!(
+            store.grant(tn, damaged.id()).await,
+            Err(StoreError::Malformed(_))
+        ),
+        "by id, the damage is named"
+    );
+    let found = store
+        .grants_for(tn, "agent-1", "mail.send", plus(2))
+        .await
+        .expect("intake's read goes on");
+    assert!(found.iter().all(|g| g.id() != damaged.id()), "{found:?}");
+    let listed = store.grants(tn, 10).await.expect("the list goes on");
+    assert!(listed.iter().all(|g| g.id() != damaged.id()));
+    assert_eq!(listed.len(), 1, "the tenant's other grant is listed");
+    assert_eq!(
+        store
+            .grants_for(tn, "agent-1", "mail.draft", plus(2))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn sc_gr_05_a_damaged_grant_allows_nothing_on_sqlite() {
+    let path = countersign_tests::temp_db("damaged-grant");
+    let store = SqliteStore::open(&path).unwrap();
+    let (tn, g, body) = a_grant_to_damage(&store).await;
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+    let changed = raw
+        .execute(
+            "UPDATE grants SET body = ?1 WHERE tenant = ?2 AND id = ?3",
+            rusqlite::params![body, tn, g.id()],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    a_damaged_grant_allows_nothing_and_takes_nothing_down(&store, &tn, &g).await;
+}
+
+#[tokio::test]
+async fn sc_gr_05_a_damaged_grant_allows_nothing_on_postgres() {
+    let url = postgres::fresh_url("damaged_grant").await;
+    let store = countersign::store::postgres::PostgresStore::connect(&url, &Default::default())
+        .await
+        .unwrap();
+    let (tn, g, body) = a_grant_to_damage(&store).await;
+    let raw = postgres::sql(&url).await;
+    let changed = raw
+        .execute(
+            "UPDATE grants SET body = $1 WHERE tenant = $2 AND id = $3",
+            &[&body, &tn, &g.id()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed, 1);
+    a_damaged_grant_allows_nothing_and_takes_nothing_down(&store, &tn, &g).await;
+}
+
+#[tokio::test]
+async fn sc_gr_05_a_damaged_grant_allows_nothing_on_dynamodb() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let (client, table) = localstack::fresh_table("damaged-grant").await;
+    let store = DynamoStore::new(client.clone(), &table);
+    let (tn, g, body) = a_grant_to_damage(&store).await;
+    // The grant's item, found by its id attribute (docs/dynamodb.md: `i`), its body `g`.
+    let items = client
+        .scan()
+        .table_name(&table)
+        .filter_expression("i = :i")
+        .expression_attribute_values(":i", AttributeValue::S(g.id().to_owned()))
+        .send()
+        .await
+        .unwrap()
+        .items
+        .unwrap_or_default();
+    assert_eq!(items.len(), 1, "{items:?}");
+    client
+        .update_item()
+        .table_name(&table)
+        .key("pk", items[0]["pk"].clone())
+        .key("sk", items[0]["sk"].clone())
+        .update_expression("SET g = :g")
+        .expression_attribute_values(":g", AttributeValue::S(String::from_utf8(body).unwrap()))
+        .send()
+        .await
+        .unwrap();
+    a_damaged_grant_allows_nothing_and_takes_nothing_down(&store, &tn, &g).await;
+}

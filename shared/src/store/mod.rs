@@ -237,6 +237,23 @@ pub trait Outbox: Send + Sync + 'static {
     ) -> StoreResult<()>;
 }
 
+/// A grant read for intake or a list: a damaged one — its stored record fails its own checks
+/// (digest, counts, version) — allows nothing and takes nothing down. It is left out, logged
+/// with its key and counted with the quarantined records (their alarm); by id the store still
+/// answers `Malformed`, naming the damage (SC-GR-05). Only a record's own damage is skipped:
+/// a store that cannot answer fails the read as ever.
+pub(crate) fn undamaged(tenant: &str, key: &str, read: StoreResult<Grant>) -> Option<Grant> {
+    match read {
+        Ok(grant) => Some(grant),
+        Err(e) => {
+            tracing::error!(tenant, grant = key, error = %e,
+                "a stored grant fails its checks: it allows nothing and is left out");
+            crate::telemetry::quarantined();
+            None
+        }
+    }
+}
+
 /// The scoped grants (SC-GR-…): put once when an approval grants one, then changed only by one
 /// conditional write per use or revocation — the stored grant must still be at the version
 /// before `next`'s, so a race for its last use, or a revocation racing a use, has one winner
@@ -249,11 +266,11 @@ pub trait Grants: Send + Sync + 'static {
     /// otherwise (or when there is none).
     async fn update_grant(&self, next: &Grant) -> StoreResult<()>;
     async fn grant(&self, tenant: &str, id: &str) -> StoreResult<Option<Grant>>;
-    /// The tenant's grants, newest first, at most `limit`.
+    /// The tenant's grants, newest first, at most `limit` ([`undamaged`] ones).
     async fn grants(&self, tenant: &str, limit: usize) -> StoreResult<Vec<Grant>>;
     /// The grants of `agent_id` for `tool` that may still allow a call at `now` (not revoked,
     /// a use left, unexpired): what intake matches a call against. An adapter may return more
-    /// (the domain judges each), never fewer.
+    /// (the domain judges each), never fewer — but never a damaged one ([`undamaged`]).
     async fn grants_for(
         &self,
         tenant: &str,

@@ -11,7 +11,7 @@ use super::meter::{meter, Units, CAPACITY};
 use super::writes::write_error;
 use super::DynamoStore;
 use crate::domain::grant::Grant;
-use crate::store::{Grants, StoreResult};
+use crate::store::{undamaged, Grants, StoreResult};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use jiff::Timestamp;
@@ -70,8 +70,13 @@ impl DynamoStore {
         Ok(())
     }
 
-    /// The tenant's grants, or the one of id `id`.
+    /// The tenant's grants (a damaged one left out), or the one of id `id` (a damaged one
+    /// `Malformed`).
     async fn grant_items(&self, tenant: &str, id: Option<&str>) -> StoreResult<Vec<Grant>> {
+        let damaged = match id {
+            Some(_) => Damaged::Fails,
+            None => Damaged::LeftOut(tenant),
+        };
         let mut query = self
             .query()
             .key_condition_expression("pk = :pk")
@@ -82,7 +87,7 @@ impl DynamoStore {
                 .filter_expression("i = :i")
                 .expression_attribute_values(":i", s(id));
         }
-        self.grants_of("Query(grants)", query).await
+        self.grants_of("Query(grants)", query, damaged).await
     }
 
     /// Every grant `query` finds, page by page.
@@ -90,17 +95,33 @@ impl DynamoStore {
         &self,
         op: &'static str,
         query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+        damaged: Damaged<'_>,
     ) -> StoreResult<Vec<Grant>> {
         let mut found = Vec::new();
         self.paged(op, query, |items| {
             for item in items {
-                found.push(Grant::try_from(item)?);
+                let read = Grant::try_from(item);
+                match damaged {
+                    Damaged::Fails => found.push(read?),
+                    Damaged::LeftOut(tenant) => {
+                        let key = get_s(item, "i").unwrap_or("(no id)");
+                        found.extend(undamaged(tenant, key, read));
+                    }
+                }
             }
             Ok(true)
         })
         .await?;
         Ok(found)
     }
+}
+
+/// What a read does with a grant that fails its checks: one asked for by id names the damage;
+/// intake's read and the list leave it out ([`undamaged`]).
+#[derive(Clone, Copy)]
+enum Damaged<'a> {
+    Fails,
+    LeftOut(&'a str),
 }
 
 #[async_trait]
@@ -142,6 +163,7 @@ impl Grants for DynamoStore {
             .expression_attribute_values(":live", AttributeValue::Bool(true))
             .expression_attribute_values(":now", nanos(now))
             .consistent_read(true);
-        self.grants_of("Query(grants_for)", query).await
+        self.grants_of("Query(grants_for)", query, Damaged::LeftOut(tenant))
+            .await
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{conflict_or_unavailable, malformed, unavailable, PostgresStore};
 use crate::domain::grant::Grant;
-use crate::store::{sortable_instant, Grants, StoreError, StoreResult};
+use crate::store::{sortable_instant, undamaged, Grants, StoreError, StoreResult};
 use async_trait::async_trait;
 use jiff::Timestamp;
 
@@ -15,9 +15,14 @@ fn body(g: &Grant) -> Vec<u8> {
     serde_json::to_vec(g).expect("a grant serializes")
 }
 
-fn decoded(rows: Vec<tokio_postgres::Row>) -> StoreResult<Vec<Grant>> {
+fn decoded(row: &tokio_postgres::Row) -> StoreResult<Grant> {
+    serde_json::from_slice(row.get::<_, &[u8]>("body")).map_err(malformed)
+}
+
+/// The grants of rows read for intake or a list, a damaged one left out ([`undamaged`]).
+fn kept(tenant: &str, rows: Vec<tokio_postgres::Row>) -> Vec<Grant> {
     rows.iter()
-        .map(|r| serde_json::from_slice(r.get::<_, &[u8]>(0)).map_err(malformed))
+        .filter_map(|r| undamaged(tenant, r.get("id"), decoded(r)))
         .collect()
 }
 
@@ -78,19 +83,19 @@ impl Grants for PostgresStore {
             )
             .await
             .map_err(unavailable)?;
-        Ok(decoded(rows)?.pop())
+        rows.first().map(decoded).transpose()
     }
 
     async fn grants(&self, tenant: &str, limit: usize) -> StoreResult<Vec<Grant>> {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT body FROM grants WHERE tenant = $1 ORDER BY id DESC LIMIT $2",
+                "SELECT id, body FROM grants WHERE tenant = $1 ORDER BY id DESC LIMIT $2",
                 &[&tenant, &(limit as i64)],
             )
             .await
             .map_err(unavailable)?;
-        decoded(rows)
+        Ok(kept(tenant, rows))
     }
 
     async fn grants_for(
@@ -103,12 +108,12 @@ impl Grants for PostgresStore {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT body FROM grants WHERE tenant = $1 AND agent_id = $2 AND tool = $3
+                "SELECT id, body FROM grants WHERE tenant = $1 AND agent_id = $2 AND tool = $3
                  AND live AND expires_at > $4",
                 &[&tenant, &agent_id, &tool, &sortable_instant(now)],
             )
             .await
             .map_err(unavailable)?;
-        decoded(rows)
+        Ok(kept(tenant, rows))
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{conflict_or_unavailable, instant, malformed, unavailable, SqliteStore};
 use crate::domain::grant::Grant;
-use crate::store::{Grants, StoreError, StoreResult};
+use crate::store::{undamaged, Grants, StoreError, StoreResult};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use rusqlite::{params, OptionalExtension};
@@ -17,6 +17,24 @@ fn encoded(g: &Grant) -> (Vec<u8>, bool, String) {
 
 fn decoded(body: &[u8]) -> StoreResult<Grant> {
     serde_json::from_slice(body).map_err(malformed)
+}
+
+fn id_and_body(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Vec<u8>)> {
+    Ok((r.get(0)?, r.get(1)?))
+}
+
+/// The grants of rows read for intake or a list: a failed read fails them all, a damaged
+/// grant is left out ([`undamaged`]).
+fn kept(
+    tenant: &str,
+    rows: impl Iterator<Item = rusqlite::Result<(String, Vec<u8>)>>,
+) -> StoreResult<Vec<Grant>> {
+    let mut grants = Vec::new();
+    for row in rows {
+        let (id, body) = row.map_err(unavailable)?;
+        grants.extend(undamaged(tenant, &id, decoded(&body)));
+    }
+    Ok(grants)
 }
 
 #[async_trait]
@@ -95,13 +113,13 @@ impl Grants for SqliteStore {
         self.with(move |conn| {
             let mut s = conn
                 .prepare_cached(
-                    "SELECT body FROM grants WHERE tenant = ?1 ORDER BY id DESC LIMIT ?2",
+                    "SELECT id, body FROM grants WHERE tenant = ?1 ORDER BY id DESC LIMIT ?2",
                 )
                 .map_err(unavailable)?;
             let rows = s
-                .query_map(params![tenant, limit as i64], |r| r.get::<_, Vec<u8>>(0))
+                .query_map(params![tenant, limit as i64], id_and_body)
                 .map_err(unavailable)?;
-            rows.map(|r| decoded(&r.map_err(unavailable)?)).collect()
+            kept(&tenant, rows)
         })
         .await
     }
@@ -117,16 +135,14 @@ impl Grants for SqliteStore {
         self.with(move |conn| {
             let mut s = conn
                 .prepare_cached(
-                    "SELECT body FROM grants WHERE tenant = ?1 AND agent_id = ?2 AND tool = ?3
+                    "SELECT id, body FROM grants WHERE tenant = ?1 AND agent_id = ?2 AND tool = ?3
                      AND live = 1 AND expires_at > ?4",
                 )
                 .map_err(unavailable)?;
             let rows = s
-                .query_map(params![tenant, agent_id, tool, instant(now)], |r| {
-                    r.get::<_, Vec<u8>>(0)
-                })
+                .query_map(params![tenant, agent_id, tool, instant(now)], id_and_body)
                 .map_err(unavailable)?;
-            rows.map(|r| decoded(&r.map_err(unavailable)?)).collect()
+            kept(&tenant, rows)
         })
         .await
     }

@@ -325,6 +325,76 @@ async fn a_grantable_quorum_grants_on_its_last_approval(backend: Backend) {
 
 on_every_store!(a_grantable_quorum_grants_on_its_last_approval: sc_gr_03_a_grantable_quorum_grants_on_its_last_approval_sqlite, sc_gr_03_a_grantable_quorum_grants_on_its_last_approval_dynamodb, sc_gr_03_a_grantable_quorum_grants_on_its_last_approval_postgres);
 
+/// SC-GR-02: a grant allows only while the one who granted may still decide under its rule, as
+/// the config reads now — as an earlier approval of a quorum counts only while its approver
+/// may (SC-POL-04). Moved out of the rule's group, or their key removed: the grant allows
+/// nothing and its agent's calls wait for a person; back in the group, it allows again (the
+/// grant itself is unchanged, its uses left as they were).
+///
+/// Caught on main: the grant was judged on the groups recorded when it was granted, so an
+/// approver removed from the team kept letting calls through without a person.
+async fn a_grant_lapses_with_its_granter(backend: Backend) {
+    let place = Place::fresh(backend, "grants-lapse").await;
+    let server = place.serve(config()).await;
+    let api = Api::new(server.addr);
+    let first = submit(&api, "mail.send", json!({"to": "a@b"})).await;
+    let (status, body) = approve(&api, FIN_1, &first, Some(json!({"uses": 5}))).await;
+    assert_eq!(status, 200, "{body}");
+    let used = submit(&api, "mail.send", json!({"to": "a@b"})).await;
+    assert_eq!(used["decision"], "allow", "{used}");
+    server.shutdown().await.unwrap();
+
+    // A third finance approver keeps the two-person rules decidable without fin-1.
+    let with_fin_3 = config_text().replace(
+        r#"  { id = "ops-1""#,
+        &format!(
+            "  {{ id = \"fin-3\", role = \"approver\", groups = [\"finance\"], sha256 = \"{}\" }},\n  {{ id = \"ops-1\"",
+            hash("key-gr-fin-3")
+        ),
+    );
+    let moved = with_fin_3.replace(
+        r#"id = "fin-1", role = "approver", groups = ["finance"]"#,
+        r#"id = "fin-1", role = "approver", groups = ["ops"]"#,
+    );
+    let removed: String = with_fin_3
+        .lines()
+        .filter(|line| !line.contains(r#"id = "fin-1""#))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    for (name, text) in [("moved out of finance", moved), ("key removed", removed)] {
+        assert_ne!(text, config_text(), "{name}: the config changed");
+        let config = Arc::new(
+            Config::from_toml(&text)
+                .and_then(Config::read_keys)
+                .unwrap(),
+        );
+        let server = place.serve(config).await;
+        let api = Api::new(server.addr);
+        let waits = submit(&api, "mail.send", json!({"to": "a@b"})).await;
+        assert_eq!(waits["state"], "pending_approval", "{name}: {waits}");
+        let (_, list) = api.get("/v1/grants", ADMIN).await;
+        let listed = &list["grants"][0];
+        assert_eq!(
+            (listed["lapsed"].as_bool(), listed["active"].as_bool()),
+            (Some(true), Some(false)),
+            "{name}: the list says why it allows nothing: {listed}"
+        );
+        server.shutdown().await.unwrap();
+    }
+    let server = place.serve(config()).await;
+    let api = Api::new(server.addr);
+    assert_eq!(
+        grants(&api).await[0]["uses_left"],
+        4,
+        "no use was spent meanwhile"
+    );
+    let again = submit(&api, "mail.send", json!({"to": "a@b"})).await;
+    assert_eq!(again["decision"], "allow", "back in finance: {again}");
+    server.shutdown().await.unwrap();
+}
+
+on_every_store!(a_grant_lapses_with_its_granter: sc_gr_02_a_grant_lapses_with_its_granter_sqlite, sc_gr_02_a_grant_lapses_with_its_granter_dynamodb, sc_gr_02_a_grant_lapses_with_its_granter_postgres);
+
 /// SC-GR-06 through the engine: two calls race for a grant's last use at intake — exactly one
 /// runs without a person, the other waits for one as usual. 200 pairs on SQLite and Postgres;
 /// 50 on LocalStack, where a pair (an approval that grants, two intakes and a run) takes

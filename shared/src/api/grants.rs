@@ -38,19 +38,24 @@ pub struct GrantView {
     pub uses_left: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revoked: Option<Revoked>,
-    /// Not revoked, a use left, unexpired now.
+    /// The one who granted may no longer decide (their key removed or moved out of the
+    /// grant's groups, or their issuer no longer trusted): it allows nothing while so.
+    pub lapsed: bool,
+    /// Not revoked, a use left, unexpired now, and its granter still stands.
     pub active: bool,
 }
 
 impl GrantView {
-    fn of(g: &Grant, now: jiff::Timestamp) -> GrantView {
+    fn of(g: &Grant, engine: &Engine) -> GrantView {
+        let lapsed = !engine.granter_stands(g);
         GrantView {
             id: g.id().to_owned(),
             terms: g.terms().clone(),
             digest: g.digest().to_owned(),
             uses_left: g.uses_left(),
             revoked: g.revoked().cloned(),
-            active: g.live(now).is_ok(),
+            lapsed,
+            active: g.live(engine.now()).is_ok() && !lapsed,
         }
     }
 }
@@ -75,9 +80,8 @@ pub(super) async fn list(
     Shared(engine): Shared<Arc<Engine>>,
     Caller(who): Caller,
 ) -> Result<Response, ApiError> {
-    let now = engine.now();
     let grants = engine.grants(&who).await?;
-    let grants = grants.iter().map(|g| GrantView::of(g, now)).collect();
+    let grants = grants.iter().map(|g| GrantView::of(g, &engine)).collect();
     Ok(Json(GrantList { grants }).into_response())
 }
 
@@ -99,5 +103,5 @@ pub(super) async fn revoke(
     Segment(id): Segment,
 ) -> Result<Response, ApiError> {
     let revoked = engine.revoke_grant(&who, &id).await?;
-    Ok(Json(GrantView::of(&revoked, engine.now())).into_response())
+    Ok(Json(GrantView::of(&revoked, &engine)).into_response())
 }

@@ -14,7 +14,7 @@
 pub use super::granted::{GrantRef, GrantedBy, Terms};
 use super::{
     actor::Person, call::Call, condition::Bound, condition::Condition, countersign::Decider,
-    policy::Gate, quorum::Quorum, Decision,
+    policy::Gate, Decision,
 };
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -224,13 +224,8 @@ pub fn grant(ask: &Ask, g: &Granting<'_>) -> Result<Terms, Refusal> {
         (Decision::RequireApproval, Some(rule)) => (g.gate, rule),
         _ => return Err(Refusal::NotAsked),
     };
-    let rule_groups = &gate.countersigners.groups;
-    let quorum = Quorum {
-        groups: rule_groups.clone(),
-        ..Quorum::default()
-    };
-    if !quorum.admits(g.approver.groups) {
-        return Err(Refusal::NotInGroups(rule_groups.clone()));
+    if !gate.countersigners.admits(g.approver.groups) {
+        return Err(Refusal::NotInGroups(gate.countersigners.groups.clone()));
     }
     let approvals = gate.countersigners.approvals.max(1);
     if approvals > 1 && !gate.countersigners.grantable {
@@ -244,7 +239,7 @@ pub fn grant(ask: &Ask, g: &Granting<'_>) -> Result<Terms, Refusal> {
         .approver
         .groups
         .iter()
-        .filter(|group| rule_groups.is_empty() || rule_groups.contains(group))
+        .filter(|group| gate.countersigners.admits(std::slice::from_ref(*group)))
         .cloned()
         .collect();
     Ok(Terms {
@@ -385,11 +380,7 @@ impl Grant {
         if !same_rule || gate.countersigners.approvals.max(1) > t.approvals {
             return Err(Miss::Rule);
         }
-        let quorum = Quorum {
-            groups: gate.countersigners.groups.clone(),
-            ..Quorum::default()
-        };
-        if !quorum.admits(&t.granted_by.groups) {
+        if !gate.countersigners.admits(&t.granted_by.groups) {
             return Err(Miss::Groups);
         }
         self.live(now)?;

@@ -58,6 +58,13 @@ pub struct Countersigners {
     pub grantable: bool,
 }
 
+impl Countersigners {
+    /// Whether an approver in `groups` may decide under this rule (SC-POL-03).
+    pub fn admits(&self, groups: &[String]) -> bool {
+        super::quorum::in_groups(&self.groups, groups)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Rule {
     pub tool: String,

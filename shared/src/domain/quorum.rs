@@ -50,8 +50,14 @@ impl Quorum {
 
     /// Whether an approver in `groups` may decide this approval.
     pub fn admits(&self, groups: &[String]) -> bool {
-        self.groups.is_empty() || self.groups.iter().any(|g| groups.contains(g))
+        in_groups(&self.groups, groups)
     }
+}
+
+/// The one rule of who may decide: an approver in `groups` may, under a rule naming `named`
+/// (empty: any approver of the tenant), when it is in one of them (SC-POL-03).
+pub fn in_groups(named: &[String], groups: &[String]) -> bool {
+    named.is_empty() || named.iter().any(|g| groups.contains(g))
 }
 
 /// One approver's approval of a quorum (SC-POL-04).

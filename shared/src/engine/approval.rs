@@ -10,7 +10,7 @@ use super::{
 use crate::{
     config::{Principal, Role},
     domain::{
-        actor::Channel,
+        actor::{Channel, Person},
         countersign::{self, Approve, ApproveFacts, Decider},
         grant::{self, Ask, Granting},
         policy,
@@ -219,22 +219,10 @@ impl Engine {
     /// this config — says who is in a group: it stands while the tenant still trusts the
     /// issuer that named them.
     fn lapsed(&self, action: &Action) -> Vec<String> {
-        let identity = self
-            .config
-            .tenant(action.tenant())
-            .and_then(|t| t.identity.as_ref());
-        let keys_for_people = identity.is_none_or(|i| i.keys_for_people);
-        let may_still = |s: &Signoff| match &s.person {
-            Some(person) => identity.is_some_and(|i| i.issuer == person.issuer),
-            None => {
-                keys_for_people
-                    && self
-                        .config
-                        .principals_named(action.tenant(), &s.approver)
-                        .any(|p| {
-                            p.role == Role::Approver && countersign::may_decide(&p.groups, action)
-                        })
-            }
+        let may_still = |s: &Signoff| {
+            self.stands(action.tenant(), &s.approver, s.person.as_ref(), |groups| {
+                countersign::may_decide(groups, action)
+            })
         };
         action
             .approvals()
@@ -242,6 +230,32 @@ impl Engine {
             .filter(|s| !may_still(s))
             .map(|s| s.approver.clone())
             .collect()
+    }
+
+    /// Whether a signer of `tenant` — an approver key by name, or a person a token named — may
+    /// still decide under a rule that admits the groups `admits` takes, as this process reads
+    /// the config: an earlier approval of a quorum (above), or the approval that gave a grant
+    /// (SC-GR-02). A key stands while the config holds an approver key of that name in such a
+    /// group and the tenant still takes keys for people; a person, while the tenant still
+    /// trusts the issuer that named them (their groups were judged on their token).
+    pub(super) fn stands(
+        &self,
+        tenant: &str,
+        approver: &str,
+        person: Option<&Person>,
+        admits: impl Fn(&[String]) -> bool,
+    ) -> bool {
+        let identity = self.config.tenant(tenant).and_then(|t| t.identity.as_ref());
+        match person {
+            Some(person) => identity.is_some_and(|i| i.issuer == person.issuer),
+            None => {
+                identity.is_none_or(|i| i.keys_for_people)
+                    && self
+                        .config
+                        .principals_named(tenant, approver)
+                        .any(|p| p.role == Role::Approver && admits(&p.groups))
+            }
+        }
     }
 
     /// The terms of the grant `by` asks for with this approval, judged on the policy's answer

@@ -9,6 +9,7 @@ use crate::{
     domain::{
         grant::{self, Grant},
         policy::Gate,
+        quorum::in_groups,
         Call,
     },
     error::Missing,
@@ -32,10 +33,19 @@ impl Engine {
         now: Timestamp,
     ) -> Result<Option<Grant>, Error> {
         for _ in 0..USE_ATTEMPTS {
-            let live = self
+            let mut live = self
                 .store
                 .grants_for(call.tenant(), call.agent_id(), call.tool(), now)
                 .await?;
+            // A grant allows only while the one who granted may still decide under the rule
+            // now: a key moved out of its groups or removed, or a person whose issuer the
+            // tenant no longer trusts, grants nothing more (SC-GR-02, as SC-POL-04).
+            live.retain(|g| {
+                let by = &g.terms().granted_by;
+                self.stands(call.tenant(), &by.approver, by.person.as_ref(), |groups| {
+                    gate.countersigners.admits(groups)
+                })
+            });
             let Some(chosen) = grant::first_admitting(&live, call, gate, now) else {
                 return Ok(None);
             };
@@ -63,6 +73,19 @@ impl Engine {
             Ok(()) | Err(StoreError::Conflict) => Ok(()),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Whether the one who granted `g` may still decide in its groups, as the config reads now
+    /// (the list's `lapsed`): a grant whose granter left allows nothing. Intake judges it on
+    /// the rule that holds the call; the list, on the groups recorded with the grant.
+    pub fn granter_stands(&self, g: &Grant) -> bool {
+        let by = &g.terms().granted_by;
+        self.stands(
+            &g.terms().tenant,
+            &by.approver,
+            by.person.as_ref(),
+            |groups| in_groups(&by.groups, groups),
+        )
     }
 
     /// The caller's tenant's grants, newest first (approvers and admins).

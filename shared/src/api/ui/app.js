@@ -829,9 +829,16 @@ function grantedText(terms) {
 
 // ---- the tenant's grants: uses left, revoke ---------------------------------------------
 
+// Not revoked, a use left, unexpired: it may allow calls again (a lapsed one, once its
+// granter may decide again), so it can be revoked.
+function revocable(g) {
+  return !g.revoked && g.uses_left > 0 && Date.parse(g.terms.expires_at) > Date.now();
+}
+
 function grantState(g) {
   if (g.revoked) return "revoked";
   if (g.active) return "active";
+  if (g.lapsed && revocable(g)) return "lapsed";
   return g.uses_left ? "expired" : "used up";
 }
 
@@ -842,8 +849,8 @@ function renderGrant(g) {
     el("h3", {}, el("span", { text: `${t.tool} from ${t.agent_id}` }), text(" "),
       el("span", { class: "state", text: grantState(g) })),
     el("p", { class: "meta uses", text: `${g.uses_left} of ${plural(t.uses, "use", "uses")} left · ${g.id}` }),
-    el("p", { class: "meta" }, text(g.active ? "Until " : "Ended "), when(t.expires_at),
-      ...(g.active ? [text(" · "), countdown(t.expires_at)] : [])),
+    el("p", { class: "meta" }, text(revocable(g) ? "Until " : "Ended "), when(t.expires_at),
+      ...(revocable(g) ? [text(" · "), countdown(t.expires_at)] : [])),
     el("p", { class: "meta" }, text(`Granted by ${signerText(t.granted_by.approver, t.granted_by.person)} on `),
       when(t.granted_at), text(` with the approval of ${t.from_action} · rule #${t.rule} “${t.rule_label}”`)),
   );
@@ -857,7 +864,11 @@ function renderGrant(g) {
       text(`Revoked by ${signerText(g.revoked.by, g.revoked.person)} after ` +
         `${plural(g.revoked.after_uses, "use", "uses")} `), when(g.revoked.at)));
   }
-  if (g.active) {
+  if (g.lapsed && revocable(g)) {
+    item.append(el("p", { class: "meta", text: `It allows nothing while ${t.granted_by.approver} ` +
+      "may no longer decide (their key was removed or left the grant's groups)." }));
+  }
+  if (revocable(g)) {
     const revoke = el("button", { type: "button", class: "danger", text: "Revoke",
       "aria-label": `Revoke the grant of ${t.tool} to ${t.agent_id} (${g.id})` });
     revoke.addEventListener("click", () => revokeGrant(g));
@@ -868,9 +879,9 @@ function renderGrant(g) {
 
 // The live grants, then the ten latest that ended: the list is for deciding what to revoke.
 function drawGrants(grants) {
-  const live = grants.filter((g) => g.active);
-  fill("grants", [...live, ...grants.filter((g) => !g.active).slice(0, 10)], renderGrant);
-  $("grants-count").textContent = `(${live.length} active)`;
+  const live = grants.filter(revocable);
+  fill("grants", [...live, ...grants.filter((g) => !revocable(g)).slice(0, 10)], renderGrant);
+  $("grants-count").textContent = `(${grants.filter((g) => g.active).length} active)`;
 }
 
 async function revokeGrant(g) {

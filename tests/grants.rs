@@ -298,28 +298,77 @@ async fn a_grant_allows_only_what_it_names(backend: Backend) {
 
 on_every_store!(a_grant_allows_only_what_it_names: sc_gr_02_a_grant_allows_only_what_it_names_sqlite, sc_gr_02_a_grant_allows_only_what_it_names_dynamodb, sc_gr_02_a_grant_allows_only_what_it_names_postgres);
 
-/// SC-GR-03: a rule that says `grantable = true` takes a grant on the approval that completes
-/// its quorum (an earlier one carrying a grant is refused, nothing recorded); the grant covers
-/// later calls of that rule only.
+/// SC-GR-03: under a rule of several approvers that says `grantable = true`, the grant needs
+/// the quorum too: each approval asks for it, with the same terms, and the one that completes
+/// the quorum gives it. An approval asking other terms than an earlier one, or after one that
+/// asked none, is refused with nothing recorded; the grant covers later calls of that rule
+/// only.
+///
+/// Caught on main: only the completing approval could carry a grant, so of a two-person rule
+/// one person alone widened it — fin-1 approved one refund, fin-2 approved it too and granted
+/// 1,000 more, which ran without anyone else.
 async fn a_grantable_quorum_grants_on_its_last_approval(backend: Backend) {
     let place = Place::fresh(backend, "grants-quorum").await;
     let server = place.serve(config()).await;
     let api = Api::new(server.addr);
+    let pending = |a: &Value| {
+        (
+            a["state"].as_str().map(str::to_owned),
+            a["approvals"].clone(),
+        )
+    };
+
+    // One person cannot widen a two-person rule: fin-2 asking more than fin-1 is refused.
     let refund = submit(&api, "payments.refund", json!({"order": "o-1"})).await;
-    let (status, body) = approve(&api, FIN_1, &refund, Some(json!({"uses": 2}))).await;
-    assert_eq!(status, 400, "{body}");
-    assert!(body.to_string().contains("completes the quorum"), "{body}");
-    let (status, half) = approve(&api, FIN_1, &refund, None).await;
+    let (status, half) = approve(&api, FIN_1, &refund, Some(json!({"uses": 2}))).await;
+    assert_eq!(status, 200, "the first approval asks the grant: {half}");
+    assert_eq!(half["state"], "pending_approval", "{half}");
     assert_eq!(
-        (status, half["state"].as_str()),
-        (200, Some("pending_approval")),
-        "{half}"
+        half["approvals"][0]["grant"],
+        json!({"ttl_seconds": 3600, "uses": 2}),
+        "the signoff records what it asked"
     );
-    let (status, done) = approve(&api, FIN_2, &refund, Some(json!({"uses": 2}))).await;
+    let (status, body) = approve(&api, FIN_2, &refund, Some(json!({"uses": 1000}))).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.to_string()
+            .contains("fin-1 approved this call without this grant"),
+        "{body}"
+    );
+    let (_, now) = state_of(&api, &refund["id"]).await;
+    assert_eq!(pending(&now), pending(&half), "nothing recorded");
+    assert!(grants(&api).await.is_empty());
+
+    // The same terms, however written: the quorum grants.
+    let same = json!({"uses": 2, "ttl": "60m", "pin": []});
+    let (status, done) = approve(&api, FIN_2, &refund, Some(same)).await;
     assert_eq!(status, 200, "{done}");
     assert_eq!(done["grant"]["approvals"], 2, "{done}");
+    assert_eq!(done["grant"]["granted_by"]["approver"], "fin-2", "{done}");
     let later = submit(&api, "payments.refund", json!({"order": "o-2"})).await;
     assert_eq!(later["decision"], "allow", "{later}");
+    let other_rule = submit(&api, "payments.transfer", json!({"order": "o-2"})).await;
+    assert_eq!(other_rule["state"], "pending_approval", "{other_rule}");
+
+    // After an approval that asked none, no grant can be given on that call; it is approved
+    // without one. (The grant's second use goes to o-3 first.)
+    let used = submit(&api, "payments.refund", json!({"order": "o-3"})).await;
+    assert_eq!(used["decision"], "allow", "{used}");
+    let plain = submit(&api, "payments.refund", json!({"order": "o-4"})).await;
+    assert_eq!(plain["state"], "pending_approval", "used up: {plain}");
+    let (status, _) = approve(&api, FIN_1, &plain, None).await;
+    assert_eq!(status, 200);
+    let (status, body) = approve(&api, FIN_2, &plain, Some(json!({"uses": 2}))).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.to_string()
+            .contains("fin-1 approved this call without this grant"),
+        "{body}"
+    );
+    let (status, done) = approve(&api, FIN_2, &plain, None).await;
+    assert_eq!(status, 200, "{done}");
+    assert!(done.get("grant").is_none(), "{done}");
+    assert_eq!(grants(&api).await.len(), 1);
     server.shutdown().await.unwrap();
 }
 

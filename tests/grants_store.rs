@@ -72,7 +72,7 @@ fn granted(tenant: &str, agent: &str, tool: &str, uses: u32) -> Grant {
                 person: None,
                 channel: None,
             },
-            completes: true,
+            earlier: &[],
             now: t0(),
         },
     )

@@ -173,7 +173,7 @@ impl From<crate::domain::grant::Refusal> for Error {
             Refusal::NoSuchArg(_) => Error::validation("grant.pin", message),
             Refusal::Condition(_) => Error::validation("grant.when", message),
             Refusal::NotInGroups(_) => Error::Forbidden(message),
-            Refusal::NotAsked | Refusal::Quorum(_) | Refusal::QuorumIncomplete => {
+            Refusal::NotAsked | Refusal::Quorum(_) | Refusal::QuorumDisagrees(_) => {
                 Error::validation("grant", message)
             }
         }

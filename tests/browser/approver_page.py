@@ -73,6 +73,13 @@ decision = "require_approval"
 approvers = ["finance"]
 approvals = 2
 [[tenants.{name}.policy]]
+name = "refunds by two"
+tool = "refunds.*"
+decision = "require_approval"
+approvers = ["finance"]
+approvals = 2
+grantable = true
+[[tenants.{name}.policy]]
 name = "three-person rule"
 tool = "treasury.*"
 decision = "require_approval"
@@ -98,6 +105,8 @@ role = "approver"
 groups = ["finance"]
 sha256 = "{sha256(f"cs_finance-2-{name}")}"
 [tenants.{name}.tools."payments.transfer"]
+executor = "builtin.echo"
+[tenants.{name}.tools."refunds.issue"]
 executor = "builtin.echo"
 [tenants.{name}.tools."treasury.move"]
 executor = "builtin.echo"
@@ -924,6 +933,36 @@ def test_sc_gr_24_sc_gr_07_grant_while_approving_the_next_call_runs_then_revoke(
     grants = t.server.call("GET", "/v1/grants", APPROVER)[1]["grants"]
     revoked = next(g for g in grants if g["id"] == grant_id)
     assert revoked["revoked"]["after_uses"] == 1 and not revoked["active"], revoked
+    assert not t.console_errors, t.console_errors
+
+
+def test_sc_gr_24_sc_gr_03_a_two_person_grant_is_asked_by_both(t):
+    """Issue 33: under a grantable two-person rule the first approver asks a grant with their
+    approval; the second finds those terms set in the dialog, with who asked them, and their
+    approval gives it. The next refund runs without a person."""
+    action = t.server.submit(AGENT, {"order": "o-1", "amount": 20}, tool="refunds.issue")
+    sign_in(t.page, t.server, key=FINANCE_1)
+    dialog = review(t.page, action)
+    dialog.get_by_text("Also allow similar calls without asking").click()
+    expect(dialog.locator("#grant-scope")).to_contain_text("each of them asks for it with the same terms")
+    dialog.get_by_label("Grant with this approval").check()
+    dialog.get_by_label("Further calls").fill("3")
+    dialog.get_by_role("button", name="Approve and grant").click()
+    expect(t.page.get_by_role("alert").first).to_have_text(
+        f"Approved refunds.issue ({action['id']}); 1 more approval needed.")
+    t.page.get_by_role("button", name="Sign out").click()
+    sign_in(t.page, t.server, key=FINANCE_2)
+    expect(card(t.page, action["id"])).to_contain_text("finance-1-acme, asking a grant of 3 further calls")
+    dialog = review(t.page, action)
+    expect(dialog.locator("#grant-scope")).to_contain_text(
+        "finance-1-acme asked for the grant set below with their approval.")
+    expect(dialog.get_by_label("Grant with this approval")).to_be_checked()
+    expect(dialog.get_by_label("Further calls")).to_have_value("3")
+    dialog.get_by_role("button", name="Approve and grant").click()
+    expect(t.page.get_by_role("alert").first).to_contain_text(
+        "Granted agent-acme 3 further calls of refunds.issue")
+    later = t.server.submit(AGENT, {"order": "o-2", "amount": 5}, tool="refunds.issue", status=200)
+    assert later["decision"] == "allow" and later["grant"]["approvals"] == 2, later
     assert not t.console_errors, t.console_errors
 
 

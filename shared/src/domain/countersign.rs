@@ -7,6 +7,7 @@
 use super::{
     action::{Action, Approval, Person},
     actor::Channel,
+    granted::Asked,
     quorum::Signer,
     seal::SealReason,
     state::State,
@@ -83,6 +84,9 @@ pub struct ApproveFacts<'a> {
     /// The approvers of the record's approvals so far whose keys no longer may decide it (left
     /// the config, or the rule's groups), as this process reads the config (SC-POL-04).
     pub lapsed: &'a [String],
+    /// The grant this approval asks for, judged already ([`super::grant::judge`]): recorded on
+    /// its signoff when the quorum needs more (SC-GR-03).
+    pub grant: Option<&'a Asked>,
     /// The tool's catalog fingerprint now; `None`: it left the catalog.
     pub catalog_fingerprint: Option<&'a str>,
     /// The ticket's correlation id, should this approval commit one: made by the engine (the
@@ -132,7 +136,8 @@ pub fn approve(f: &ApproveFacts<'_>) -> Approve {
     // are dropped with this one, and the quorum waits for as many more.
     let counted = given.len().saturating_sub(f.lapsed.len());
     if (counted as u64) + 1 < u64::from(approval.quorum.required) {
-        return match Transition::sign(action, who.signer(), f.lapsed, now) {
+        let grant = f.grant.cloned();
+        return match Transition::sign_asking(action, who.signer(), f.lapsed, grant, now) {
             Some(t) => Approve::Sign(Box::new(t)),
             None => Approve::AlreadyApproved,
         };
@@ -347,6 +352,7 @@ mod tests {
                 },
                 context_digest: &digest,
                 lapsed: &self.lapsed,
+                grant: None,
                 catalog_fingerprint: self.in_catalog.then_some("sha256:tool"),
                 correlation_id: "cor_1",
                 run_deadline: SignedDuration::from_secs(RUN_DEADLINE),

@@ -11,10 +11,10 @@
 //! record is tamper-evident: its digest covers its terms and is checked when it loads, and its
 //! uses and revocation are counted against them.
 
-pub use super::granted::{GrantRef, GrantedBy, Terms};
+pub use super::granted::{Asked, GrantRef, GrantedBy, Terms};
 use super::{
     actor::Person, call::Call, condition::Bound, condition::Condition, countersign::Decider,
-    policy::Gate, Decision,
+    policy::Gate, quorum::Signoff, Decision,
 };
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -142,8 +142,9 @@ pub enum Refusal {
     NotInGroups(Vec<String>),
     /// The rule needs several approvers and does not say `grantable = true`.
     Quorum(u32),
-    /// A grantable quorum's grant rides on the approval that completes the quorum.
-    QuorumIncomplete,
+    /// An earlier approval of the quorum (this approver's) asked no grant, or another one: a
+    /// grant under a rule of several approvers needs each of them to ask it alike.
+    QuorumDisagrees(String),
 }
 
 impl std::fmt::Display for Refusal {
@@ -166,8 +167,9 @@ impl std::fmt::Display for Refusal {
                 f,
                 "this rule needs {n} approvers and is not grantable (the rule may say grantable = true)"
             ),
-            Refusal::QuorumIncomplete => f.write_str(
-                "a grant under a quorum rides on the approval that completes the quorum",
+            Refusal::QuorumDisagrees(approver) => write!(
+                f,
+                "a grant under a rule of several approvers needs each of them to ask for it with the same terms, and {approver} approved this call without this grant; approve without one, or each approver asks the same grant"
             ),
         }
     }
@@ -181,21 +183,25 @@ pub struct Granting<'a> {
     /// The policy's answer for that call now, as the engine read it.
     pub gate: &'a Gate,
     pub approver: Decider<'a>,
-    /// This approval completes the quorum (commits the ticket).
-    pub completes: bool,
+    /// The approvals of a quorum given before this one that still count (the lapsed ones
+    /// dropped); empty for a rule of one approval.
+    pub earlier: &'a [Signoff],
     pub now: Timestamp,
 }
 
-/// The terms of a grant asked for with an approve, in this order: its bounds (ttl, uses,
-/// pins), its pins against the call, its condition compiles; then the rule — it must ask a
-/// person for this call, the approver must be one it admits, and a quorum rule must be
-/// grantable and the grant carried by the approval that completes it.
-pub fn grant(ask: &Ask, g: &Granting<'_>) -> Result<Terms, Refusal> {
+/// A grant asked for with an approve, judged in this order: its bounds (ttl, uses, pins), its
+/// pins against the call, its condition compiles; then the rule — it must ask a person for
+/// this call, the approver must be one it admits, a quorum rule must be grantable, and every
+/// earlier approval counted in its quorum must have asked the same grant. What it comes to,
+/// settled: each approval of a quorum records it, and the one that completes the quorum gives
+/// the grant ([`grant`]).
+pub fn judge(ask: &Ask, g: &Granting<'_>) -> Result<Asked, Refusal> {
     let ttl = ask.ttl.unwrap_or(DEFAULT_TTL);
-    if ttl <= SignedDuration::ZERO || ttl > MAX_TTL {
+    // Whole seconds: what a quorum's approvals compare and the terms record.
+    if ttl < SignedDuration::from_secs(1) || ttl > MAX_TTL {
         return Err(Refusal::Bounds {
             param: "grant.ttl",
-            message: "a grant lasts more than 0s and at most 30 days (720h)".into(),
+            message: "a grant lasts at least 1s and at most 30 days (720h)".into(),
         });
     }
     let uses = ask.uses.unwrap_or(DEFAULT_USES);
@@ -220,8 +226,8 @@ pub fn grant(ask: &Ask, g: &Granting<'_>) -> Result<Terms, Refusal> {
     if let Some(when) = &ask.when {
         Condition::compile(when).map_err(Refusal::Condition)?;
     }
-    let (gate, rule) = match (&g.gate.decision, &g.gate.rule) {
-        (Decision::RequireApproval, Some(rule)) => (g.gate, rule),
+    let gate = match (&g.gate.decision, &g.gate.rule) {
+        (Decision::RequireApproval, Some(_)) => g.gate,
         _ => return Err(Refusal::NotAsked),
     };
     if !gate.countersigners.admits(g.approver.groups) {
@@ -231,9 +237,38 @@ pub fn grant(ask: &Ask, g: &Granting<'_>) -> Result<Terms, Refusal> {
     if approvals > 1 && !gate.countersigners.grantable {
         return Err(Refusal::Quorum(approvals));
     }
-    if !g.completes {
-        return Err(Refusal::QuorumIncomplete);
+    let asked = Asked {
+        ttl_seconds: ttl.as_secs(),
+        uses,
+        pin: pins.keys().cloned().collect(),
+        when: ask.when.clone(),
+    };
+    if let Some(other) = g.earlier.iter().find(|s| s.grant.as_ref() != Some(&asked)) {
+        return Err(Refusal::QuorumDisagrees(other.approver.clone()));
     }
+    Ok(asked)
+}
+
+/// The terms of the grant an approval gives: [`judge`]d, then [`terms`].
+pub fn grant(ask: &Ask, g: &Granting<'_>) -> Result<Terms, Refusal> {
+    terms(&judge(ask, g)?, g)
+}
+
+/// The terms of a grant [`judge`]d as `asked`, fixed by the approval that gives it: the
+/// approver, the rule, the pinned values, the window from now.
+pub fn terms(asked: &Asked, g: &Granting<'_>) -> Result<Terms, Refusal> {
+    let (gate, rule) = match &g.gate.rule {
+        Some(rule) => (g.gate, rule),
+        None => return Err(Refusal::NotAsked),
+    };
+    let ttl = SignedDuration::from_secs(asked.ttl_seconds);
+    let uses = asked.uses;
+    let approvals = gate.countersigners.approvals.max(1);
+    let pins = asked
+        .pin
+        .iter()
+        .filter_map(|field| Some((field.clone(), g.call.args().get(field.as_str())?.clone())))
+        .collect();
     let granted_at = super::time::micros(g.now);
     let groups = g
         .approver
@@ -261,7 +296,7 @@ pub fn grant(ask: &Ask, g: &Granting<'_>) -> Result<Terms, Refusal> {
         expires_at: granted_at.saturating_add(ttl).unwrap_or(Timestamp::MAX),
         uses,
         pins,
-        when: ask.when.clone(),
+        when: asked.when.clone(),
     })
 }
 

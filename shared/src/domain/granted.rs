@@ -8,6 +8,22 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
+/// A grant as an approver asked for it, the defaults filled in and the pins sorted: what each
+/// approval of a grantable quorum records on its signoff, and what every approval counted in
+/// the quorum must ask alike for the grant to be given (SC-GR-03) — a rule of several people
+/// is never widened by one of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Asked {
+    /// How long the grant lasts from the approval that gives it, in seconds.
+    pub ttl_seconds: i64,
+    pub uses: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pin: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+}
+
 /// The format of a grant's terms; the digest covers it.
 pub const FORMAT: &str = "countersign.grant.v1";
 

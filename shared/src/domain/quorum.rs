@@ -1,7 +1,10 @@
 //! Who countersigns and how many must (SC-POL-03, SC-POL-04): the terms an approval is asked
 //! with, and each approval of a quorum.
 
-use super::actor::{Actor, Channel, Person};
+use super::{
+    actor::{Actor, Channel, Person},
+    granted::Asked,
+};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -70,6 +73,10 @@ pub struct Signoff {
     /// or deed written before people were recorded reads and hashes as it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person: Option<Person>,
+    /// The grant this approval asked for with the others of a grantable quorum (SC-GR-03);
+    /// absent when it asked none, so records without one read and hash as they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<Asked>,
 }
 
 impl Signoff {
@@ -120,6 +127,7 @@ impl Signer<'_> {
             approver: self.id.to_owned(),
             at,
             person: self.person.cloned(),
+            grant: None,
         }
     }
 }

@@ -5,7 +5,7 @@
 use super::{
     action::{Action, Actor, Lease, Outcome, Signoff, Standing, State, Terminal},
     audit::{self, Entry, Event},
-    granted::{GrantRef, Terms as GrantTerms},
+    granted::{Asked, GrantRef, Terms as GrantTerms},
     notice::{NoticeKind, OutboxEntry},
     policy::ShadowVerdict,
     quorum::Signer,
@@ -293,6 +293,19 @@ impl Transition {
         lapsed: &[String],
         now: Timestamp,
     ) -> Option<Self> {
+        Self::sign_asking(current, approver, lapsed, None, now)
+    }
+
+    /// [`Transition::sign`], the approval asking for `grant` with the others of a grantable
+    /// quorum (SC-GR-03): recorded on its signoff, for the approval that completes the quorum
+    /// to find.
+    pub fn sign_asking<'a>(
+        current: &Action,
+        approver: impl Into<Signer<'a>>,
+        lapsed: &[String],
+        grant: Option<Asked>,
+        now: Timestamp,
+    ) -> Option<Self> {
         let approver = approver.into();
         let Standing::PendingApproval { approvals } = &current.standing else {
             return None;
@@ -305,7 +318,10 @@ impl Transition {
             .filter(|s| !lapsed.contains(&s.approver))
             .cloned()
             .collect();
-        approvals.push(approver.signoff(now));
+        approvals.push(Signoff {
+            grant,
+            ..approver.signoff(now)
+        });
         let reason = match lapsed {
             [] => "approval_recorded".to_owned(),
             _ => format!("approval_recorded; lapsed: {}", lapsed.join(", ")),

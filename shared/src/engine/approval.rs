@@ -12,7 +12,7 @@ use crate::{
     domain::{
         actor::{Channel, Person},
         countersign::{self, Approve, ApproveFacts, Decider},
-        grant::{self, Ask, Granting},
+        grant::{self, Ask, Asked, Granting},
         policy,
         quorum::Signoff,
         transition::TicketTerms,
@@ -121,11 +121,28 @@ impl Engine {
         let fingerprint = tool.map(|t| t.fingerprint());
         let now = self.clock.now();
         let correlation_id = super::intake::new_id("cor");
+        let lapsed = self.lapsed(action);
+        let earlier: Vec<Signoff> = action
+            .approvals()
+            .iter()
+            .filter(|s| !lapsed.contains(&s.approver))
+            .cloned()
+            .collect();
+        // Judged before the approval's own checks run, refused only after them: a grant is
+        // never the reason given for what the approval itself refuses.
+        let asked = by
+            .grant
+            .as_ref()
+            .map(|ask| self.granting(ask, by, action, &earlier, now));
         let facts = ApproveFacts {
             action,
             approver: by.decider(),
             context_digest,
-            lapsed: &self.lapsed(action),
+            lapsed: &lapsed,
+            grant: asked
+                .as_ref()
+                .and_then(|a| a.as_ref().ok())
+                .map(|(asked, _)| asked),
             catalog_fingerprint: fingerprint.as_deref(),
             correlation_id: &correlation_id,
             run_deadline: self.config.limits.run_deadline,
@@ -141,12 +158,11 @@ impl Engine {
             Approve::Refused(objection) => return Err(objection.into()),
             Approve::Seal(reason) => return Err(self.seal_refused(action, reason).await),
             Approve::Sign(t) => {
-                // A grant rides only on the approval that completes a quorum: refused here.
-                self.granting(by, action, false, now)?;
+                asked.transpose()?;
                 *t
             }
             Approve::Commit(terms) => {
-                let grant = self.granting(by, action, true, now)?;
+                let grant = asked.transpose()?.map(|(_, terms)| terms);
                 // A request that decides many arms each ticket's wake instead (SC-GR-20).
                 let inline = tool
                     .filter(|_| by.inline)
@@ -258,28 +274,29 @@ impl Engine {
         }
     }
 
-    /// The terms of the grant `by` asks for with this approval, judged on the policy's answer
-    /// for the call now (`None`: none asked). `completes`: this approval commits the ticket.
+    /// The grant `by` asks for with this approval, judged on the policy's answer for the call
+    /// now and on the quorum's `earlier` approvals that still count: as asked (what a quorum's
+    /// signoff records) and the terms it gives should this approval complete the quorum.
     fn granting(
         &self,
+        ask: &Ask,
         by: &Via,
         action: &Action,
-        completes: bool,
+        earlier: &[Signoff],
         now: Timestamp,
-    ) -> Result<Option<grant::Terms>, Error> {
-        let Some(ask) = &by.grant else {
-            return Ok(None);
-        };
+    ) -> Result<(Asked, grant::Terms), Error> {
         let tenant = self.tenant(action.tenant())?;
         let gate = policy::gate(&tenant.policy, &action.call().facts(now));
         let granting = Granting {
             call: action.call(),
             gate: &gate,
             approver: by.decider(),
-            completes,
+            earlier,
             now,
         };
-        Ok(Some(grant::grant(ask, &granting)?))
+        let asked = grant::judge(ask, &granting)?;
+        let terms = grant::terms(&asked, &granting)?;
+        Ok((asked, terms))
     }
 
     /// An approve with a grant of an action approved already: answered as it stands when its

@@ -343,7 +343,8 @@ function quorumText(action) {
   const required = (rule && rule.approvals) || 1;
   if (required < 2) return null;
   const needed = action.next_action.still_needed;
-  const given = (action.approvals || []).map((s) => signerText(s.approver, s.person));
+  const given = (action.approvals || []).map((s) => signerText(s.approver, s.person) +
+    (s.grant ? `, asking a grant of ${plural(s.grant.uses, "further call", "further calls")}` : ""));
   const by = given.length ? ` (${given.join(", ")})` : "";
   return `${required - needed} of ${required} approvals given${by}; ${needed} still needed`;
 }
@@ -753,6 +754,12 @@ function plural(n, one, many) {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+// "90m", "1h", "168h" in seconds (the options' values are whole minutes or hours).
+function ttlSeconds(value) {
+  const n = Number(value.slice(0, -1));
+  return value.endsWith("h") ? n * 3600 : n * 60;
+}
+
 // A pinned value as one short line: the approver sees which value later calls must repeat.
 function shortValue(value) {
   const shown = JSON.stringify(value);
@@ -776,9 +783,24 @@ function offerGrant(action) {
       text(`${field} = ${shortValue(args[field])}`))));
   pins.hidden = !Object.keys(args).length;
   const rule = context.policy || {};
-  const quorum = (rule.approvals || 1) > 1
+  const asked = (action.approvals || []).find((s) => s.grant);
+  let quorum = (rule.approvals || 1) > 1
     ? ` This rule needs ${rule.approvals} approvers: a grant is given only if the rule says ` +
-      "grantable = true, and only with the approval that completes it." : "";
+      "grantable = true and each of them asks for it with the same terms." : "";
+  if (asked) {
+    // An earlier approval asked a grant: its terms are the ones to ask alike, set below.
+    const g = asked.grant;
+    const ttl = Object.keys(TTL_WORDS).find((v) => ttlSeconds(v) === g.ttl_seconds);
+    $("grant").open = true;
+    $("grant-on").checked = true;
+    if (ttl) $("grant-ttl").value = ttl;
+    $("grant-uses").value = String(g.uses);
+    for (const box of document.querySelectorAll("#grant-pins input")) {
+      box.checked = (g.pin || []).includes(box.dataset.pin);
+    }
+    $("grant-when").value = g.when || "";
+    quorum += ` ${asked.approver} asked for the grant set below with their approval.`;
+  }
   $("grant-scope").textContent = `Only ${context.agent_id}'s ${context.tool} calls that ` +
     `${rule.label ? `the rule “${rule.label}”` : "the same rule"} would hold for a person; a call ` +
     `a rule denies is still denied.${quorum}`;

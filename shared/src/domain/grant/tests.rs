@@ -41,7 +41,7 @@ fn granting<'a>(
     call: &'a Call,
     gate: &'a Gate,
     groups: &'a [String],
-    completes: bool,
+    earlier: &'a [Signoff],
 ) -> Granting<'a> {
     Granting {
         call,
@@ -52,7 +52,7 @@ fn granting<'a>(
             person: None,
             channel: None,
         },
-        completes,
+        earlier,
         now: at(0),
     }
 }
@@ -85,28 +85,56 @@ fn sc_gr_01_what_a_grant_asked_for_meets() {
     let bounds = |param| move |r: &Result<Terms, Refusal>| matches!(r, Err(Refusal::Bounds { param: p, .. }) if *p == param);
     let (fin, ops) = (groups(FINANCE), groups(&["ops"]));
     type Check = Box<dyn Fn(&Result<Terms, Refusal>) -> bool>;
-    /// name, asked, the gate, the approver's groups, completes the quorum → what it comes to
-    type Row<'a> = (&'a str, Ask, &'a Gate, &'a Vec<String>, bool, Check);
+    /// name, asked, the gate, the approver's groups, the quorum's earlier approvals → what it
+    /// comes to
+    type Row<'a> = (
+        &'a str,
+        Ask,
+        &'a Gate,
+        &'a Vec<String>,
+        &'a [Signoff],
+        Check,
+    );
+    let none: &[Signoff] = &[];
+    let fin_2 = |grant: Option<Asked>| Signoff {
+        approver: "fin-2".into(),
+        at: at(0),
+        person: None,
+        grant,
+    };
+    let asked = |uses| Asked {
+        ttl_seconds: 3600,
+        uses,
+        pin: vec![],
+        when: None,
+    };
+    let (without, more, same) = (
+        [fin_2(None)],
+        [fin_2(Some(asked(2)))],
+        [fin_2(Some(asked(1)))],
+    );
     let refused = |want: Refusal| -> Check { Box::new(move |r| r.as_ref().err() == Some(&want)) };
     #[rustfmt::skip]
     let table: Vec<Row> = vec![
-        ("ttl zero", ask(hours(0), None, &[], None), &asking, &fin, true, Box::new(bounds("grant.ttl"))),
-        ("ttl over 30 days", ask(hours(721), None, &[], None), &asking, &fin, true, Box::new(bounds("grant.ttl"))),
-        ("no uses", ask(None, Some(0), &[], None), &asking, &fin, true, Box::new(bounds("grant.uses"))),
-        ("1,001 uses", ask(None, Some(1001), &[], None), &asking, &fin, true, Box::new(bounds("grant.uses"))),
-        ("bounds before the rule", ask(None, Some(1001), &[], None), &denying, &ops, false, Box::new(bounds("grant.uses"))),
-        ("a pin the call lacks", ask(None, None, &["cc"], None), &asking, &fin, true, refused(Refusal::NoSuchArg("cc".into()))),
-        ("a condition that does not compile", ask(None, None, &[], Some("args.amount <")), &asking, &fin, true, Box::new(|r| matches!(r, Err(Refusal::Condition(m)) if m.contains("parse")))),
-        ("the policy allows it", ask(None, None, &[], None), &allowing, &fin, true, refused(Refusal::NotAsked)),
-        ("the policy denies it", ask(None, None, &[], None), &denying, &fin, true, refused(Refusal::NotAsked)),
-        ("outside the rule's groups", ask(None, None, &[], None), &asking, &ops, true, refused(Refusal::NotInGroups(groups(&["finance"])))),
-        ("a quorum rule", ask(None, None, &[], None), &quorum, &fin, true, refused(Refusal::Quorum(2))),
-        ("a grantable quorum, not the last approval", ask(None, None, &[], None), &grantable, &fin, false, refused(Refusal::QuorumIncomplete)),
-        ("a grantable quorum, the last approval", ask(None, None, &[], None), &grantable, &fin, true, Box::new(|r| r.as_ref().is_ok_and(|t| t.approvals == 2))),
-        ("30 days, 1,000 uses", ask(hours(720), Some(1000), &["to"], Some("args.amount <= 100")), &asking, &fin, true, Box::new(|r| r.is_ok())),
+        ("ttl zero", ask(hours(0), None, &[], None), &asking, &fin, none, Box::new(bounds("grant.ttl"))),
+        ("ttl over 30 days", ask(hours(721), None, &[], None), &asking, &fin, none, Box::new(bounds("grant.ttl"))),
+        ("no uses", ask(None, Some(0), &[], None), &asking, &fin, none, Box::new(bounds("grant.uses"))),
+        ("1,001 uses", ask(None, Some(1001), &[], None), &asking, &fin, none, Box::new(bounds("grant.uses"))),
+        ("bounds before the rule", ask(None, Some(1001), &[], None), &denying, &ops, none, Box::new(bounds("grant.uses"))),
+        ("a pin the call lacks", ask(None, None, &["cc"], None), &asking, &fin, none, refused(Refusal::NoSuchArg("cc".into()))),
+        ("a condition that does not compile", ask(None, None, &[], Some("args.amount <")), &asking, &fin, none, Box::new(|r| matches!(r, Err(Refusal::Condition(m)) if m.contains("parse")))),
+        ("the policy allows it", ask(None, None, &[], None), &allowing, &fin, none, refused(Refusal::NotAsked)),
+        ("the policy denies it", ask(None, None, &[], None), &denying, &fin, none, refused(Refusal::NotAsked)),
+        ("outside the rule's groups", ask(None, None, &[], None), &asking, &ops, none, refused(Refusal::NotInGroups(groups(&["finance"])))),
+        ("a quorum rule", ask(None, None, &[], None), &quorum, &fin, none, refused(Refusal::Quorum(2))),
+        ("a grantable quorum, its first approval", ask(None, None, &[], None), &grantable, &fin, none, Box::new(|r| r.as_ref().is_ok_and(|t| t.approvals == 2))),
+        ("a grantable quorum, an earlier approval without it", ask(None, None, &[], None), &grantable, &fin, &without, refused(Refusal::QuorumDisagrees("fin-2".into()))),
+        ("a grantable quorum, an earlier approval asking more", ask(None, None, &[], None), &grantable, &fin, &more, refused(Refusal::QuorumDisagrees("fin-2".into()))),
+        ("a grantable quorum, each asking the same", ask(hours(1), Some(1), &[], None), &grantable, &fin, &same, Box::new(|r| r.as_ref().is_ok_and(|t| t.approvals == 2))),
+        ("30 days, 1,000 uses", ask(hours(720), Some(1000), &["to"], Some("args.amount <= 100")), &asking, &fin, none, Box::new(|r| r.is_ok())),
     ];
-    for (name, ask, gate, groups, completes, check) in table {
-        let judged = grant(&ask, &granting(&c, gate, groups, completes));
+    for (name, ask, gate, groups, earlier, check) in table {
+        let judged = grant(&ask, &granting(&c, gate, groups, earlier));
         assert!(check(&judged), "{name}: {judged:?}");
     }
     // The defaults, and what the terms record.
@@ -115,7 +143,7 @@ fn sc_gr_01_what_a_grant_asked_for_meets() {
             pin: vec!["to".into()],
             ..Ask::default()
         },
-        &granting(&c, &asking, &fin, true),
+        &granting(&c, &asking, &fin, &[]),
     )
     .unwrap();
     assert_eq!(t.expires_at, at(3600));
@@ -134,7 +162,7 @@ fn sc_gr_01_what_a_grant_asked_for_meets() {
 
 fn granted(ask: Ask) -> Grant {
     let fin = groups(FINANCE);
-    Grant::new(grant(&ask, &granting(&approved(), &asks(), &fin, true)).unwrap())
+    Grant::new(grant(&ask, &granting(&approved(), &asks(), &fin, &[])).unwrap())
 }
 
 /// SC-GR-02: a grant only turns its own rule's `require_approval` into `allow`, for the same

@@ -236,9 +236,11 @@ pub fn grants(list: &[Value], zone: &Zone) -> String {
         .iter()
         .map(|g| {
             let t = &g["terms"];
-            let status = match (&g["revoked"], g["active"].as_bool()) {
-                (Value::Object(_), _) => "revoked",
-                (_, Some(true)) => "active",
+            let status = match (&g["revoked"], g["active"].as_bool(), g["lapsed"].as_bool()) {
+                (Value::Object(_), _, _) => "revoked",
+                (_, Some(true), _) => "active",
+                // The one who granted may no longer decide: it allows nothing while so.
+                (_, _, Some(true)) => "lapsed",
                 _ => "spent or expired",
             };
             let pins = t["pins"].as_object().map_or(String::new(), |p| {

@@ -242,6 +242,7 @@ pub trait Outbox: Send + Sync + 'static {
 /// with its key and counted with the quarantined records (their alarm); by id the store still
 /// answers `Malformed`, naming the damage (SC-GR-05). Only a record's own damage is skipped:
 /// a store that cannot answer fails the read as ever.
+#[cfg(any(feature = "embedded", feature = "aws"))]
 pub(crate) fn undamaged(tenant: &str, key: &str, read: StoreResult<Grant>) -> Option<Grant> {
     match read {
         Ok(grant) => Some(grant),

@@ -164,13 +164,32 @@ impl Via {
         }
     }
 
-    /// The answer of a call that ran and succeeded.
-    fn succeeded(self, body: &serde_json::Value) -> bool {
-        match self {
-            Via::Rest => body["state"] == "succeeded",
-            Via::Mcp => body["result"]["isError"] == false,
+    /// Whether `status` and `body` are the answer `answer` expects.
+    fn answered(self, answer: Answer, status: u16, body: &serde_json::Value) -> bool {
+        match (self, answer) {
+            (Via::Rest, Answer::Ran) => status == 200 && body["state"] == "succeeded",
+            (Via::Rest, Answer::Held) => status == 202 && body["state"] == "pending_approval",
+            (Via::Mcp, Answer::Ran) => status == 200 && body["result"]["isError"] == false,
+            (Via::Mcp, Answer::Held) => unimplemented!("the bench holds calls over REST only"),
         }
     }
+}
+
+/// What every answer of a load must be: anything else fails the run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// `200`, `succeeded`: allowed (by the policy or a grant), run inline.
+    Ran,
+    /// `202`, `pending_approval`: held for a person.
+    Held,
+}
+
+/// The calls of a load: call `i` sends `bodies[i % len]` as the holder of `bearer`.
+pub(crate) struct Calls<'a> {
+    pub via: Via,
+    pub bodies: &'a [serde_json::Value],
+    pub bearer: &'a str,
+    pub answer: Answer,
 }
 
 /// `n` allow → run submissions from `concurrency` workers, submission `i` to `urls[i % len]`
@@ -182,37 +201,33 @@ pub(crate) async fn load(
     concurrency: usize,
     via: Via,
 ) -> Vec<f64> {
-    load_as(
-        http,
-        urls,
-        n,
-        concurrency,
+    let calls = Calls {
         via,
-        via.body(),
-        world::BENCH_AGENT,
-    )
-    .await
+        bodies: &[via.body()],
+        bearer: world::BENCH_AGENT,
+        answer: Answer::Ran,
+    };
+    load_as(http, urls, n, concurrency, &calls).await
 }
 
-/// The same with a request body of the caller's, as the holder of `bearer` (`gate.rs`:
-/// arguments its conditions read; `identity.rs`: an access token).
+/// The same with calls of the caller's (`gate.rs`: arguments its conditions read;
+/// `identity.rs`: an access token; `grants.rs`: calls held, or allowed by a grant).
 pub(crate) async fn load_as(
     http: &reqwest::Client,
     urls: &[String],
     n: usize,
     concurrency: usize,
-    via: Via,
-    body: serde_json::Value,
-    bearer: &str,
+    calls: &Calls<'_>,
 ) -> Vec<f64> {
     let next = Arc::new(AtomicUsize::new(0));
     let urls = Arc::new(urls.to_vec());
-    let body = Arc::new(body);
-    let bearer: Arc<str> = bearer.into();
+    let bodies = Arc::new(calls.bodies.to_vec());
+    let bearer: Arc<str> = calls.bearer.into();
+    let (via, answer) = (calls.via, calls.answer);
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
-            let (http, urls, next, body) = (http.clone(), urls.clone(), next.clone(), body.clone());
-            let bearer = bearer.clone();
+            let (http, urls, next) = (http.clone(), urls.clone(), next.clone());
+            let (bodies, bearer) = (bodies.clone(), bearer.clone());
             tokio::spawn(async move {
                 let mut ms = Vec::new();
                 loop {
@@ -224,13 +239,13 @@ pub(crate) async fn load_as(
                     let res = http
                         .post(&urls[i % urls.len()])
                         .bearer_auth(&bearer)
-                        .json(&*body)
+                        .json(&bodies[i % bodies.len()])
                         .send()
                         .await
                         .expect("the server answers");
                     let status = res.status().as_u16();
                     let body: serde_json::Value = res.json().await.expect("JSON");
-                    assert!(status == 200 && via.succeeded(&body), "{body}");
+                    assert!(via.answered(answer, status, &body), "{status} {body}");
                     ms.push(t.elapsed().as_secs_f64() * 1000.0);
                 }
             })

@@ -6,7 +6,9 @@
 //! the glob-only rules name other tools. The two sides alternate, a round each, so a drift of the
 //! machine's disk or load falls on both.
 
-use crate::{embedded, stats::Summary, world};
+use crate::embedded::{self, Answer};
+use crate::{stats::Summary, world};
+use countersign::domain::grant::Grant;
 use countersign::{boot::embedded::Server, config::Config};
 use serde_json::json;
 use std::{sync::Arc, time::Instant};
@@ -87,16 +89,14 @@ pub async fn measure(lifecycles: usize, concurrency: usize, rounds: usize) -> Ga
     for conditional in [false, true] {
         let (toml, tool_server) = world::config_with_rules(&rules(conditional)).await;
         let config = Config::from_toml(&toml).expect("the gate bench's config");
-        configs.push(Side {
-            config: Arc::new(config),
-            bearer: world::BENCH_AGENT.to_owned(),
-        });
+        // The arguments the conditions read, as in the gate's own measurement.
+        let body = json!({"tool": "search.instant",
+            "args": {"query": "quarterly revenue", "currency": "EUR", "amount": 20, "limit": 10}});
+        configs.push(Side::new(Arc::new(config), world::BENCH_AGENT, body));
         tools.push(tool_server);
     }
-    // The arguments the conditions read, as in the gate's own measurement.
-    let body = json!({"tool": "search.instant",
-        "args": {"query": "quarterly revenue", "currency": "EUR", "amount": 20, "limit": 10}});
-    let [glob, conditional] = alternate(&configs, body, lifecycles, concurrency, rounds).await;
+    let configs: [Side; 2] = configs.try_into().ok().expect("two sides");
+    let [glob, conditional] = alternate(&configs, lifecycles, concurrency, rounds).await;
     Gate {
         glob: glob.per_s,
         conditional: conditional.per_s,
@@ -108,54 +108,73 @@ pub async fn measure(lifecycles: usize, concurrency: usize, rounds: usize) -> Ga
     }
 }
 
-/// One side of an alternated run: a configuration, and the credential its clients send.
+/// One side of an alternated run: a configuration, the calls its clients make and the answer
+/// each must get, and what its store holds before its server starts.
 pub struct Side {
     pub config: Arc<Config>,
     pub bearer: String,
+    /// Call `i` sends `bodies[i % len]`.
+    pub bodies: Vec<serde_json::Value>,
+    pub answer: Answer,
+    /// Put in the side's store before its server starts, every run (`grants.rs`).
+    pub grants: Vec<Grant>,
+}
+
+impl Side {
+    /// allow → run of `body` as the holder of `bearer`, on an empty store.
+    pub fn new(config: Arc<Config>, bearer: &str, body: serde_json::Value) -> Side {
+        Side {
+            config,
+            bearer: bearer.to_owned(),
+            bodies: vec![body],
+            answer: Answer::Ran,
+            grants: Vec::new(),
+        }
+    }
 }
 
 /// What one side measured, a value a round.
 #[derive(Default)]
 pub struct Runs {
-    /// Lifecycles per second.
+    /// Calls (lifecycles, or held submits) per second.
     pub per_s: Vec<f64>,
-    /// CPU time per lifecycle (µs): the whole bench process.
+    /// CPU time per call (µs): the whole bench process.
     pub cpu: Vec<f64>,
     /// Every request's latency (ms).
     pub ms: Vec<f64>,
 }
 
-/// allow → run on the embedded server, the two sides alternating a round each (each run on a
-/// server and database of its own), so a drift of the machine's disk or load falls on both.
-/// Round 0 warms the process, the disk's cache and the allocator and is not counted (in one
-/// run the process's first run was ≈ 10 % faster than any later one).
-pub async fn alternate(
-    sides: &[Side],
-    body: serde_json::Value,
+/// The sides' calls on the embedded server, alternating a round each and each round starting
+/// one side later (each run on a server and database of its own), so a drift of the machine's
+/// disk or load falls on every side. Round 0 warms the process, the disk's cache and the
+/// allocator and is not counted (in one run the process's first run was ≈ 10 % faster than any
+/// later one).
+pub async fn alternate<const N: usize>(
+    sides: &[Side; N],
     lifecycles: usize,
     concurrency: usize,
     rounds: usize,
-) -> [Runs; 2] {
+) -> [Runs; N] {
     let http = reqwest::Client::new();
-    let mut runs = [Runs::default(), Runs::default()];
+    let mut runs: [Runs; N] = std::array::from_fn(|_| Runs::default());
     for round in 0..=rounds {
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for side in order {
+        for side in (0..N).map(|k| (round + k) % N) {
+            let s = &sides[side];
             let db = world::TempDb::new("alternate");
-            let server = Server::start(
-                sides[side].config.clone(),
-                &db.path,
-                "127.0.0.1:0".parse().unwrap(),
-            )
-            .await
-            .expect("start the embedded server");
+            crate::grants::seed(&db.path, &s.grants).await;
+            let server = Server::start(s.config.clone(), &db.path, "127.0.0.1:0".parse().unwrap())
+                .await
+                .expect("start the embedded server");
             let via = embedded::Via::Rest;
             let url = [format!("http://{}{}", server.addr, via.path())];
-            let bearer = &sides[side].bearer;
-            let warm = lifecycles / 10 + 1;
-            let load =
-                |n| embedded::load_as(&http, &url, n, concurrency, via, body.clone(), bearer);
-            let _ = load(warm).await;
+            let calls = embedded::Calls {
+                via,
+                bodies: &s.bodies,
+                bearer: &s.bearer,
+                answer: s.answer,
+            };
+            let load = |n| embedded::load_as(&http, &url, n, concurrency, &calls);
+            let _ = load(lifecycles / 10 + 1).await;
             let started = Instant::now();
             let cpu_before = cpu_seconds();
             let ms = load(lifecycles).await;

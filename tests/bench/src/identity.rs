@@ -135,18 +135,12 @@ pub async fn measure(
         first.push((name, first_sight(&config, &verifier, &issuer, alg).await));
     }
     let config = Arc::new(config);
-    let sides = [
-        Side {
-            config: config.clone(),
-            bearer: world::BENCH_AGENT.to_owned(),
-        },
-        Side {
-            config,
-            bearer: token(&issuer, Algorithm::RS256),
-        },
-    ];
     let body = json!({"tool": "search.instant", "args": {"q": "x"}});
-    let [key, token] = alternate(&sides, body, lifecycles, concurrency, rounds).await;
+    let sides = [
+        Side::new(config.clone(), world::BENCH_AGENT, body.clone()),
+        Side::new(config, &token(&issuer, Algorithm::RS256), body),
+    ];
+    let [key, token] = alternate(&sides, lifecycles, concurrency, rounds).await;
     Identity {
         alone,
         first,

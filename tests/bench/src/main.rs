@@ -14,6 +14,7 @@ mod embedded;
 mod functions;
 mod gate;
 mod gate_alone;
+mod grants;
 mod identity;
 mod lateness;
 mod load;
@@ -68,6 +69,8 @@ enum Section {
     Load,
     /// An access token beside a key: in process, and allow → run alternated.
     Identity,
+    /// The gate with 1,000 scoped grants in the tenant beside none, alternated.
+    Grants,
 }
 
 /// How big each measurement is.
@@ -85,6 +88,8 @@ struct Sizes {
     gate_calls: usize,
     /// Credentials authenticated per batch, in the section `identity`.
     identity_calls: usize,
+    /// Calls per run of each side, in the section `grants`.
+    grants_calls: usize,
 }
 
 impl Mode {
@@ -101,6 +106,7 @@ impl Mode {
                 gate_rounds: 9,
                 gate_calls: 20_000,
                 identity_calls: 5_000,
+                grants_calls: 5_000,
             },
             Mode::Quick => Sizes {
                 cost_runs: 2,
@@ -113,6 +119,7 @@ impl Mode {
                 gate_rounds: 1,
                 gate_calls: 200,
                 identity_calls: 50,
+                grants_calls: 200,
             },
         }
     }
@@ -173,6 +180,12 @@ async fn main() {
                 sizes.gate_rounds,
             )
             .await,
+        );
+    }
+    if wants(Section::Grants) {
+        eprintln!("bench: the gate beside 1,000 scoped grants…");
+        report.grants(
+            &grants::measure(sizes.grants_calls, sizes.concurrency, sizes.gate_rounds).await,
         );
     }
     if wants(Section::Disk) {

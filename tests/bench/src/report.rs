@@ -280,6 +280,50 @@ impl Report {
         }
     }
 
+    pub fn grants(&mut self, g: &crate::grants::GrantsBench) {
+        use crate::grants::{GRANTS, RECIPIENTS, STRANGERS};
+        let (throughput, cpu) = g.ratios();
+        let median = |r: &crate::gate::Runs| Summary::of(r.per_s.clone()).p50;
+        let rounds: Vec<String> = (g.held_thousand.per_s.iter().zip(&g.held_none.per_s))
+            .map(|(t, n)| format!("{:.0} %", t / n * 100.0))
+            .collect();
+        self.row(
+            format!(
+                "a call held for a person, {GRANTS} live grants in the tenant ÷ none ({} of them its agent and tool's, none allowing it; embedded, {} calls a run, {} clients, {} rounds alternated after a warm-up round)",
+                STRANGERS + RECIPIENTS,
+                g.calls,
+                g.concurrency,
+                g.held_none.per_s.len()
+            ),
+            format!(
+                "**{:.1} %** (median of the rounds; {:.0} vs {:.0} submits/s, medians; rounds {}; CPU per submit {:+.1} %; request with grants {}, without {})",
+                throughput * 100.0,
+                median(&g.held_thousand),
+                median(&g.held_none),
+                rounds.join(", "),
+                (cpu - 1.0) * 100.0,
+                ms(&Summary::of(g.held_thousand.ms.clone())),
+                ms(&Summary::of(g.held_none.ms.clone())),
+            ),
+            "≥ 90 %",
+            Some(throughput >= 0.90),
+        );
+        self.row(
+            format!(
+                "  a call a grant allows (its use, then allow → run; {STRANGERS} grants checked before the recipients') ÷ a call the policy allows, the same runs"
+            ),
+            format!(
+                "{:.1} % ({:.0} vs {:.0} lifecycles/s, medians; granted request {})",
+                g.granted_ratio() * 100.0,
+                median(&g.granted),
+                median(&g.allowed),
+                ms(&Summary::of(g.granted.ms.clone())),
+            ),
+            "",
+            None,
+        );
+    }
+
     /// A row of a time in µs, without a goal.
     fn micros(&mut self, figure: String, took: std::time::Duration, per: &str) {
         let measured = format!("{:.2} µs{per}", took.as_secs_f64() * 1e6);

@@ -1,0 +1,207 @@
+//! The gate beside 1,000 scoped grants (issue 33, SC-GR-02): submits per second on the embedded
+//! server (SQLite) in tenant `bench` with no grant beside the same tenant holding 1,000 live
+//! ones, alternated a round each with `gate::alternate`, each run on a server and database of
+//! its own.
+//!
+//! The 1,000 grants are spread as a tenant's would be: ten agents × five `mail.*` tools, so
+//! intake's read of one agent's grants for one tool (an index prefix) passes over the rest.
+//! The measured agent and tool (`bench-agent`, `mail.instant`) hold 164 of them, none of which
+//! allows the measured call: 100 older ones whose pin differs or whose condition is false, and
+//! 64 pinned to other recipients — so the gate reads every one of the 164 and checks each.
+//!
+//! - **held, none** and **held, 1,000**: a `mail.instant` call the policy holds for a person,
+//!   which no grant allows: it is decided, matched against the pair's grants, and waits
+//!   (`202`). Their ratio is the goal: ≥ 90 %.
+//! - **granted, 1,000** (information): the same calls pinned to one of the 64 recipients, so a
+//!   grant allows each — the 100 older ones checked first, then the recipients' until its own,
+//!   one conditional write for the use, then allow → run inline. Recipients spread the uses:
+//!   calls of one grant in flight at once race for its version, as they would in production.
+//! - **allowed, none** (information): a call the policy allows outright, allow → run — what a
+//!   granted call is beside it.
+//!
+//! The grants are put through the store port (`Grants::put_grant`) before each run's server
+//! starts, with terms as an approval under the tenant's `mail.*` rule makes them: 1,000
+//! approvals with a grant through the engine would add 1,000 actions and 4,000 writes to one
+//! side's database only.
+
+use crate::embedded::Answer;
+use crate::gate::{alternate, Runs, Side};
+use crate::{stats::Summary, world};
+use countersign::config::Config;
+use countersign::domain::grant::{Grant, GrantedBy, Terms, FORMAT, MAX_TTL};
+use countersign::store::{sqlite::SqliteStore, Grants as _};
+use serde_json::{json, Map, Value};
+use std::{path::Path, sync::Arc};
+
+/// Live grants in the tenant, on the sides that have them.
+pub const GRANTS: usize = 1_000;
+/// Of them, the measured agent and tool's that allow no measured call: pin or condition.
+pub const STRANGERS: usize = 100;
+/// And the recipients' (one grant each), which the granted calls use.
+pub const RECIPIENTS: usize = 64;
+const AGENTS: usize = 10;
+const TOOLS: [&str; 5] = [
+    "mail.instant",
+    "mail.send",
+    "mail.draft",
+    "mail.forward",
+    "mail.archive",
+];
+/// The measured call's agent (the key `world::BENCH_AGENT`'s id) and tool.
+const AGENT: &str = "bench-agent";
+const TOOL: &str = "mail.instant";
+/// The rule of `world::config` that holds `mail.*` for a person: its position and label.
+const RULE: (usize, &str) = (1, "mail.*");
+
+pub struct GrantsBench {
+    pub held_none: Runs,
+    pub held_thousand: Runs,
+    pub granted: Runs,
+    pub allowed: Runs,
+    pub calls: usize,
+    pub concurrency: usize,
+}
+
+impl GrantsBench {
+    /// The median of the rounds' ratios, held with 1,000 grants ÷ held with none: calls per
+    /// second and CPU per call (the goal's figure and its CPU beside it).
+    pub fn ratios(&self) -> (f64, f64) {
+        (
+            ratio(&self.held_thousand.per_s, &self.held_none.per_s),
+            ratio(&self.held_thousand.cpu, &self.held_none.cpu),
+        )
+    }
+
+    /// The same, a granted call ÷ a call the policy allows.
+    pub fn granted_ratio(&self) -> f64 {
+        ratio(&self.granted.per_s, &self.allowed.per_s)
+    }
+}
+
+fn ratio(a: &[f64], b: &[f64]) -> f64 {
+    Summary::of(a.iter().zip(b).map(|(a, b)| a / b).collect()).p50
+}
+
+fn recipient(i: usize) -> String {
+    format!("recipient-{i:02}@example.com")
+}
+
+fn call(to: &str) -> Value {
+    json!({"tool": TOOL, "args": {"to": to, "amount": 20, "subject": "the weekly figures"}})
+}
+
+/// A grant of `agent` for `tool`, the `k`th granted (ids are time-ordered: the oldest is
+/// matched first), with `uses`, pins and a condition.
+fn grant(k: usize, agent: &str, tool: &str, uses: u32, pins: Value, when: &str) -> Grant {
+    let granted_ms = jiff::Timestamp::now().as_millisecond() as u64 - 3_600_000 + k as u64;
+    let ulid = ulid::Ulid::from_parts(granted_ms, k as u128).to_string();
+    let granted_at = jiff::Timestamp::from_millisecond(granted_ms as i64).unwrap();
+    let Value::Object(pins) = pins else {
+        unreachable!("pins are an object")
+    };
+    Grant::new(Terms {
+        format: FORMAT.to_owned(),
+        id: format!("grt_{ulid}"),
+        tenant: "bench".into(),
+        agent_id: agent.into(),
+        tool: tool.into(),
+        rule: RULE.0,
+        rule_label: RULE.1.into(),
+        approvals: 1,
+        from_action: format!("act_{ulid}"),
+        granted_by: GrantedBy {
+            approver: "bench-approver".into(),
+            person: None,
+            groups: Vec::new(),
+        },
+        granted_at,
+        expires_at: granted_at + MAX_TTL,
+        uses,
+        pins: Map::from_iter(pins),
+        when: Some(when.into()),
+    })
+}
+
+/// The tenant's 1,000 grants, oldest first: the measured pair's 100 strangers, then the
+/// recipients' 64 (each with `uses`), then the other 49 pairs' 836, all alike in shape.
+fn thousand(uses: u32) -> Vec<Grant> {
+    let stranger = |k: usize, agent: &str, tool: &str| match k % 2 {
+        0 => grant(
+            k,
+            agent,
+            tool,
+            10,
+            json!({"to": format!("someone-{k}@example.com")}),
+            "args.amount <= 100",
+        ),
+        _ => grant(k, agent, tool, 10, json!({}), "args.amount > 1000"),
+    };
+    let mut all: Vec<Grant> = (0..STRANGERS).map(|k| stranger(k, AGENT, TOOL)).collect();
+    all.extend((0..RECIPIENTS).map(|r| {
+        let pins = json!({"to": recipient(r)});
+        grant(STRANGERS + r, AGENT, TOOL, uses, pins, "args.amount <= 100")
+    }));
+    let agents = (0..AGENTS).map(|a| match a {
+        0 => AGENT.to_owned(),
+        _ => format!("agent-{a}"),
+    });
+    let pairs: Vec<(String, &str)> = agents
+        .flat_map(|a| TOOLS.map(|t| (a.clone(), t)))
+        .filter(|(a, t)| (a.as_str(), *t) != (AGENT, TOOL))
+        .collect();
+    for k in all.len()..GRANTS {
+        let (agent, tool) = &pairs[k % pairs.len()];
+        all.push(stranger(k, agent, tool));
+    }
+    all
+}
+
+/// Put `grants` in the SQLite store at `db` (created if new) through the store port, all at
+/// once: the writer commits them in a few batches.
+pub async fn seed(db: &Path, grants: &[Grant]) {
+    if grants.is_empty() {
+        return;
+    }
+    let store = SqliteStore::open(db).expect("open the store to seed it");
+    let puts = grants.iter().map(|g| store.put_grant(g));
+    for put in futures_util::future::join_all(puts).await {
+        put.expect("a grant is stored");
+    }
+}
+
+pub async fn measure(calls: usize, concurrency: usize, rounds: usize) -> GrantsBench {
+    let (toml, _tools) = world::config().await;
+    let config = Arc::new(Config::from_toml(&toml).expect("the grants bench's config"));
+    // Every granted call of a run (the warm-up's too) finds a use left on its recipient's grant.
+    let per_recipient = (calls + calls / 10 + 1).div_ceil(RECIPIENTS) + 2;
+    let grants = thousand(per_recipient as u32);
+    assert_eq!(grants.len(), GRANTS);
+    let held = |grants: Vec<Grant>| Side {
+        bodies: vec![call("ops@example.com")],
+        answer: Answer::Held,
+        grants,
+        ..Side::new(config.clone(), world::BENCH_AGENT, Value::Null)
+    };
+    let granted = Side {
+        bodies: (0..RECIPIENTS).map(|r| call(&recipient(r))).collect(),
+        grants: grants.clone(),
+        ..Side::new(config.clone(), world::BENCH_AGENT, Value::Null)
+    };
+    let allowed = json!({"tool": "search.instant", "args": {"q": "the weekly figures"}});
+    let sides = [
+        held(Vec::new()),
+        held(grants),
+        granted,
+        Side::new(config.clone(), world::BENCH_AGENT, allowed),
+    ];
+    let [held_none, held_thousand, granted, allowed] =
+        alternate(&sides, calls, concurrency, rounds).await;
+    GrantsBench {
+        held_none,
+        held_thousand,
+        granted,
+        allowed,
+        calls,
+        concurrency,
+    }
+}

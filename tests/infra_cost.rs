@@ -300,6 +300,43 @@ async fn issue33_cost_of_a_grant_use() {
     used.within(1.0, 6.0);
 }
 
+/// What one decision-insights request costs (issue 33, SC-GR-22, docs/dynamodb.md "Decision
+/// insights"): it reads the tenant's partition newest first, 100 actions a Query, until the
+/// first action older than `from`. Measured over 100 and then 250 calls held for a person
+/// (300-byte arguments), the range covering them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue33_cost_of_an_insights_read() {
+    let _one_at_a_time = SERIAL.lock().await;
+    drain();
+    let w = AwsWorld::new("cost-insights").await;
+    let from = jiff::Timestamp::now() - SignedDuration::from_secs(1);
+    let call = json!({"tool": "mail.send", "args": args_300()});
+    let mut submitted = 0;
+    for n in [100, 250] {
+        while submitted < n {
+            let r = w
+                .v2("POST", "/v1/actions", keys::AGENT, Some(call.clone()))
+                .await;
+            assert_eq!(r.status, 202, "{:?}", r.body);
+            submitted += 1;
+        }
+        drain();
+        let mut read = Path::new("insights over the range");
+        let to = jiff::Timestamp::now() + SignedDuration::from_secs(1);
+        let path = format!("/v1/insights?from={from}&to={to}");
+        let r = w.v2("GET", &path, keys::ADMIN, None).await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        assert_eq!((r.body["read"].as_u64(), &r.body["complete"]), (Some(n), &json!(true)));
+        read.step(&format!("GET /v1/insights, {n} actions"));
+        println!(
+            "\nsummary: {}",
+            json!({"insights": {"actions": n, "rru": read.read, "per_action": read.read / n as f64}})
+        );
+        // Eventually consistent reads of pairs under 4 KB: at most 0.5 RRU an action.
+        read.within(0.5 * n as f64, 0.0);
+    }
+}
+
 /// What notifications add (issue 10, docs/notifications.md "Capacity"): a tenant with one
 /// endpoint; the pending action's notice rides in the submit's write, the sweep delivers it, the
 /// denial's notice rides in the deny's write, the next sweep delivers that. And a sweep with

@@ -28,10 +28,11 @@ use crate::embedded::Answer;
 use crate::gate::{alternate, Runs, Side};
 use crate::{stats::Summary, world};
 use countersign::config::Config;
-use countersign::domain::grant::{Grant, GrantedBy, Terms, FORMAT, MAX_TTL};
+use countersign::domain::grant::{self, Grant, GrantedBy, Terms, FORMAT, MAX_TTL};
+use countersign::domain::{policy, Call, Decision};
 use countersign::store::{sqlite::SqliteStore, Grants as _};
 use serde_json::{json, Map, Value};
-use std::{path::Path, sync::Arc};
+use std::{path::Path, sync::Arc, time::Duration, time::Instant};
 
 /// Live grants in the tenant, on the sides that have them.
 pub const GRANTS: usize = 1_000;
@@ -54,6 +55,10 @@ const TOOL: &str = "mail.instant";
 const RULE: (usize, &str) = (1, "mail.*");
 
 pub struct GrantsBench {
+    /// In process: reading the pair's grants as the store does (JSON, their digests checked)
+    /// and matching the held call against them, per call (medians of 5 batches).
+    pub decode: Duration,
+    pub matching: Duration,
     pub held_none: Runs,
     pub held_thousand: Runs,
     pub granted: Runs,
@@ -196,7 +201,10 @@ pub async fn measure(calls: usize, concurrency: usize, rounds: usize) -> GrantsB
     ];
     let [held_none, held_thousand, granted, allowed] =
         alternate(&sides, calls, concurrency, rounds).await;
+    let (decode, matching) = alone(&sides[1].grants, calls / 10 + 1);
     GrantsBench {
+        decode,
+        matching,
         held_none,
         held_thousand,
         granted,
@@ -204,4 +212,50 @@ pub async fn measure(calls: usize, concurrency: usize, rounds: usize) -> GrantsB
         calls,
         concurrency,
     }
+}
+
+/// In process, per held call: the pair's stored grants decoded as the store's read does, and
+/// the call matched against them as intake does (none allows it), each the median of 5 batches
+/// of `calls`.
+fn alone(grants: &[Grant], calls: usize) -> (Duration, Duration) {
+    let pair: Vec<Vec<u8>> = (grants.iter())
+        .filter(|g| (g.terms().agent_id.as_str(), g.terms().tool.as_str()) == (AGENT, TOOL))
+        .map(|g| serde_json::to_vec(g).unwrap())
+        .collect();
+    assert_eq!(pair.len(), STRANGERS + RECIPIENTS);
+    let decode = || -> Vec<Grant> {
+        (pair.iter())
+            .map(|body| serde_json::from_slice(body).expect("a stored grant loads"))
+            .collect()
+    };
+    let Value::Object(args) = call("ops@example.com")["args"].clone() else {
+        unreachable!()
+    };
+    let held = Call::hypothetical("bench", AGENT, TOOL.into(), args, None, None);
+    let rules = [
+        policy::Rule::new("search.*", Decision::Allow, None),
+        policy::Rule::new("mail.*", Decision::RequireApproval, None),
+    ];
+    let now = jiff::Timestamp::now();
+    let gate = policy::gate(&rules, &held.facts(now));
+    let live = decode();
+    assert!(grant::first_admitting(&live, &held, &gate, now).is_none());
+    let batches = |f: &dyn Fn()| {
+        let mut took: Vec<Duration> = (0..5)
+            .map(|_| {
+                let started = Instant::now();
+                (0..calls).for_each(|_| f());
+                started.elapsed() / calls as u32
+            })
+            .collect();
+        took.sort();
+        took[2]
+    };
+    let decoding = batches(&|| {
+        std::hint::black_box(decode());
+    });
+    let matching = batches(&|| {
+        std::hint::black_box(grant::first_admitting(&live, &held, &gate, now));
+    });
+    (decoding, matching)
 }

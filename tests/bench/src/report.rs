@@ -322,6 +322,12 @@ impl Report {
             "",
             None,
         );
+        let pair = STRANGERS + RECIPIENTS;
+        let figure = |what: &str| {
+            format!("  in process, per held call: {what} its agent and tool's {pair} grants (median of 5 batches)")
+        };
+        self.micros(figure("reading (JSON, digests checked)"), g.decode, "");
+        self.micros(figure("matching it against"), g.matching, "");
     }
 
     /// A row of a time in µs, without a goal.

@@ -326,7 +326,10 @@ async fn issue33_cost_of_an_insights_read() {
         let path = format!("/v1/insights?from={from}&to={to}");
         let r = w.v2("GET", &path, keys::ADMIN, None).await;
         assert_eq!(r.status, 200, "{:?}", r.body);
-        assert_eq!((r.body["read"].as_u64(), &r.body["complete"]), (Some(n), &json!(true)));
+        assert_eq!(
+            (r.body["read"].as_u64(), &r.body["complete"]),
+            (Some(n), &json!(true))
+        );
         read.step(&format!("GET /v1/insights, {n} actions"));
         println!(
             "\nsummary: {}",

@@ -19,6 +19,7 @@ use super::{
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::Map;
+use std::sync::Arc;
 use utoipa::ToSchema;
 
 pub use super::granted::FORMAT;
@@ -61,15 +62,58 @@ pub struct Revoked {
 
 /// A grant record: its terms and their digest, what is left of it, and its version (every
 /// use and the revocation is one conditional write on it). Loads only when consistent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(try_from = "Stored")]
 pub struct Grant {
-    terms: Terms,
-    digest: String,
+    fixed: Arc<Fixed>,
     uses_left: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     revoked: Option<Revoked>,
     version: u64,
+}
+
+/// What never changes in a grant's life, shared by its versions and clones: its terms, their
+/// digest, and its condition — compiled at its first evaluation, then kept, so a grant a store
+/// remembers (`store::GrantMemo`) is not compiled again for every call it is matched against.
+#[derive(Debug, PartialEq)]
+struct Fixed {
+    terms: Terms,
+    digest: String,
+    /// An error where the source is not a condition: it never allows.
+    when: Option<Result<Condition, String>>,
+}
+
+impl Fixed {
+    fn of(terms: Terms, digest: String) -> Fixed {
+        Fixed {
+            when: terms.when.as_deref().map(Condition::deferred),
+            terms,
+            digest,
+        }
+    }
+}
+
+/// The stored form: the record's JSON, as every store keeps it.
+#[derive(Serialize)]
+struct Shown<'a> {
+    terms: &'a Terms,
+    digest: &'a str,
+    uses_left: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revoked: &'a Option<Revoked>,
+    version: u64,
+}
+
+impl Serialize for Grant {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Shown {
+            terms: &self.fixed.terms,
+            digest: &self.fixed.digest,
+            uses_left: self.uses_left,
+            revoked: &self.revoked,
+            version: self.version,
+        }
+        .serialize(s)
+    }
 }
 
 #[derive(Deserialize)]
@@ -115,8 +159,7 @@ impl TryFrom<Stored> for Grant {
             ));
         }
         Ok(Grant {
-            terms: s.terms,
-            digest: s.digest,
+            fixed: Arc::new(Fixed::of(s.terms, s.digest)),
             uses_left: s.uses_left,
             revoked: s.revoked,
             version: s.version,
@@ -338,33 +381,33 @@ pub enum Miss {
 impl Grant {
     /// A new grant: version 1, every use left.
     pub fn new(terms: Terms) -> Grant {
+        let (digest, uses_left) = (terms.digest(), terms.uses);
         Grant {
-            digest: terms.digest(),
-            uses_left: terms.uses,
+            fixed: Arc::new(Fixed::of(terms, digest)),
+            uses_left,
             revoked: None,
             version: 1,
-            terms,
         }
     }
 
     pub fn id(&self) -> &str {
-        &self.terms.id
+        &self.fixed.terms.id
     }
     pub fn tenant(&self) -> &str {
-        &self.terms.tenant
+        &self.fixed.terms.tenant
     }
     pub fn terms(&self) -> &Terms {
-        &self.terms
+        &self.fixed.terms
     }
     pub fn digest(&self) -> &str {
-        &self.digest
+        &self.fixed.digest
     }
     pub fn uses_left(&self) -> u32 {
         self.uses_left
     }
     /// Calls it allowed so far.
     pub fn spent(&self) -> u32 {
-        self.terms.uses - self.uses_left
+        self.fixed.terms.uses - self.uses_left
     }
     pub fn revoked(&self) -> Option<&Revoked> {
         self.revoked.as_ref()
@@ -376,8 +419,8 @@ impl Grant {
     /// How an audit event names it.
     pub fn reference(&self) -> GrantRef {
         GrantRef {
-            id: self.terms.id.clone(),
-            digest: self.digest.clone(),
+            id: self.fixed.terms.id.clone(),
+            digest: self.fixed.digest.clone(),
         }
     }
 
@@ -386,7 +429,7 @@ impl Grant {
         if self.revoked.is_some() {
             return Err(Miss::Revoked);
         }
-        if now >= self.terms.expires_at {
+        if now >= self.fixed.terms.expires_at {
             return Err(Miss::Expired);
         }
         if self.uses_left == 0 {
@@ -399,7 +442,7 @@ impl Grant {
     /// narrows: a call the policy does not hold for a person, or holds under another rule, or
     /// from approvers the granter is not among, is never this grant's.
     pub fn admits(&self, call: &Call, gate: &Gate, now: Timestamp) -> Result<(), Miss> {
-        let t = &self.terms;
+        let t = &self.fixed.terms;
         if gate.decision != Decision::RequireApproval {
             return Err(Miss::NotAsked);
         }
@@ -424,9 +467,9 @@ impl Grant {
                 return Err(Miss::Pin(field.clone()));
             }
         }
-        if let Some(when) = &t.when {
-            let holds =
-                Condition::deferred(when).and_then(|c| c.holds(&Bound::new(&call.facts(now))));
+        if let Some(when) = &self.fixed.when {
+            let holds = (when.as_ref().map_err(String::clone))
+                .and_then(|c| c.holds(&Bound::new(&call.facts(now))));
             if holds != Ok(true) {
                 return Err(Miss::Condition);
             }

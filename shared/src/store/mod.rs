@@ -7,6 +7,8 @@
 
 #[cfg(feature = "aws")]
 pub mod dynamodb;
+mod grant_memo;
+pub use grant_memo::GrantMemo;
 #[cfg(feature = "embedded")]
 pub mod postgres;
 #[cfg(feature = "embedded")]

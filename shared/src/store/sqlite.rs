@@ -52,6 +52,8 @@ pub struct SqliteStore {
     /// Used by the writer thread only (and to read its settings).
     writer: Arc<Mutex<Connection>>,
     writes: mpsc::Sender<Queued>,
+    /// The grants intake matched, as they loaded (`grants_for`).
+    grant_memo: Arc<super::GrantMemo>,
 }
 
 use super::sortable_instant as instant;
@@ -126,6 +128,7 @@ impl SqliteStore {
             reads,
             writer,
             writes,
+            grant_memo: Arc::default(),
         }
     }
 

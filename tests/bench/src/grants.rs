@@ -30,7 +30,7 @@ use crate::{stats::Summary, world};
 use countersign::config::Config;
 use countersign::domain::grant::{self, Grant, GrantedBy, Terms, FORMAT, MAX_TTL};
 use countersign::domain::{policy, Call, Decision};
-use countersign::store::{sqlite::SqliteStore, Grants as _};
+use countersign::store::{sqlite::SqliteStore, GrantMemo, Grants as _};
 use serde_json::{json, Map, Value};
 use std::{path::Path, sync::Arc, time::Duration, time::Instant};
 
@@ -55,9 +55,11 @@ const TOOL: &str = "mail.instant";
 const RULE: (usize, &str) = (1, "mail.*");
 
 pub struct GrantsBench {
-    /// In process: reading the pair's grants as the store does (JSON, their digests checked)
-    /// and matching the held call against them, per call (medians of 5 batches).
+    /// In process, per held call (medians of 5 batches): decoding the pair's grants (JSON,
+    /// their digests checked), reading them as the store's memo does once each is remembered,
+    /// and matching the held call against them.
     pub decode: Duration,
+    pub remembered: Duration,
     pub matching: Duration,
     pub held_none: Runs,
     pub held_thousand: Runs,
@@ -201,9 +203,10 @@ pub async fn measure(calls: usize, concurrency: usize, rounds: usize) -> GrantsB
     ];
     let [held_none, held_thousand, granted, allowed] =
         alternate(&sides, calls, concurrency, rounds).await;
-    let (decode, matching) = alone(&sides[1].grants, calls / 10 + 1);
+    let [decode, remembered, matching] = alone(&sides[1].grants, calls / 10 + 1);
     GrantsBench {
         decode,
+        remembered,
         matching,
         held_none,
         held_thousand,
@@ -214,19 +217,22 @@ pub async fn measure(calls: usize, concurrency: usize, rounds: usize) -> GrantsB
     }
 }
 
-/// In process, per held call: the pair's stored grants decoded as the store's read does, and
-/// the call matched against them as intake does (none allows it), each the median of 5 batches
-/// of `calls`.
-fn alone(grants: &[Grant], calls: usize) -> (Duration, Duration) {
-    let pair: Vec<Vec<u8>> = (grants.iter())
+/// In process, per held call: the pair's stored grants decoded as the store's read does,
+/// read through the store's memo with every one remembered, and the call matched against them
+/// as intake does (none allows it), each the median of 5 batches of `calls`.
+fn alone(grants: &[Grant], calls: usize) -> [Duration; 3] {
+    let pair: Vec<(&Grant, Vec<u8>)> = (grants.iter())
         .filter(|g| (g.terms().agent_id.as_str(), g.terms().tool.as_str()) == (AGENT, TOOL))
-        .map(|g| serde_json::to_vec(g).unwrap())
+        .map(|g| (g, serde_json::to_vec(g).unwrap()))
         .collect();
     assert_eq!(pair.len(), STRANGERS + RECIPIENTS);
-    let decode = || -> Vec<Grant> {
+    let decode = |body: &[u8]| serde_json::from_slice(body).expect("a stored grant loads");
+    let memo = GrantMemo::default();
+    let read = || -> Vec<Grant> {
         (pair.iter())
-            .map(|body| serde_json::from_slice(body).expect("a stored grant loads"))
-            .collect()
+            .map(|(g, body)| memo.grant("bench", g.id(), g.version(), || Ok(decode(body))))
+            .collect::<Result<_, _>>()
+            .expect("a stored grant loads")
     };
     let Value::Object(args) = call("ops@example.com")["args"].clone() else {
         unreachable!()
@@ -238,7 +244,7 @@ fn alone(grants: &[Grant], calls: usize) -> (Duration, Duration) {
     ];
     let now = jiff::Timestamp::now();
     let gate = policy::gate(&rules, &held.facts(now));
-    let live = decode();
+    let live = read();
     assert!(grant::first_admitting(&live, &held, &gate, now).is_none());
     let batches = |f: &dyn Fn()| {
         let mut took: Vec<Duration> = (0..5)
@@ -251,11 +257,16 @@ fn alone(grants: &[Grant], calls: usize) -> (Duration, Duration) {
         took.sort();
         took[2]
     };
-    let decoding = batches(&|| {
-        std::hint::black_box(decode());
-    });
-    let matching = batches(&|| {
-        std::hint::black_box(grant::first_admitting(&live, &held, &gate, now));
-    });
-    (decoding, matching)
+    [
+        batches(&|| {
+            let all: Vec<Grant> = pair.iter().map(|(_, body)| decode(body)).collect();
+            std::hint::black_box(all);
+        }),
+        batches(&|| {
+            std::hint::black_box(read());
+        }),
+        batches(&|| {
+            std::hint::black_box(grant::first_admitting(&live, &held, &gate, now));
+        }),
+    ]
 }

@@ -326,7 +326,9 @@ impl Report {
         let figure = |what: &str| {
             format!("  in process, per held call: {what} its agent and tool's {pair} grants (median of 5 batches)")
         };
-        self.micros(figure("reading (JSON, digests checked)"), g.decode, "");
+        self.micros(figure("decoding (JSON, digests checked)"), g.decode, "");
+        let remembered = "reading, every one remembered by the store's memo (id and version),";
+        self.micros(figure(remembered), g.remembered, "");
         self.micros(figure("matching it against"), g.matching, "");
     }
 

@@ -90,7 +90,8 @@ impl DynamoStore {
         self.grants_of("Query(grants)", query, damaged).await
     }
 
-    /// Every grant `query` finds, page by page.
+    /// Every grant `query` finds, page by page; intake's read and the list through the memo of
+    /// grants decoded (`GrantMemo`).
     async fn grants_of(
         &self,
         op: &'static str,
@@ -100,11 +101,15 @@ impl DynamoStore {
         let mut found = Vec::new();
         self.paged(op, query, |items| {
             for item in items {
-                let read = Grant::try_from(item);
                 match damaged {
-                    Damaged::Fails => found.push(read?),
+                    Damaged::Fails => found.push(Grant::try_from(item)?),
                     Damaged::LeftOut(tenant) => {
                         let key = get_s(item, "i").unwrap_or("(no id)");
+                        let version = item.get("v").and_then(|v| v.as_n().ok());
+                        let read = match version.and_then(|v| v.parse().ok()) {
+                            Some(v) => self.grant_memo.grant(tenant, key, v, || item.try_into()),
+                            None => Grant::try_from(item),
+                        };
                         found.extend(undamaged(tenant, key, read));
                     }
                 }

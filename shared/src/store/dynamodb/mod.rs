@@ -51,6 +51,8 @@ pub struct DynamoStore {
     table: String,
     /// Sealed actions expire this long after sealing; `None` keeps them.
     retention: Option<SignedDuration>,
+    /// The grants intake matched, as they loaded (`grants_for`).
+    grant_memo: std::sync::Arc<super::GrantMemo>,
 }
 
 impl DynamoStore {
@@ -59,6 +61,7 @@ impl DynamoStore {
             client,
             table: table.into(),
             retention: None,
+            grant_memo: Default::default(),
         }
     }
 

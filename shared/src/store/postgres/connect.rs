@@ -99,6 +99,7 @@ impl PostgresStore {
             pool,
             pg,
             tls,
+            grant_memo: Default::default(),
         })
     }
 }

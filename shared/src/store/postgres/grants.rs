@@ -108,12 +108,17 @@ impl Grants for PostgresStore {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT id, body FROM grants WHERE tenant = $1 AND agent_id = $2 AND tool = $3
-                 AND live AND expires_at > $4",
+                "SELECT id, version, body FROM grants WHERE tenant = $1 AND agent_id = $2
+                 AND tool = $3 AND live AND expires_at > $4",
                 &[&tenant, &agent_id, &tool, &sortable_instant(now)],
             )
             .await
             .map_err(unavailable)?;
-        Ok(kept(tenant, rows))
+        let remembered = |r: &tokio_postgres::Row| {
+            let (id, version) = (r.get("id"), r.get::<_, i64>("version") as u64);
+            let read = self.grant_memo.grant(tenant, id, version, || decoded(r));
+            undamaged(tenant, id, read)
+        };
+        Ok(rows.iter().filter_map(remembered).collect())
     }
 }

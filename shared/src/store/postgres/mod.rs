@@ -48,6 +48,8 @@ pub struct PostgresStore {
     /// For sessions outside the pool (the listener).
     pg: tokio_postgres::Config,
     tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
+    /// The grants intake matched, as they loaded (`grants_for`).
+    grant_memo: std::sync::Arc<super::GrantMemo>,
 }
 
 /// A connection from `pool`, or why not.

@@ -132,17 +132,41 @@ impl Grants for SqliteStore {
         now: Timestamp,
     ) -> StoreResult<Vec<Grant>> {
         let (tenant, agent_id, tool) = (tenant.to_owned(), agent_id.to_owned(), tool.to_owned());
+        let memo = self.grant_memo.clone();
         self.with(move |conn| {
-            let mut s = conn
+            // Ids and versions from the index; a body read (by key) only where the memo misses.
+            // Two statements, two snapshots: a body written in between is of a later version,
+            // which the memo answers as decoded and does not remember under this one.
+            let found: Vec<(String, i64)> = conn
                 .prepare_cached(
-                    "SELECT id, body FROM grants WHERE tenant = ?1 AND agent_id = ?2 AND tool = ?3
-                     AND live = 1 AND expires_at > ?4",
+                    "SELECT id, version FROM grants WHERE tenant = ?1 AND agent_id = ?2
+                     AND tool = ?3 AND live = 1 AND expires_at > ?4",
                 )
+                .and_then(|mut s| {
+                    s.query_map(params![tenant, agent_id, tool, instant(now)], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })?
+                    .collect()
+                })
                 .map_err(unavailable)?;
-            let rows = s
-                .query_map(params![tenant, agent_id, tool, instant(now)], id_and_body)
+            let mut body = conn
+                .prepare_cached("SELECT body FROM grants WHERE tenant = ?1 AND id = ?2")
                 .map_err(unavailable)?;
-            kept(&tenant, rows)
+            let mut live = Vec::with_capacity(found.len());
+            for (id, version) in found {
+                let version = version as u64;
+                let read = match memo.remembered(&tenant, &id, version) {
+                    Some(g) => Ok(g),
+                    None => {
+                        let stored = body
+                            .query_row(params![tenant, id], |r| r.get::<_, Vec<u8>>(0))
+                            .map_err(unavailable)?;
+                        memo.keep(&tenant, &id, version, decoded(&stored))
+                    }
+                };
+                live.extend(undamaged(&tenant, &id, read));
+            }
+            Ok(live)
         })
         .await
     }

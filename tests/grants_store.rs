@@ -127,6 +127,10 @@ async fn conformance(store: &dyn Store) {
         store.grant(&tn, g.id()).await.unwrap().unwrap().uses_left(),
         1
     );
+    // Found again at its new version, not as the store read it before the use (the store
+    // remembers the grants it decoded, by id and version).
+    let found = store.grants_for(&tn, "agent-1", "mail.send", plus(1));
+    assert_eq!(found.await.unwrap(), vec![one.clone()]);
     // Used up: no longer found live; expired ones neither.
     store
         .update_grant(&one.spend(plus(2)).unwrap())

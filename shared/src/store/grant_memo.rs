@@ -71,3 +71,79 @@ impl GrantMemo {
         self.loaded.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::grant::{GrantedBy, Terms, FORMAT};
+    use crate::store::StoreError;
+    use std::cell::Cell;
+
+    fn grant(tenant: &str) -> Grant {
+        let at: jiff::Timestamp = "2031-01-01T00:00:00Z".parse().unwrap();
+        Grant::new(Terms {
+            format: FORMAT.into(),
+            id: "grt_01J0000000000000000000000A".into(),
+            tenant: tenant.into(),
+            agent_id: "agent-1".into(),
+            tool: "mail.send".into(),
+            rule: 1,
+            rule_label: "mail.*".into(),
+            approvals: 1,
+            from_action: "act_01J0000000000000000000000A".into(),
+            granted_by: GrantedBy {
+                approver: "fin-1".into(),
+                person: None,
+                groups: Vec::new(),
+            },
+            granted_at: at,
+            expires_at: at + jiff::SignedDuration::from_hours(1),
+            uses: 3,
+            pins: serde_json::Map::new(),
+            when: Some("args.amount <= 100".into()),
+        })
+    }
+
+    /// SC-GR-02: intake matches the grants as stored — a record read again at the version
+    /// remembered is not decoded again; at another version, of another tenant, or where its
+    /// body disagrees with its columns, it is decoded (through its checks) as if nothing
+    /// were remembered, and what does not load is never remembered.
+    #[test]
+    fn sc_gr_02_a_grant_is_decoded_once_per_version() {
+        let memo = GrantMemo::default();
+        let decoded = Cell::new(0);
+        let read = |tenant: &str, version: u64, stored: &Grant| {
+            let decode = || {
+                decoded.set(decoded.get() + 1);
+                Ok(stored.clone())
+            };
+            memo.grant(tenant, stored.id(), version, decode).unwrap()
+        };
+        let g = grant("acme");
+        assert_eq!(read("acme", 1, &g), g);
+        assert_eq!(read("acme", 1, &g), g);
+        assert_eq!(decoded.get(), 1, "remembered at version 1");
+        let used = g.spend("2031-01-01T00:01:00Z".parse().unwrap()).unwrap();
+        assert_eq!(read("acme", 2, &used), used);
+        assert_eq!(read("acme", 2, &used).uses_left(), 2);
+        assert_eq!(decoded.get(), 2, "the next version decoded once");
+        let other = grant("other");
+        assert_eq!(read("other", 1, &other), other);
+        assert_eq!(
+            decoded.get(),
+            3,
+            "another tenant's record of that id is its own"
+        );
+        // A body at version 1 under a column saying 3: answered as decoded, never remembered.
+        read("acme", 3, &g);
+        read("acme", 3, &g);
+        assert_eq!(decoded.get(), 5);
+        let refused = || {
+            Err(StoreError::Malformed(
+                "grant: its terms do not match".into(),
+            ))
+        };
+        assert!(memo.grant("acme", g.id(), 4, refused).is_err());
+        assert!(memo.grant("acme", g.id(), 4, refused).is_err());
+    }
+}

@@ -60,6 +60,9 @@ pub struct GrantsBench {
     /// and matching the held call against them.
     pub decode: Duration,
     pub remembered: Duration,
+    /// In process, the store's read of the pair's live grants (`grants_for`, SQLite, every one
+    /// remembered), with no grant in the tenant and with the 1,000 (median of 5 batches).
+    pub store_read: [Duration; 2],
     pub matching: Duration,
     pub held_none: Runs,
     pub held_thousand: Runs,
@@ -204,7 +207,12 @@ pub async fn measure(calls: usize, concurrency: usize, rounds: usize) -> GrantsB
     let [held_none, held_thousand, granted, allowed] =
         alternate(&sides, calls, concurrency, rounds).await;
     let [decode, remembered, matching] = alone(&sides[1].grants, calls / 10 + 1);
+    let store_read = [
+        read_store(&[], calls / 10 + 1).await,
+        read_store(&sides[1].grants, calls / 10 + 1).await,
+    ];
     GrantsBench {
+        store_read,
         decode,
         remembered,
         matching,
@@ -215,6 +223,27 @@ pub async fn measure(calls: usize, concurrency: usize, rounds: usize) -> GrantsB
         calls,
         concurrency,
     }
+}
+
+/// `grants_for` of the measured pair on a SQLite store holding `grants`, per call: the median
+/// of 5 batches of `calls`, one after the other (the reads intake makes, its grants remembered
+/// after the first).
+async fn read_store(grants: &[Grant], calls: usize) -> Duration {
+    let db = world::TempDb::new("grants-read");
+    seed(&db.path, grants).await;
+    let store = SqliteStore::open(&db.path).expect("open the store");
+    let now = jiff::Timestamp::now();
+    let mut took = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        for _ in 0..calls {
+            let live = store.grants_for("bench", AGENT, TOOL, now).await;
+            std::hint::black_box(live.expect("the store reads"));
+        }
+        took.push(started.elapsed() / calls as u32);
+    }
+    took.sort();
+    took[2]
 }
 
 /// In process, per held call: the pair's stored grants decoded as the store's read does,

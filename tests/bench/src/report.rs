@@ -330,6 +330,17 @@ impl Report {
         let remembered = "reading, every one remembered by the store's memo (id and version),";
         self.micros(figure(remembered), g.remembered, "");
         self.micros(figure("matching it against"), g.matching, "");
+        let [none, thousand] = g.store_read;
+        self.row(
+            "  in process, the SQLite store's read of the agent and tool's live grants (`grants_for`, every one remembered; median of 5 batches)",
+            format!(
+                "{:.2} µs with the {pair} (no grant in the tenant: {:.2} µs)",
+                thousand.as_secs_f64() * 1e6,
+                none.as_secs_f64() * 1e6
+            ),
+            "",
+            None,
+        );
     }
 
     /// A row of a time in µs, without a goal.

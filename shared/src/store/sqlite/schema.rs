@@ -68,7 +68,13 @@ CREATE TABLE IF NOT EXISTS grants (
     body       BLOB NOT NULL,
     PRIMARY KEY (tenant, id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS grants_live ON grants (tenant, agent_id, tool) WHERE live = 1;
+-- Intake reads the live, unexpired ones of one agent and tool: their ids and versions from this
+-- index alone, a body only for a grant the store does not remember at that version (GrantMemo).
+-- The first index, on (tenant, agent_id, tool) alone, was passed over by the planner for the
+-- primary key's tenant prefix: every such read walked all of the tenant's grants (issue 33).
+DROP INDEX IF EXISTS grants_live;
+CREATE INDEX IF NOT EXISTS grants_live_until
+    ON grants (tenant, agent_id, tool, expires_at, version) WHERE live = 1;
 ";
 
 /// The durability of every connection (the bench's raw ceiling uses the same). FULL: a WAL

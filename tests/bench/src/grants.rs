@@ -1,21 +1,27 @@
 //! The gate beside 1,000 scoped grants (issue 33, SC-GR-02): submits per second on the embedded
 //! server (SQLite) in tenant `bench` with no grant beside the same tenant holding 1,000 live
 //! ones, alternated a round each with `gate::alternate`, each run on a server and database of
-//! its own.
+//! its own. The grants belong to ten agents × five `mail.*` tools, so intake's read of one
+//! agent's grants for one tool (an index prefix) passes over the rest. Two tenants of 1,000:
 //!
-//! The 1,000 grants are spread as a tenant's would be: ten agents × five `mail.*` tools, so
-//! intake's read of one agent's grants for one tool (an index prefix) passes over the rest.
-//! The measured agent and tool (`bench-agent`, `mail.instant`) hold 164 of them, none of which
-//! allows the measured call: 100 older ones whose pin differs or whose condition is false, and
-//! 64 pinned to other recipients — so the gate reads every one of the 164 and checks each.
+//! - **even** (the goal's): 20 grants a pair, as a tenant whose approvers grant alike across
+//!   agents and tools would hold them. The measured agent and tool (`bench-agent`,
+//!   `mail.instant`) hold 20, none of which allows the measured call — half pin another
+//!   recipient, half have a condition that is false for it — so the gate reads and checks all 20.
+//! - **concentrated** (a stress case): the measured pair holds 164 of the 1,000, none allowing
+//!   the measured call — 100 old ones as above, then 64 pinned to 64 recipients — the other
+//!   836 spread over the other 49 pairs.
 //!
-//! - **held, none** and **held, 1,000**: a `mail.instant` call the policy holds for a person,
-//!   which no grant allows: it is decided, matched against the pair's grants, and waits
-//!   (`202`). Their ratio is the goal: ≥ 90 %.
-//! - **granted, 1,000** (information): the same calls pinned to one of the 64 recipients, so a
-//!   grant allows each — the 100 older ones checked first, then the recipients' until its own,
-//!   one conditional write for the use, then allow → run inline. Recipients spread the uses:
-//!   calls of one grant in flight at once race for its version, as they would in production.
+//! The sides, alternated:
+//!
+//! - **held, none**, **held, even** and **held, concentrated**: a `mail.instant` call the policy
+//!   holds for a person, which no grant allows: it is decided, matched against its pair's
+//!   grants, and waits (`202`). Held-even ÷ held-none is the goal: ≥ 90 %.
+//! - **granted** (information), on the concentrated tenant: the same calls pinned to one of the
+//!   64 recipients, so a grant allows each — the 100 old ones checked first, then the
+//!   recipients' until its own, one conditional write for the use, then allow → run inline.
+//!   Recipients spread the uses: calls of one grant in flight at once race for its version, as
+//!   they would in production.
 //! - **allowed, none** (information): a call the policy allows outright, allow → run — what a
 //!   granted call is beside it.
 //!
@@ -36,7 +42,10 @@ use std::{path::Path, sync::Arc, time::Duration, time::Instant};
 
 /// Live grants in the tenant, on the sides that have them.
 pub const GRANTS: usize = 1_000;
-/// Of them, the measured agent and tool's that allow no measured call: pin or condition.
+/// The even tenant's grants of each agent and tool.
+pub const PER_PAIR: usize = GRANTS / (AGENTS * TOOLS.len());
+/// Of the concentrated tenant's, the measured agent and tool's that allow no measured call:
+/// pin or condition.
 pub const STRANGERS: usize = 100;
 /// And the recipients' (one grant each), which the granted calls use.
 pub const RECIPIENTS: usize = 64;
@@ -61,11 +70,13 @@ pub struct GrantsBench {
     pub decode: Duration,
     pub remembered: Duration,
     /// In process, the store's read of the pair's live grants (`grants_for`, SQLite, every one
-    /// remembered), with no grant in the tenant and with the 1,000 (median of 5 batches).
-    pub store_read: [Duration; 2],
+    /// remembered), with no grant in the tenant, the even 1,000 and the concentrated 1,000
+    /// (median of 5 batches).
+    pub store_read: [Duration; 3],
     pub matching: Duration,
     pub held_none: Runs,
-    pub held_thousand: Runs,
+    pub held_even: Runs,
+    pub held_concentrated: Runs,
     pub granted: Runs,
     pub allowed: Runs,
     pub calls: usize,
@@ -73,12 +84,12 @@ pub struct GrantsBench {
 }
 
 impl GrantsBench {
-    /// The median of the rounds' ratios, held with 1,000 grants ÷ held with none: calls per
-    /// second and CPU per call (the goal's figure and its CPU beside it).
-    pub fn ratios(&self) -> (f64, f64) {
+    /// The median of the rounds' ratios, held with 1,000 grants (`even` or concentrated) ÷
+    /// held with none: calls per second and CPU per call (the goal's figure and its CPU).
+    pub fn ratios(&self, held: &Runs) -> (f64, f64) {
         (
-            ratio(&self.held_thousand.per_s, &self.held_none.per_s),
-            ratio(&self.held_thousand.cpu, &self.held_none.cpu),
+            ratio(&held.per_s, &self.held_none.per_s),
+            ratio(&held.cpu, &self.held_none.cpu),
         )
     }
 
@@ -132,36 +143,52 @@ fn grant(k: usize, agent: &str, tool: &str, uses: u32, pins: Value, when: &str) 
     })
 }
 
-/// The tenant's 1,000 grants, oldest first: the measured pair's 100 strangers, then the
-/// recipients' 64 (each with `uses`), then the other 49 pairs' 836, all alike in shape.
-fn thousand(uses: u32) -> Vec<Grant> {
-    let stranger = |k: usize, agent: &str, tool: &str| match k % 2 {
-        0 => grant(
-            k,
-            agent,
-            tool,
-            10,
-            json!({"to": format!("someone-{k}@example.com")}),
-            "args.amount <= 100",
-        ),
-        _ => grant(k, agent, tool, 10, json!({}), "args.amount > 1000"),
-    };
-    let mut all: Vec<Grant> = (0..STRANGERS).map(|k| stranger(k, AGENT, TOOL)).collect();
-    all.extend((0..RECIPIENTS).map(|r| {
-        let pins = json!({"to": recipient(r)});
-        grant(STRANGERS + r, AGENT, TOOL, uses, pins, "args.amount <= 100")
-    }));
+/// The `k`th grant, which no measured call is allowed by: another recipient pinned, or a
+/// condition false for it.
+fn stranger(k: usize, agent: &str, tool: &str, pinned: bool) -> Grant {
+    match pinned {
+        true => {
+            let pins = json!({"to": format!("someone-{k}@example.com")});
+            grant(k, agent, tool, 10, pins, "args.amount <= 100")
+        }
+        false => grant(k, agent, tool, 10, json!({}), "args.amount > 1000"),
+    }
+}
+
+/// Every agent and tool of the tenant's grants, the measured pair first.
+fn pairs() -> Vec<(String, &'static str)> {
     let agents = (0..AGENTS).map(|a| match a {
         0 => AGENT.to_owned(),
         _ => format!("agent-{a}"),
     });
-    let pairs: Vec<(String, &str)> = agents
-        .flat_map(|a| TOOLS.map(|t| (a.clone(), t)))
-        .filter(|(a, t)| (a.as_str(), *t) != (AGENT, TOOL))
+    agents.flat_map(|a| TOOLS.map(|t| (a.clone(), t))).collect()
+}
+
+/// The even tenant's 1,000: [`PER_PAIR`] strangers for each agent and tool, granted in turn.
+fn even() -> Vec<Grant> {
+    let pairs = pairs();
+    (0..GRANTS)
+        .map(|k| {
+            let (agent, tool) = &pairs[k % pairs.len()];
+            stranger(k, agent, tool, (k / pairs.len()) % 2 == 0)
+        })
+        .collect()
+}
+
+/// The concentrated tenant's 1,000, oldest first: the measured pair's 100 strangers, then the
+/// recipients' 64 (each with `uses`), then the other 49 pairs' 836, all alike in shape.
+fn concentrated(uses: u32) -> Vec<Grant> {
+    let mut all: Vec<Grant> = (0..STRANGERS)
+        .map(|k| stranger(k, AGENT, TOOL, k % 2 == 0))
         .collect();
+    all.extend((0..RECIPIENTS).map(|r| {
+        let pins = json!({"to": recipient(r)});
+        grant(STRANGERS + r, AGENT, TOOL, uses, pins, "args.amount <= 100")
+    }));
+    let others = &pairs()[1..];
     for k in all.len()..GRANTS {
-        let (agent, tool) = &pairs[k % pairs.len()];
-        all.push(stranger(k, agent, tool));
+        let (agent, tool) = &others[k % others.len()];
+        all.push(stranger(k, agent, tool, k % 2 == 0));
     }
     all
 }
@@ -184,8 +211,7 @@ pub async fn measure(calls: usize, concurrency: usize, rounds: usize) -> GrantsB
     let config = Arc::new(Config::from_toml(&toml).expect("the grants bench's config"));
     // Every granted call of a run (the warm-up's too) finds a use left on its recipient's grant.
     let per_recipient = (calls + calls / 10 + 1).div_ceil(RECIPIENTS) + 2;
-    let grants = thousand(per_recipient as u32);
-    assert_eq!(grants.len(), GRANTS);
+    let crowded = concentrated(per_recipient as u32);
     let held = |grants: Vec<Grant>| Side {
         bodies: vec![call("ops@example.com")],
         answer: Answer::Held,
@@ -194,30 +220,33 @@ pub async fn measure(calls: usize, concurrency: usize, rounds: usize) -> GrantsB
     };
     let granted = Side {
         bodies: (0..RECIPIENTS).map(|r| call(&recipient(r))).collect(),
-        grants: grants.clone(),
+        grants: crowded.clone(),
         ..Side::new(config.clone(), world::BENCH_AGENT, Value::Null)
     };
     let allowed = json!({"tool": "search.instant", "args": {"q": "the weekly figures"}});
     let sides = [
         held(Vec::new()),
-        held(grants),
+        held(even()),
+        held(crowded),
         granted,
         Side::new(config.clone(), world::BENCH_AGENT, allowed),
     ];
-    let [held_none, held_thousand, granted, allowed] =
+    assert!(sides[1..4].iter().all(|s| s.grants.len() == GRANTS));
+    let [held_none, held_even, held_concentrated, granted, allowed] =
         alternate(&sides, calls, concurrency, rounds).await;
-    let [decode, remembered, matching] = alone(&sides[1].grants, calls / 10 + 1);
-    let store_read = [
-        read_store(&[], calls / 10 + 1).await,
-        read_store(&sides[1].grants, calls / 10 + 1).await,
-    ];
+    let [decode, remembered, matching] = alone(&sides[2].grants, calls / 10 + 1);
+    let mut store_read = [Duration::ZERO; 3];
+    for (side, read) in sides[..3].iter().zip(&mut store_read) {
+        *read = read_store(&side.grants, calls / 10 + 1).await;
+    }
     GrantsBench {
         store_read,
         decode,
         remembered,
         matching,
         held_none,
-        held_thousand,
+        held_even,
+        held_concentrated,
         granted,
         allowed,
         calls,

@@ -170,7 +170,7 @@ fn even() -> Vec<Grant> {
     (0..GRANTS)
         .map(|k| {
             let (agent, tool) = &pairs[k % pairs.len()];
-            stranger(k, agent, tool, (k / pairs.len()) % 2 == 0)
+            stranger(k, agent, tool, (k / pairs.len()).is_multiple_of(2))
         })
         .collect()
 }
@@ -179,7 +179,7 @@ fn even() -> Vec<Grant> {
 /// recipients' 64 (each with `uses`), then the other 49 pairs' 836, all alike in shape.
 fn concentrated(uses: u32) -> Vec<Grant> {
     let mut all: Vec<Grant> = (0..STRANGERS)
-        .map(|k| stranger(k, AGENT, TOOL, k % 2 == 0))
+        .map(|k| stranger(k, AGENT, TOOL, k.is_multiple_of(2)))
         .collect();
     all.extend((0..RECIPIENTS).map(|r| {
         let pins = json!({"to": recipient(r)});
@@ -188,7 +188,7 @@ fn concentrated(uses: u32) -> Vec<Grant> {
     let others = &pairs()[1..];
     for k in all.len()..GRANTS {
         let (agent, tool) = &others[k % others.len()];
-        all.push(stranger(k, agent, tool, k % 2 == 0));
+        all.push(stranger(k, agent, tool, k.is_multiple_of(2)));
     }
     all
 }

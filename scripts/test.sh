@@ -14,5 +14,5 @@ source scripts/oidc-provider.sh
 source scripts/slack-sdk.sh
 source scripts/email-deps.sh
 
-cargo test --workspace
+cargo test --workspace --no-fail-fast
 bash scripts/walkthrough.sh

@@ -13,6 +13,7 @@ pub mod deed;
 pub mod email_link;
 pub mod grant;
 pub mod granted;
+pub mod granting;
 pub mod insights;
 pub mod mail;
 pub mod next;

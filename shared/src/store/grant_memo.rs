@@ -8,7 +8,6 @@
 //! is skipped. What is remembered was decoded through the grant's own checks.
 
 use crate::domain::grant::Grant;
-use crate::store::StoreResult;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -25,13 +24,13 @@ pub struct GrantMemo {
 impl GrantMemo {
     /// The grant of `tenant` stored as `id` at `version`: the one remembered at that version,
     /// else `decode`d from its record (through its checks) and remembered.
-    pub fn grant(
+    pub fn grant<E>(
         &self,
         tenant: &str,
         id: &str,
         version: u64,
-        decode: impl FnOnce() -> StoreResult<Grant>,
-    ) -> StoreResult<Grant> {
+        decode: impl FnOnce() -> Result<Grant, E>,
+    ) -> Result<Grant, E> {
         match self.remembered(tenant, id, version) {
             Some(g) => Ok(g),
             None => self.keep(tenant, id, version, decode()),
@@ -47,13 +46,13 @@ impl GrantMemo {
     /// `read`, the record of `tenant`'s `id` at `version` decoded, remembered when it loaded.
     /// A record whose body disagrees with its key or version columns is answered as it
     /// decoded, never remembered under them; a damaged one is never remembered.
-    pub fn keep(
+    pub fn keep<E>(
         &self,
         tenant: &str,
         id: &str,
         version: u64,
-        read: StoreResult<Grant>,
-    ) -> StoreResult<Grant> {
+        read: Result<Grant, E>,
+    ) -> Result<Grant, E> {
         if let Ok(g) = &read {
             if (g.tenant(), g.id(), g.version()) == (tenant, id, version) {
                 let mut loaded = self.lock();
@@ -76,7 +75,6 @@ impl GrantMemo {
 mod tests {
     use super::*;
     use crate::domain::grant::{GrantedBy, Terms, FORMAT};
-    use crate::store::StoreError;
     use std::cell::Cell;
 
     fn grant(tenant: &str) -> Grant {
@@ -115,7 +113,7 @@ mod tests {
         let read = |tenant: &str, version: u64, stored: &Grant| {
             let decode = || {
                 decoded.set(decoded.get() + 1);
-                Ok(stored.clone())
+                Ok::<_, &str>(stored.clone())
             };
             memo.grant(tenant, stored.id(), version, decode).unwrap()
         };
@@ -138,11 +136,7 @@ mod tests {
         read("acme", 3, &g);
         read("acme", 3, &g);
         assert_eq!(decoded.get(), 5);
-        let refused = || {
-            Err(StoreError::Malformed(
-                "grant: its terms do not match".into(),
-            ))
-        };
+        let refused = || Err::<Grant, _>("grant: its terms do not match");
         assert!(memo.grant("acme", g.id(), 4, refused).is_err());
         assert!(memo.grant("acme", g.id(), 4, refused).is_err());
     }

@@ -288,7 +288,11 @@ fn alone(grants: &[Grant], calls: usize) -> [Duration; 3] {
     let memo = GrantMemo::default();
     let read = || -> Vec<Grant> {
         (pair.iter())
-            .map(|(g, body)| memo.grant("bench", g.id(), g.version(), || Ok(decode(body))))
+            .map(|(g, body)| {
+                memo.grant("bench", g.id(), g.version(), || {
+                    Ok::<_, String>(decode(body))
+                })
+            })
             .collect::<Result<_, _>>()
             .expect("a stored grant loads")
     };

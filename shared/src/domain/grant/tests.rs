@@ -1,8 +1,11 @@
 use super::*;
 use crate::domain::{
+    countersign::Decider,
     fixtures::at,
     policy::{Countersigners, Matched},
+    quorum::Signoff,
 };
+use jiff::SignedDuration;
 use serde_json::{json, Value};
 
 fn call(agent: &str, tool: &str, args: Value) -> Call {

@@ -94,6 +94,8 @@ pub enum Command {
         /// Do not ask; approve what is shown.
         #[arg(long, short)]
         yes: bool,
+        #[command(flatten)]
+        grant: GrantArgs,
     },
     /// Refuse an action, with a reason for the audit trail (approver key).
     Deny {
@@ -191,5 +193,43 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         super::Cli::command().debug_assert();
+    }
+}
+
+/// A scoped grant given with the approval (docs/grants.md): any of these asks for one, the
+/// server's defaults for the rest (1 h, 1 call).
+#[derive(clap::Args, Debug, Default)]
+pub struct GrantArgs {
+    /// Also let the same agent make this many further calls of the tool without asking (1–1,000).
+    #[arg(long = "grant-uses", value_name = "N")]
+    pub uses: Option<u32>,
+    /// How long the grant lasts, e.g. 90m, 8h, 720h (at most 30 days).
+    #[arg(long = "grant-ttl", value_name = "DURATION")]
+    pub ttl: Option<String>,
+    /// An argument later calls must repeat with this call's value (repeatable).
+    #[arg(long = "grant-pin", value_name = "FIELD")]
+    pub pin: Vec<String>,
+    /// A policy condition later calls must meet, e.g. 'args.amount <= 100'.
+    #[arg(long = "grant-when", value_name = "CONDITION")]
+    pub when: Option<String>,
+}
+
+impl GrantArgs {
+    /// The approve body's `grant`, or `None` when no flag asks for one.
+    pub fn body(&self) -> Option<serde_json::Value> {
+        if self.uses.is_none() && self.ttl.is_none() && self.pin.is_empty() && self.when.is_none() {
+            return None;
+        }
+        let mut grant = serde_json::json!({"pin": self.pin});
+        if let Some(uses) = self.uses {
+            grant["uses"] = uses.into();
+        }
+        if let Some(ttl) = &self.ttl {
+            grant["ttl"] = ttl.as_str().into();
+        }
+        if let Some(when) = &self.when {
+            grant["when"] = when.as_str().into();
+        }
+        Some(grant)
     }
 }

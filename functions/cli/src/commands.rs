@@ -93,9 +93,12 @@ async fn command(client: &Client, cli: Cli) -> Result<(), Failure> {
             list(client, &out, query, limit, cursor, follow).await?;
         }
         Command::Show { id } => out.action(&client.get(&action_path(&id, "")).await?),
-        Command::Approve { id, digest, yes } => {
-            approve(client, &out, &id, digest.as_deref(), yes).await?
-        }
+        Command::Approve {
+            id,
+            digest,
+            yes,
+            grant,
+        } => approve(client, &out, &id, digest.as_deref(), yes, grant.body()).await?,
         Command::Deny { id, reason } => {
             let path = action_path(&id, "/deny");
             out.action(&client.post(&path, Some(json!({"reason": reason}))).await?);
@@ -298,6 +301,7 @@ async fn approve(
     id: &str,
     expected: Option<&str>,
     yes: bool,
+    grant: Option<Value>,
 ) -> Result<(), Failure> {
     let action = client.get(&action_path(id, "")).await?;
     if action["state"] != "pending_approval" {
@@ -325,16 +329,33 @@ async fn approve(
         true => eprintln!("{}", serde_json::to_string_pretty(approval).expect("JSON")),
         false => eprintln!("{}", show::context(&action, &digest, &out.zone)),
     }
-    if !yes && !confirm("Approve this call? [y/N] ")? {
+    if let Some(grant) = &grant {
+        // What the approval also gives, before the question: it is part of what is approved.
+        eprintln!("and grant {}: {grant}", text(&action["agent_id"]));
+    }
+    let question = match grant {
+        Some(_) => "Approve this call and the grant? [y/N] ",
+        None => "Approve this call? [y/N] ",
+    };
+    if !yes && !confirm(question)? {
         return Err(Failure::new(Exit::NotConfirmed, "not approved"));
     }
+    let mut body = json!({"context_digest": digest});
+    if let Some(grant) = grant {
+        body["grant"] = grant;
+    }
     let path = action_path(id, "/approve");
-    let approved = client
-        .post(&path, Some(json!({"context_digest": digest})))
-        .await?;
+    let approved = client.post(&path, Some(body)).await?;
     out.line(&approved, || {
+        let granted = approved["grant"]["id"].as_str().map_or(String::new(), |g| {
+            let uses = approved["grant"]["uses"].as_u64().unwrap_or(0);
+            format!(
+                "; granted {g} ({uses} further call{})",
+                if uses == 1 { "" } else { "s" }
+            )
+        });
         format!(
-            "approved {}: {}",
+            "approved {}: {}{granted}",
             text(&approved["id"]),
             show::after_approval(&approved)
         )

@@ -731,6 +731,78 @@ async fn sc_pol_04_approve_says_how_many_more_approvals_are_needed() {
     }
 }
 
+/// SC-GR-01: `approve` gives a grant with the approval when asked (`--grant-uses`,
+/// `--grant-ttl`, `--grant-pin`, `--grant-when`), shows it before asking, and says what it
+/// granted; the next matching call needs no person. A grant the server refuses approves nothing.
+#[tokio::test]
+async fn sc_gr_01_approve_grants_with_the_approval() {
+    let w = world().await;
+    let bad = w.pending_mail("grant by cli").await;
+    let bad_id = bad["id"].as_str().unwrap();
+    let refused = w
+        .cli(
+            keys::APPROVER,
+            &["approve", bad_id, "--grant-uses", "1001", "-y"],
+            "",
+        )
+        .await;
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(refused.stderr.contains("grant.uses"), "{refused:?}");
+    let (_, still) = w
+        .api
+        .get(&format!("/v1/actions/{bad_id}"), keys::ADMIN)
+        .await;
+    assert_eq!(
+        still["state"], "pending_approval",
+        "nothing approved: {still}"
+    );
+
+    let asked = w
+        .cli(
+            keys::APPROVER,
+            &[
+                "approve",
+                bad_id,
+                "--grant-uses",
+                "2",
+                "--grant-ttl",
+                "8h",
+                "--grant-pin",
+                "to",
+            ],
+            "y\n",
+        )
+        .await;
+    assert_eq!(asked.code, 0, "{asked:?}");
+    assert!(asked.stderr.contains("and grant agent-1"), "{asked:?}");
+    assert!(asked.stderr.contains("the grant? [y/N]"), "{asked:?}");
+    let grant = format!("grt_{}", bad_id.trim_start_matches("act_"));
+    assert!(
+        asked
+            .stdout
+            .contains(&format!("granted {grant} (2 further calls)")),
+        "{asked:?}"
+    );
+    let (_, listed) = w.api.get("/v1/grants", keys::ADMIN).await;
+    let terms = &listed["grants"][0]["terms"];
+    assert_eq!(terms["pins"], json!({"to": "ops@example.com"}), "{listed}");
+    let hours = |t: &Value| t.as_str().unwrap().parse::<jiff::Timestamp>().unwrap();
+    let ttl = hours(&terms["expires_at"]).duration_since(hours(&terms["granted_at"]));
+    assert_eq!(ttl.as_hours(), 8, "{terms}");
+    let (status, next) = w
+        .api
+        .submit(
+            keys::AGENT,
+            json!({"tool": "mail.send", "args": {"to": "ops@example.com", "subject": "again"}}),
+        )
+        .await;
+    assert_eq!(
+        (status, &next["decision"]),
+        (200, &json!("allow")),
+        "{next}"
+    );
+}
+
 /// SC-GR-07: `grants` lists the tenant's scoped grants with their uses left (a table, or the
 /// API's JSON); `revoke` ends one at once — the next matching call waits for a person again.
 #[tokio::test]

@@ -328,6 +328,10 @@ async fn a_grantable_quorum_grants_on_its_last_approval(backend: Backend) {
         json!({"ttl_seconds": 3600, "uses": 2}),
         "the signoff records what it asked"
     );
+    // The same approval again (its answer lost): answered as it stands. Caught: it was refused
+    // as "approved without a grant", the record being pending, not approved.
+    let (status, again) = approve(&api, FIN_1, &refund, Some(json!({"uses": 2}))).await;
+    assert_eq!((status, pending(&again)), (200, pending(&half)), "{again}");
     let (status, body) = approve(&api, FIN_2, &refund, Some(json!({"uses": 1000}))).await;
     assert_eq!(status, 400, "{body}");
     assert!(

@@ -150,8 +150,12 @@ impl Engine {
         };
         let t = match countersign::approve(&facts) {
             Approve::AlreadyApproved => {
-                if by.grant.is_some() {
-                    self.granted_already(action).await?;
+                match (asked, action.state()) {
+                    (None, _) => {}
+                    // This approver's own signoff is among the earlier ones judged: the same
+                    // grant again is answered as it stands, another refused naming them.
+                    (Some(asked), State::PendingApproval) => drop(asked?),
+                    (Some(_), _) => self.granted_already(action).await?,
                 }
                 return Ok(Step::Done(action.clone()));
             }

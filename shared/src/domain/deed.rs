@@ -451,6 +451,26 @@ mod tests {
     };
     use serde_json::json;
 
+    type Edit = fn(&mut Deed);
+
+    /// Each `(name, edit, error)`: the deed edited and signed again with the tenant's own key
+    /// fails verification with that error (the chain or the shape, not the signature).
+    fn refused_when_edited<'a>(
+        deed: &Deed,
+        key: &DeedKey,
+        cases: impl IntoIterator<Item = (&'a str, Edit, DeedError)>,
+    ) {
+        for (name, edit, expected) in cases {
+            let mut forged = deed.clone();
+            edit(&mut forged);
+            assert_eq!(
+                Deed::verify(&forged.sign(key), &key.verifying_key()),
+                Err(expected),
+                "{name}"
+            );
+        }
+    }
+
     use crate::domain::fixtures::{at, pending};
 
     /// A denied action with its chain.
@@ -548,7 +568,6 @@ mod tests {
         let key = DeedKey::from_seed("acme-1", &[7; 32]);
         let (action, events) = denied();
         let deed = Deed::of(&action, &events, "acme-1").unwrap();
-        type Edit = fn(&mut Deed);
         let cases: Vec<(&str, Edit, ChainError)> = vec![
             (
                 "tool",
@@ -585,15 +604,10 @@ mod tests {
                 ChainError::Context { field: "agent_id" },
             ),
         ];
-        for (name, edit, expected) in cases {
-            let mut forged = deed.clone();
-            edit(&mut forged);
-            assert_eq!(
-                Deed::verify(&forged.sign(&key), &key.verifying_key()),
-                Err(DeedError::Chain(expected)),
-                "{name}"
-            );
-        }
+        let cases = cases
+            .into_iter()
+            .map(|(n, e, c)| (n, e, DeedError::Chain(c)));
+        refused_when_edited(&deed, &key, cases);
     }
 
     fn person(subject: &str, name: &str) -> Person {
@@ -685,7 +699,6 @@ mod tests {
         let key = DeedKey::from_seed("acme-1", &[7; 32]);
         let (action, events) = approved_by_people();
         let deed = Deed::of(&action, &events, "acme-1").unwrap();
-        type Edit = fn(&mut Deed);
         let approver = || DeedError::Approver("the approver \"bob\"".into());
         let cases: Vec<(&str, Edit, DeedError)> = vec![
             (
@@ -719,15 +732,7 @@ mod tests {
                 DeedError::Shape(format!("a {FORMAT} deed names no person")),
             ),
         ];
-        for (name, edit, expected) in cases {
-            let mut forged = deed.clone();
-            edit(&mut forged);
-            assert_eq!(
-                Deed::verify(&forged.sign(&key), &key.verifying_key()),
-                Err(expected),
-                "{name}"
-            );
-        }
+        refused_when_edited(&deed, &key, cases);
     }
 
     /// A key's quorum of two: fin-1 on the page, fin-2 in Slack, whose approval committed.
@@ -804,7 +809,6 @@ mod tests {
         let key = DeedKey::from_seed("acme-1", &[7; 32]);
         let (action, events) = approved_through_channels();
         let deed = Deed::of(&action, &events, "acme-1").unwrap();
-        type Edit = fn(&mut Deed);
         let approver = || DeedError::Approver("the approver \"fin-2\"".into());
         let cases: Vec<(&str, Edit, DeedError)> = vec![
             (
@@ -833,15 +837,7 @@ mod tests {
                 DeedError::Shape(format!("a {FORMAT} deed names no channel")),
             ),
         ];
-        for (name, edit, expected) in cases {
-            let mut forged = deed.clone();
-            edit(&mut forged);
-            assert_eq!(
-                Deed::verify(&forged.sign(&key), &key.verifying_key()),
-                Err(expected),
-                "{name}"
-            );
-        }
+        refused_when_edited(&deed, &key, cases);
     }
 
     #[test]

@@ -13,7 +13,6 @@ use super::{
     Decision,
 };
 use jiff::{SignedDuration, Timestamp};
-use serde_json::Map;
 
 /// How long a grant lasts unless the approver says.
 pub const DEFAULT_TTL: SignedDuration = SignedDuration::from_hours(1);
@@ -130,12 +129,17 @@ pub fn judge(ask: &Ask, g: &Granting<'_>) -> Result<Asked, Refusal> {
             message: format!("at most {MAX_PINS} pinned fields"),
         });
     }
-    let mut pins = Map::new();
-    for field in &ask.pin {
-        let value = g.call.args().get(field.as_str());
-        let value = value.ok_or_else(|| Refusal::NoSuchArg(field.clone()))?;
-        pins.insert(field.clone(), value.clone());
+    if let Some(field) = ask
+        .pin
+        .iter()
+        .find(|f| g.call.args().get(f.as_str()).is_none())
+    {
+        return Err(Refusal::NoSuchArg(field.clone()));
     }
+    // Sorted and once each: how approvals of a quorum compare what they asked.
+    let mut pin = ask.pin.clone();
+    pin.sort();
+    pin.dedup();
     if let Some(when) = &ask.when {
         Condition::compile(when).map_err(Refusal::Condition)?;
     }
@@ -153,7 +157,7 @@ pub fn judge(ask: &Ask, g: &Granting<'_>) -> Result<Asked, Refusal> {
     let asked = Asked {
         ttl_seconds: ttl.as_secs(),
         uses,
-        pin: pins.keys().cloned().collect(),
+        pin,
         when: ask.when.clone(),
     };
     if let Some(other) = g.earlier.iter().find(|s| s.grant.as_ref() != Some(&asked)) {

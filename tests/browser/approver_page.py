@@ -806,7 +806,7 @@ def test_issue30_sc_app_06_the_board_refreshes_itself_and_keeps_the_reviewers_pl
     expect(item.get_by_role("button", name=re.compile("Review"))).to_be_focused()
 
 
-def test_sc_gr_20_batch_approve_three_in_one_click(t):
+def test_sc_gr_23_sc_gr_20_batch_approve_three_in_one_click(t):
     """Issue 33: three calls selected on their cards are approved by one click, one request of
     three decisions (each with the digest the page computed), each answered; similar calls of
     one tool and agent are grouped with a button that selects them all."""
@@ -833,7 +833,7 @@ def test_sc_gr_20_batch_approve_three_in_one_click(t):
     assert not t.console_errors, t.console_errors
 
 
-def test_sc_gr_20_keyboard_only_review_filter_and_approve(t):
+def test_sc_gr_23_sc_gr_20_keyboard_only_review_filter_and_approve(t):
     """Issue 33: j / k move through the pending calls, Enter reviews one, a approves it, with
     the keys written on the page; the tool filter narrows the list."""
     other = t.server.submit(AGENT, {"amount": 10}, tool="payments.transfer")
@@ -860,7 +860,7 @@ def test_sc_gr_20_keyboard_only_review_filter_and_approve(t):
     assert t.server.action(action["id"])["state"] in ("approved", "executing", "succeeded")
 
 
-def test_sc_gr_22_an_admin_sees_the_insights_panel(t):
+def test_sc_gr_23_sc_gr_22_an_admin_sees_the_insights_panel(t):
     """Issue 33: an admin key does not countersign, and sees the decision insights instead."""
     action = t.server.submit(AGENT, {"to": "insight@example.com", "subject": "counted"})
     t.server.call("POST", f"/v1/actions/{action['id']}/deny", APPROVER, {"reason": "no"})
